@@ -1,0 +1,1 @@
+"""nbtools: notebook functions as LLM tools."""
