@@ -1,0 +1,200 @@
+"""Registries: named collections of Tools, the explicit namespace calls resolve in.
+
+The default `registry` lives here (not in `nbtools/__init__.py`) so `%reload_ext nbtools` keeps it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from .tool import Tool, normalise_hints
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits on what a model may send (checked before anything runs).
+
+    Fields:
+        max_bytes: size of the argument JSON text (also bounds any single string or list).
+        max_depth: nesting depth of arrays/objects.
+        max_string: longest string, in characters.
+        max_items: longest array / largest object, in elements.
+        max_int: integers must lie within ±max_int.
+        max_result_chars: results longer than this are cut, with a marker saying so.
+    """
+
+    max_bytes: int = 1 << 20
+    max_depth: int = 64
+    max_string: int = 1 << 20
+    max_items: int = 1 << 20
+    max_int: int = 2**63
+    max_result_chars: int = 100_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class Registry:
+    """A named collection of Tools.
+
+    Args:
+        tools: initial tools or callables.
+        approve: `callback(tool, args) -> bool` (or an awaitable bool) consulted before running a
+            tool with the `destructive` hint; a False answer refuses the call.
+        refuse_destructive: refuse every `destructive` tool outright.
+        limits: argument limits for calls through this registry.
+    """
+
+    def __init__(self, tools: Iterable[Any] = (), *, approve: Callable[..., Any] | None = None,
+                 refuse_destructive: bool = False, limits: Limits | None = None):
+        self._tools: dict[str, Tool] = {}
+        self._disabled: set[str] = set()
+        self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
+        self.approve = approve
+        self.refuse_destructive = refuse_destructive
+        self.limits = limits or DEFAULT_LIMITS
+        for item in tools:
+            self.add(item)
+
+    # -- membership ------------------------------------------------------------------------------
+    def add(self, item: Any, **overrides: Any) -> Tool:
+        """Add a Tool or a callable (described with `Tool.from_function`); the newer tool wins."""
+        if isinstance(item, Tool):
+            built = item.replace(**overrides) if overrides else item
+        else:
+            built = Tool.from_function(item, **overrides)
+        if built.name in self._tools and self._tools[built.name].fn is not built.fn:
+            warnings.warn(f"tool {built.name!r} was already registered; the new definition replaces it",
+                          stacklevel=2)
+        self._tools[built.name] = built
+        self._index_wire_names(built.name)
+        return built
+
+    def _index_wire_names(self, name: str) -> None:
+        from .formats import wire_names
+
+        for mapped in wire_names(name):
+            if mapped != name:
+                self._wire[mapped] = name
+
+    def remove(self, name_or_glob: str) -> list[str]:
+        """Remove tools by exact name or glob; returns the names removed (KeyError if none)."""
+        names = [name for name in self._tools if name == name_or_glob or fnmatch.fnmatchcase(name, name_or_glob)]
+        if not names:
+            raise KeyError(f"no tool named {name_or_glob!r}")
+        for name in names:
+            del self._tools[name]
+            self._disabled.discard(name)
+        self._wire = {mapped: orig for mapped, orig in self._wire.items() if orig in self._tools}
+        return names
+
+    def clear(self) -> None:
+        self._tools.clear()
+        self._disabled.clear()
+        self._wire.clear()
+
+    def get(self, name: str, default: Any = None) -> Tool | None:
+        """The Tool registered under `name` (exact, case-sensitive; provider-mapped names accepted)."""
+        found = self._tools.get(name)
+        if found is None:
+            original = self._wire.get(name)
+            if original is not None:
+                found = self._tools.get(original)
+        return default if found is None else found
+
+    def __getitem__(self, name: str) -> Tool:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def resolve(self, name: str) -> Tool | None:
+        """The Tool a model's call named, or None when unknown or disabled."""
+        found = self.get(name)
+        if found is None or found.name in self._disabled:
+            return None
+        return found
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Tool):
+            return self._tools.get(item.name) is item
+        return isinstance(item, str) and self.get(item) is not None
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    # -- enabling ----------------------------------------------------------------------------------
+    def enable(self, name: str, enabled: bool = True) -> None:
+        """Enable or disable a tool: disabled tools are left out of `schemas()` and refused by calls."""
+        tool = self[name]
+        if enabled:
+            self._disabled.discard(tool.name)
+        else:
+            self._disabled.add(tool.name)
+
+    def disable(self, name: str) -> None:
+        self.enable(name, False)
+
+    def is_enabled(self, name: str) -> bool:
+        return name in self._tools and name not in self._disabled
+
+    def enabled(self) -> list[Tool]:
+        return [tool for name, tool in self._tools.items() if name not in self._disabled]
+
+    # -- selection and rendering -------------------------------------------------------------------
+    def select(self, allow: str | Iterable[str] | None = None, deny: str | Iterable[str] | None = None,
+               hints: Any = None, group: str | None = None) -> "Registry":
+        """A new Registry holding the enabled tools that match.
+
+        `allow`/`deny` are globs (or lists of globs) on names; `hints` keeps tools carrying every
+        given hint; `group` keeps one group. Approval and limits carry over.
+        """
+        allow_globs = [allow] if isinstance(allow, str) else list(allow or [])
+        deny_globs = [deny] if isinstance(deny, str) else list(deny or [])
+        wanted_hints = normalise_hints(hints)
+        view = Registry(approve=self.approve, refuse_destructive=self.refuse_destructive, limits=self.limits)
+        for tool in self.enabled():
+            if allow_globs and not any(fnmatch.fnmatchcase(tool.name, glob) for glob in allow_globs):
+                continue
+            if any(fnmatch.fnmatchcase(tool.name, glob) for glob in deny_globs):
+                continue
+            if not wanted_hints <= tool.hints:
+                continue
+            if group is not None and tool.group != group:
+                continue
+            view._tools[tool.name] = tool
+            view._index_wire_names(tool.name)
+        return view
+
+    def schemas(self, fmt: str | None = None, strict: bool | None = None) -> list[dict]:
+        """Tool definitions of every enabled tool, in format `fmt` (see `get_schema`)."""
+        return [tool.schema(fmt, strict) for name, tool in self._tools.items() if name not in self._disabled]
+
+    # -- calling (see nbtools.call) ------------------------------------------------------------------
+    def call(self, name: str, args: Any = None, **options: Any) -> Any:
+        from .call import call_func
+
+        return call_func(name, args, ns=self, **options)
+
+    async def acall(self, name: str, args: Any = None, **options: Any) -> Any:
+        from .call import call_func_async
+
+        return await call_func_async(name, args, ns=self, **options)
+
+    def __repr__(self) -> str:
+        return f"Registry({len(self)} tools: {', '.join(self._tools)})"
+
+
+registry = Registry()
+"""The default, process-wide registry (in a kernel: the in-kernel registry)."""
+
+__all__ = ["Registry", "registry", "Limits", "DEFAULT_LIMITS"]
