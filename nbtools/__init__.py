@@ -1,1 +1,61 @@
-"""nbtools: notebook functions as LLM tools."""
+"""nbtools: the functions you write in a notebook, as tools a language model can call.
+
+Importing this package is light: IPython, ipywidgets, pydantic and mcp are imported only when a
+feature needs them. This module only re-exports; see DESIGN.md for the data path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SchemaError, ToolCallError
+from .introspect import get_schema, tools_from
+from .registry import Limits, Registry, registry
+from .schema import type_schema
+from .tool import HINTS, Tool, tool
+
+__version__ = "0.1.0"
+
+# Names served lazily from their modules (keeps `import nbtools` fast and the modules independent).
+_LAZY = {
+    "mk_ns": "call", "call_func": "call", "call_func_async": "call",
+    "run_tool_calls": "call", "arun_tool_calls": "call",
+    "python": "interp", "python_async": "interp", "run_code": "interp", "ExecResult": "interp",
+    "schema2sig": "inverse", "mk_tool": "inverse",
+    "panel": "widgets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'nbtools' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"nbtools.{module_name}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """`%load_ext nbtools`: register the `%%tool`, `%tool`, `%tools` and `%untool` magics."""
+    from .magics import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """`%unload_ext nbtools`: remove the magics (registered tools stay in the registry)."""
+    from .magics import unload_ipython_extension as unload
+
+    unload(shell)
+
+
+__all__ = [
+    "Tool", "tool", "tools_from", "get_schema", "type_schema", "Registry", "registry", "Limits",
+    "SchemaError", "ToolCallError", "HINTS", *_LAZY,
+]

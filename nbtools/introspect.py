@@ -1,0 +1,379 @@
+"""Any callable -> Tool: find what runs, its parameters, their types and descriptions.
+
+Specs are cached per function object in weak dictionaries, so a schema is built once per function,
+dead functions are not kept alive, and a redefined function (a new object) gets a fresh schema.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import types as pytypes
+import typing
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import ir
+from .errors import SchemaError
+from .tool import Tool, normalise_hints
+
+_RENDER_AFFECTING = ("name", "description", "hints", "strict")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What introspection found for one callable shape (independent of the object that runs).
+
+    Fields:
+        name: default tool name ("" for lambdas: a name must be given).
+        description: composed description (docstring without parameter sections + Returns line).
+        args: the arguments object (fields = parameters the model may send).
+        passing: (parameter name, kind) pairs, see `Tool.passing`.
+        parameters: JSON Schema of `args`.
+        returns: JSON Schema of the return annotation (None when absent).
+        returns_description: from docments/docstring.
+        is_async: whether calling returns an awaitable.
+        render_cache: shared by the Tools built from this spec without render-affecting overrides.
+    """
+
+    name: str
+    description: str
+    args: ir.Object
+    passing: tuple[tuple[str, str], ...]
+    parameters: dict
+    returns: dict | None
+    returns_description: str | None
+    is_async: bool
+    render_cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+# One cache per callable shape: the same function object has a different spec as a plain function
+# (with `self`) and as the function behind a bound method (without it).
+_PLAIN: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
+_BOUND: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
+_INSTANCE: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
+
+
+def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
+    """The Tool of callable `fn`; `overrides`: name, description, group, hints, strict."""
+    if isinstance(fn, Tool):
+        return fn.replace(**_clean(overrides)) if overrides else fn
+    spec = callable_spec(fn)
+    name = overrides.get("name") or spec.name
+    if not name:
+        raise SchemaError(None, None, "a lambda has no name a model could call: pass name=..., "
+                          "e.g. tool(lambda x: x, name='double') or Tool.from_function(f, name='double')")
+    hints = normalise_hints(overrides.get("hints"))
+    if "name" in overrides and overrides["name"] != spec.name:
+        _check_name(overrides["name"])
+    shares_cache = overrides.get("name") in (None, spec.name) and all(
+        overrides.get(key) is None for key in _RENDER_AFFECTING if key != "name")
+    description = overrides.get("description")
+    return Tool(
+        name=name,
+        description=spec.description if description is None else description,
+        parameters=spec.parameters,
+        fn=fn,
+        returns=spec.returns,
+        returns_description=spec.returns_description,
+        group=overrides.get("group"),
+        hints=hints,
+        strict=bool(overrides.get("strict") or False),
+        args=spec.args,
+        passing=spec.passing,
+        is_async=spec.is_async,
+        _cache=spec.render_cache if shares_cache else {},
+    )
+
+
+def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in overrides.items() if value is not None}
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
+
+
+def callable_spec(fn: Callable[..., Any]) -> Spec:
+    """The cached Spec of `fn` (built on first use)."""
+    cache, key, drop_first = _shape(fn)
+    if key is not None:
+        try:
+            return cache[key]
+        except (KeyError, TypeError):
+            pass
+    spec = _build_spec(fn, drop_first)
+    if key is not None:
+        try:
+            cache[key] = spec
+        except TypeError:  # not weak-referenceable: just don't cache
+            pass
+    return spec
+
+
+def _shape(fn: Any) -> tuple[Any, Any, bool]:
+    """Which cache, which key, and whether the first parameter (self/cls) is bound."""
+    if isinstance(fn, pytypes.MethodType):
+        return _BOUND, fn.__func__, True
+    if isinstance(fn, (pytypes.FunctionType, functools.partial, type)):
+        return _PLAIN, fn, False
+    if isinstance(fn, (staticmethod, classmethod)):
+        return _PLAIN, fn.__func__, isinstance(fn, classmethod)
+    if callable(fn) and not isinstance(fn, pytypes.BuiltinFunctionType):
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, pytypes.FunctionType):
+            return _INSTANCE, call, True
+    return _PLAIN, None, False
+
+
+def _build_spec(fn: Any, drop_first: bool) -> Spec:
+    from .docs import compose_description, field_docs, function_docs
+    from .schema import render_schema
+    from .types import Context, json_default, to_ir, type_name
+
+    target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
+    display = name or "<lambda>"
+    unwrapped = inspect.unwrap(target) if not isinstance(target, type) else target
+    code_owner = unwrapped.__init__ if isinstance(unwrapped, type) else unwrapped
+    try:
+        signature = inspect.signature(code_owner)
+    except (TypeError, ValueError) as error:
+        raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
+                                         "Python function with annotated parameters") from None
+    ctx = Context(function=display, field_docs=field_docs)
+    hints = _hints(code_owner, unwrapped, ctx)
+    docs = function_docs(unwrapped)
+    exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
+
+    fields: list[ir.Field] = []
+    passing: list[tuple[str, str]] = []
+    extra: ir.Node | None = None
+    params = list(signature.parameters.values())
+    if isinstance(unwrapped, type) or drop_first:
+        params = params[1:]
+    params = _without_bound(params, bound_positional, bound_keywords)
+    for param in params:
+        if param.name in exclude:
+            if param.default is param.empty and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise SchemaError(display, param.name, "is excluded from the tool (__tool_exclude__) "
+                                                      "but has no default")
+            continue
+        ctx.parameter = param.name
+        annotation = hints.get(param.name, param.empty)
+        annotation = _EMPTY_TO_ANY(annotation)
+        if param.kind is param.VAR_KEYWORD:
+            extra = to_ir(annotation, ctx)
+            passing.append((param.name, "varkw"))
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            node = ir.Array(item=to_ir(annotation, ctx), py=tuple)
+            fields.append(ir.Field(param.name, node, required=False, default=ir.MISSING,
+                                   json_default=ir.MISSING, description=docs.params.get(param.name)))
+            passing.append((param.name, "varargs"))
+            continue
+        default = param.default
+        default_info = _field_info(default)
+        constraints_from_default: ir.Constraints = ()
+        description_from_default = None
+        if default_info is not None:  # `x: int = Field(3, description=...)` (pydantic style)
+            default, description_from_default, constraints_from_default = default_info
+        required = default is param.empty
+        if not required and default is None and annotation is not typing.Any:
+            annotation = typing.Optional[annotation]
+        node = to_ir(annotation, ctx)
+        if constraints_from_default or description_from_default:
+            import dataclasses
+
+            node = dataclasses.replace(node, constraints=node.constraints + constraints_from_default,
+                                       description=description_from_default or node.description)
+        fields.append(ir.Field(
+            name=param.name, type=node, required=required,
+            default=ir.MISSING if required else default,
+            json_default=ir.MISSING if required else json_default(default),
+            description=node.description or docs.params.get(param.name),
+        ))
+        passing.append((param.name, "positional" if param.kind is param.POSITIONAL_ONLY else "keyword"))
+    ctx.parameter = None
+
+    args = ir.Object(name="", fields=tuple(fields), kind="dict", extra=extra)
+    parameters = render_schema(args, ctx.recursive)
+
+    returns_schema = None
+    return_text = None
+    return_annotation = hints.get("return", inspect.Signature.empty)
+    if isinstance(unwrapped, type):
+        return_annotation = inspect.Signature.empty
+    if return_annotation is not inspect.Signature.empty and return_annotation is not None \
+            and return_annotation is not type(None):
+        ctx.parameter = "return"
+        try:
+            return_node = to_ir(return_annotation, ctx)
+            returns_schema = render_schema(return_node, ctx.recursive)
+        except SchemaError:
+            returns_schema = None  # the model never sends a return value: describe it in words only
+        ctx.parameter = None
+        return_text = type_name(return_annotation)
+    description = compose_description(docs, return_text)
+    return Spec(
+        name=name,
+        description=description,
+        args=args,
+        passing=tuple(passing),
+        parameters=parameters,
+        returns=returns_schema,
+        returns_description=docs.returns,
+        is_async=_is_async(fn, target, unwrapped),
+    )
+
+
+def _EMPTY_TO_ANY(annotation: Any) -> Any:
+    return typing.Any if annotation is inspect.Parameter.empty else annotation
+
+
+def _target(fn: Any, drop_first: bool) -> tuple[Any, str, int, frozenset[str], bool]:
+    """(object whose signature and docs describe fn, default name, bound positional count, bound keywords, drop_first)."""
+    if isinstance(fn, functools.partial):
+        inner, inner_name, positional, keywords, inner_drop = _target(fn.func, False)
+        if isinstance(fn.func, pytypes.MethodType):
+            inner_drop = True
+        return inner, inner_name, positional + len(fn.args), keywords | frozenset(fn.keywords), inner_drop
+    if isinstance(fn, pytypes.MethodType):
+        return fn.__func__, fn.__func__.__name__, 0, frozenset(), True
+    if isinstance(fn, (staticmethod, classmethod)):
+        return fn.__func__, fn.__func__.__name__, 0, frozenset(), isinstance(fn, classmethod)
+    if isinstance(fn, type):
+        return fn, fn.__name__, 0, frozenset(), False
+    if isinstance(fn, (pytypes.FunctionType, pytypes.BuiltinFunctionType)):
+        name = fn.__name__
+        return fn, "" if name == "<lambda>" else name, 0, frozenset(), False
+    call = getattr(type(fn), "__call__", None)
+    if callable(fn) and isinstance(call, pytypes.FunctionType):
+        return call, type(fn).__name__, 0, frozenset(), True
+    if callable(fn):
+        return fn, getattr(fn, "__name__", type(fn).__name__), 0, frozenset(), drop_first
+    raise SchemaError(None, None, f"{fn!r} is not callable")
+
+
+def _without_bound(params: list[inspect.Parameter], positional: int, keywords: frozenset[str]) -> list[inspect.Parameter]:
+    """Parameters left after a functools.partial bound some."""
+    kept: list[inspect.Parameter] = []
+    skipped = 0
+    for param in params:
+        if skipped < positional and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            skipped += 1
+            continue
+        if param.name in keywords:
+            continue
+        kept.append(param)
+    return kept
+
+
+def _hints(code_owner: Any, unwrapped: Any, ctx: Any) -> dict[str, Any]:
+    """Resolved annotations (strings and `from __future__ import annotations` included)."""
+    owner_cls = unwrapped if isinstance(unwrapped, type) else None
+    localns = {owner_cls.__name__: owner_cls} if owner_cls else None
+    try:
+        return typing.get_type_hints(code_owner, localns=localns, include_extras=True)
+    except Exception:
+        pass
+    # find which annotation fails, to name it
+    raw = getattr(code_owner, "__annotations__", {}) or {}
+    globalns = getattr(code_owner, "__globals__", {})
+    resolved: dict[str, Any] = {}
+    for param_name, annotation in raw.items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(globalns), dict(localns or {}))  # noqa: S307 - the author's own annotation text
+            except Exception as error:
+                raise SchemaError(ctx.function, param_name,
+                                  f"its annotation {raw[param_name]!r} cannot be resolved ({error}); "
+                                  "define or import that name where the function is defined") from None
+        resolved[param_name] = annotation
+    return resolved
+
+
+def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
+    """A pydantic `Field(...)` used as a default: (real default, description, constraints)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(default, pydantic.fields.FieldInfo):
+        return None
+    from pydantic_core import PydanticUndefined
+
+    from .types import _CONSTRAINT_ATTRS
+
+    real = default.default
+    if real is PydanticUndefined:
+        real = inspect.Parameter.empty if default.default_factory is None else default.default_factory()
+    constraints = []
+    for item in default.metadata:
+        for attr, keyword in _CONSTRAINT_ATTRS.items():
+            value = getattr(item, attr, None)
+            if value is not None and not callable(value):
+                constraints.append((keyword, value))
+    return real, default.description, tuple(constraints)
+
+
+def _is_async(fn: Any, target: Any, unwrapped: Any) -> bool:
+    for candidate in (fn, target, unwrapped, getattr(fn, "func", None)):
+        if candidate is not None and (inspect.iscoroutinefunction(candidate)
+                                      or inspect.isasyncgenfunction(candidate)):
+            return True
+    return False
+
+
+# -- public helpers ---------------------------------------------------------------------------------
+
+def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = False,
+               name: str | None = None) -> dict:
+    """The tool definition of callable `f` in format `fmt` (None: neutral name/description/parameters)."""
+    built = tool_from_function(f, name=name) if name else tool_from_function(f)
+    return built.schema(fmt, strict)
+
+
+def tools_from(obj: Any, group: str | None = None, hints: Any = None) -> list[Tool]:
+    """One Tool per public function/method of a module, class, instance or Tool-bearing object.
+
+    Sub-tools are named `prefix.fn`, the prefix being `group` when given, else the module's last
+    name component or the lower-cased class name; each carries that group and the given hints.
+    """
+    if isinstance(obj, pytypes.ModuleType):
+        prefix = obj.__name__.rsplit(".", 1)[-1]
+        members = [(name, value) for name, value in vars(obj).items()
+                   if not name.startswith("_") and (isinstance(value, Tool) or (
+                       isinstance(value, pytypes.FunctionType) and value.__module__ == obj.__name__))]
+    else:
+        cls = obj if isinstance(obj, type) else type(obj)
+        prefix = cls.__name__.lower()
+        members = []
+        for name in dir(obj):
+            if name.startswith("_"):
+                continue
+            try:
+                raw = inspect.getattr_static(obj, name)
+            except AttributeError:
+                continue
+            value = getattr(obj, name)
+            if isinstance(value, Tool):
+                members.append((name, value))
+            elif isinstance(obj, type):
+                if isinstance(raw, (staticmethod, classmethod)):
+                    members.append((name, value))
+            elif isinstance(raw, (pytypes.FunctionType, staticmethod, classmethod)):
+                members.append((name, value))
+    prefix = group or prefix
+    tools = []
+    for name, value in members:
+        sub_name = f"{prefix}.{name}"
+        if isinstance(value, Tool):
+            tools.append(value.replace(name=sub_name, group=prefix, hints=value.hints | normalise_hints(hints)))
+        else:
+            tools.append(tool_from_function(value, name=sub_name, group=prefix, hints=hints))
+    if not tools:
+        raise SchemaError(None, None, f"{obj!r} has no public functions or methods to make tools of")
+    return tools
+
+
+__all__ = ["tool_from_function", "callable_spec", "get_schema", "tools_from", "Spec"]

@@ -1,0 +1,155 @@
+"""The intermediate form (`ir`) -> JSON Schema (draft 2020-12), and `type_schema`.
+
+Neutral output only: provider dialects are derived from it in `formats`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import ir
+
+_SCALAR_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+
+
+class Renderer:
+    """Renders nodes, collecting `$defs` for recursive Objects and pydantic models."""
+
+    def __init__(self, recursive: set[str] | frozenset[str] = frozenset()):
+        self.recursive = recursive
+        self.defs: dict[str, dict] = {}
+
+    def render(self, node: ir.Node) -> dict:
+        schema = self._body(node)
+        if node.description and "description" not in schema:
+            schema["description"] = node.description
+        for keyword, value in node.constraints:
+            schema[keyword] = value
+        return schema
+
+    def _body(self, node: ir.Node) -> dict:
+        if isinstance(node, ir.AnyValue):
+            return {}
+        if isinstance(node, ir.NoneValue):
+            return {"type": "null"}
+        if isinstance(node, ir.Bool):
+            return {"type": "boolean"}
+        if isinstance(node, ir.Int):
+            return {"type": "integer"}
+        if isinstance(node, ir.Float):
+            return {"type": "number"}
+        if isinstance(node, ir.Str):
+            schema: dict[str, Any] = {"type": "string"}
+            if node.format:
+                schema["format"] = node.format
+            if node.encoding:
+                schema["contentEncoding"] = node.encoding
+            return schema
+        if isinstance(node, (ir.Literal, ir.Enum)):
+            return _enum_schema(node.values)
+        if isinstance(node, ir.Array):
+            return {"type": "array", "items": self.render(node.item)}
+        if isinstance(node, ir.Tuple):
+            count = len(node.items)
+            if not count:
+                return {"type": "array", "maxItems": 0}
+            return {"type": "array", "prefixItems": [self.render(item) for item in node.items],
+                    "minItems": count, "maxItems": count}
+        if isinstance(node, ir.Map):
+            schema = {"type": "object", "additionalProperties": self.render(node.value)}
+            names = _key_names(node.key)
+            if names:
+                schema["propertyNames"] = names
+            return schema
+        if isinstance(node, ir.Object):
+            if node.name in self.recursive and node.name not in self.defs:
+                self.defs[node.name] = {}  # placeholder first: the body may refer to itself
+                self.defs[node.name] = self.object_schema(node)
+            if node.name in self.recursive:
+                return {"$ref": f"#/$defs/{node.name}"}
+            return self.object_schema(node)
+        if isinstance(node, ir.Union):
+            return {"anyOf": [self.render(option) for option in node.options]}
+        if isinstance(node, ir.Ref):
+            if node.name not in self.defs:
+                self.defs[node.name] = {}
+                self.defs[node.name] = self.object_schema(node.target())
+            return {"$ref": f"#/$defs/{node.name}"}
+        if isinstance(node, ir.Pydantic):
+            return self._pydantic(node.cls)
+        raise TypeError(f"unknown node {node!r}")
+
+    def object_schema(self, node: ir.Object) -> dict:
+        properties: dict[str, dict] = {}
+        required: list[str] = []
+        for item in node.fields:
+            prop = self.render(item.type)
+            if item.description:
+                prop["description"] = item.description
+            if not item.required and item.json_default is not ir.MISSING:
+                prop["default"] = item.json_default
+            properties[item.name] = prop
+            if item.required:
+                required.append(item.name)
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False if node.extra is None else self.render(node.extra)
+        if node.description:
+            schema["description"] = node.description
+        return schema
+
+    def _pydantic(self, cls: type) -> dict:
+        model_schema = cls.model_json_schema(ref_template="#/$defs/{model}")
+        for name, definition in model_schema.pop("$defs", {}).items():
+            self.defs.setdefault(name, definition)
+        model_schema.pop("title", None)
+        return model_schema
+
+    def root(self, node: ir.Node) -> dict:
+        """A top-level schema: the node's schema with `$defs` attached when any were needed."""
+        schema = self.render(node)
+        if self.defs:
+            schema["$defs"] = dict(self.defs)
+        return schema
+
+
+def _enum_schema(values: tuple[Any, ...]) -> dict:
+    kinds = {_SCALAR_TYPES.get(type(value)) for value in values}
+    schema: dict[str, Any] = {}
+    if len(kinds) == 1 and None not in kinds:
+        schema["type"] = kinds.pop()
+    elif kinds <= {"integer", "number"}:
+        schema["type"] = "number"
+    schema["enum"] = list(values)
+    return schema
+
+
+def _key_names(key: ir.Node) -> dict | None:
+    if isinstance(key, ir.Int):
+        return {"pattern": r"^-?[0-9]+$"}
+    if isinstance(key, (ir.Enum, ir.Literal)):
+        return {"enum": [str(value) for value in key.values]}
+    return None
+
+
+def render_schema(node: ir.Node, recursive: set[str] | frozenset[str] = frozenset()) -> dict:
+    """JSON Schema of one node (with `$defs` when needed)."""
+    return Renderer(recursive).root(node)
+
+
+def type_schema(tp: Any) -> dict:
+    """JSON Schema (draft 2020-12) of one Python type, with `$defs` when it needs them.
+
+    >>> type_schema(list[int])
+    {'type': 'array', 'items': {'type': 'integer'}}
+    """
+    from .docs import field_docs
+    from .types import Context, to_ir
+
+    ctx = Context(field_docs=field_docs)
+    node = to_ir(tp, ctx)
+    return render_schema(node, ctx.recursive)
+
+
+__all__ = ["type_schema", "render_schema", "Renderer"]

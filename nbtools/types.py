@@ -1,0 +1,548 @@
+"""Python annotations -> the intermediate form (`ir`).
+
+This is the one place that inspects Python types. It knows nothing about JSON Schema keywords
+beyond the few validation constraints carried on nodes, and nothing about providers.
+
+Hand-written on purpose: the type → schema mapping is the product (pydantic cannot be a dependency,
+refuses `typing.TypedDict` on 3.11, and extracts no descriptions).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import pathlib
+import sys
+import typing
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import ir
+from .errors import SchemaError
+
+_NoneType = type(None)
+_JSON_SCALARS = (str, int, float, bool, _NoneType)
+
+# str-borne scalar types: python type -> (format, contentEncoding, extra constraints)
+_STRING_TYPES: dict[type, tuple[str | None, str | None, ir.Constraints]] = {
+    dt.datetime: ("date-time", None, ()),
+    dt.date: ("date", None, ()),
+    dt.time: ("time", None, ()),
+    dt.timedelta: ("duration", None, ()),
+    uuid.UUID: ("uuid", None, ()),
+    decimal.Decimal: (None, None, (("pattern", r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"),)),
+    pathlib.Path: ("path", None, ()),
+    pathlib.PurePath: ("path", None, ()),
+    pathlib.PurePosixPath: ("path", None, ()),
+    pathlib.PosixPath: ("path", None, ()),
+    bytes: (None, "base64", ()),
+    bytearray: (None, "base64", ()),
+}
+
+_ARRAY_ORIGINS: dict[Any, type] = {
+    list: list, cabc.Sequence: list, cabc.MutableSequence: list, cabc.Iterable: list,
+    cabc.Collection: list, cabc.Iterator: list, cabc.Reversible: list,
+    set: set, cabc.Set: set, cabc.MutableSet: set, frozenset: frozenset,
+}
+_MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
+
+# typing constructs whose bare (unsubscripted) forms mean "any"
+_ANY_LIKE = (Any, object)
+
+# annotated_types / pydantic metadata attribute -> JSON Schema keyword
+_CONSTRAINT_ATTRS = {
+    "gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum",
+    "multiple_of": "multipleOf", "min_length": "minLength", "max_length": "maxLength",
+    "pattern": "pattern",
+}
+
+
+@dataclass
+class Context:
+    """State while converting one callable's annotations.
+
+    Fields:
+        function: the function's name (for error messages).
+        parameter: the parameter being converted (for error messages).
+        building: classes being converted right now -> their `$defs` name (to detect recursion).
+        done: finished Objects by `$defs` name (targets of Refs).
+        recursive: `$defs` names that are referenced recursively (rendered via `$defs`).
+        field_docs: function `cls -> {field: description}` (docs module), injected to keep this
+            module free of docstring parsing.
+    """
+
+    function: str | None = None
+    parameter: str | None = None
+    building: dict[type, str] = field(default_factory=dict)
+    done: dict[str, ir.Node] = field(default_factory=dict)
+    recursive: set[str] = field(default_factory=set)
+    names: dict[str, type] = field(default_factory=dict)
+    field_docs: Callable[[type], dict[str, str]] | None = None
+
+    def fail(self, reason: str) -> SchemaError:
+        return SchemaError(self.function, self.parameter, reason)
+
+    def def_name(self, cls: type) -> str:
+        """A `$defs` name for `cls`, unique within this context."""
+        base = getattr(cls, "__name__", "Model")
+        candidate, counter = base, 2
+        while candidate in self.names and self.names[candidate] is not cls:
+            candidate, counter = f"{base}{counter}", counter + 1
+        self.names[candidate] = cls
+        return candidate
+
+
+def type_name(tp: Any) -> str:
+    """A short readable name of an annotation, for descriptions ("list[str]", "Point | None")."""
+    if tp is _NoneType or tp is None:
+        return "None"
+    if isinstance(tp, str):
+        return tp
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return type_name(typing.get_args(tp)[0])
+    if origin in (typing.Union, _UnionType):
+        return " | ".join(type_name(arg) for arg in typing.get_args(tp))
+    if origin is typing.Literal:
+        return "Literal[" + ", ".join(repr(arg) for arg in typing.get_args(tp)) + "]"
+    if origin is not None:
+        args = typing.get_args(tp)
+        base = getattr(origin, "__name__", str(origin))
+        if not args:
+            return base
+        return base + "[" + ", ".join("..." if arg is Ellipsis else type_name(arg) for arg in args) + "]"
+    if tp is Any:
+        return "Any"
+    return getattr(tp, "__name__", str(tp).replace("typing.", ""))
+
+
+_UnionType = type(int | str)
+
+
+def to_ir(tp: Any, ctx: Context | None = None) -> ir.Node:
+    """The intermediate node of annotation `tp` (already resolved: no string annotations)."""
+    ctx = ctx or Context()
+    return _convert(tp, ctx)
+
+
+def _convert(tp: Any, ctx: Context) -> ir.Node:
+    if tp is _EMPTY or tp in _ANY_LIKE:
+        return ir.AnyValue()
+    if tp is None or tp is _NoneType:
+        return ir.NoneValue()
+    if isinstance(tp, (str, typing.ForwardRef)):
+        raise ctx.fail(f"the annotation {type_name(tp)!r} could not be resolved to a type; "
+                       "define it before the function or import it where the function is defined")
+
+    origin = typing.get_origin(tp)
+    if origin is not None:
+        return _convert_generic(tp, origin, ctx)
+
+    if isinstance(tp, typing.TypeVar):
+        if tp.__bound__ is not None:
+            return _convert(tp.__bound__, ctx)
+        if tp.__constraints__:
+            return ir.Union(options=tuple(_convert(arg, ctx) for arg in tp.__constraints__))
+        return ir.AnyValue()
+    supertype = getattr(tp, "__supertype__", None)  # typing.NewType
+    if supertype is not None:
+        return _convert(supertype, ctx)
+    if not isinstance(tp, type):
+        raise ctx.fail(f"the annotation {tp!r} is not a type nbtools can describe")
+
+    # scalars (bool before int; Enum before its mixed-in scalar)
+    if issubclass(tp, enum.Enum):
+        return _convert_enum(tp, ctx)
+    if tp is bool:
+        return ir.Bool()
+    if issubclass(tp, int) and tp is not bool:
+        return ir.Int(py=tp)
+    if issubclass(tp, float):
+        return ir.Float()
+    if issubclass(tp, str):
+        return ir.Str()
+    for string_type, (fmt, encoding, constraints) in _STRING_TYPES.items():
+        if tp is string_type or (issubclass(tp, string_type) and tp is not bool):
+            py = bytes if string_type in (bytes, bytearray) else string_type
+            if string_type in (pathlib.PurePath, pathlib.PurePosixPath, pathlib.PosixPath):
+                py = pathlib.Path if string_type is not pathlib.PurePath else pathlib.PurePath
+            return ir.Str(py=py, format=fmt, encoding=encoding, constraints=constraints)
+
+    # containers written bare (`list`, `dict`, `tuple`)
+    if tp in _ARRAY_ORIGINS:
+        return ir.Array(item=ir.AnyValue(), py=_ARRAY_ORIGINS[tp])
+    if tp is tuple:
+        return ir.Array(item=ir.AnyValue(), py=tuple)
+    if tp in _MAP_ORIGINS:
+        return ir.Map(key=ir.Str(), value=ir.AnyValue())
+
+    return _convert_class(tp, ctx)
+
+
+_EMPTY = object()  # stands for "no annotation" (callers pass inspect.Parameter.empty through `annotation_or_any`)
+
+
+def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _convert_annotated(args[0], args[1:], ctx)
+    if origin in (typing.Union, _UnionType):
+        options: list[ir.Node] = []
+        for arg in args:
+            node = _convert(arg, ctx)
+            for option in node.options if isinstance(node, ir.Union) and not node.description else (node,):
+                if option not in options:
+                    options.append(option)
+        return options[0] if len(options) == 1 else ir.Union(options=tuple(options))
+    if origin is typing.Literal:
+        return _convert_literal(args, ctx)
+    if origin in (typing.Required, typing.NotRequired, typing.ClassVar, typing.Final):
+        return _convert(args[0], ctx)
+    if origin in _ARRAY_ORIGINS:
+        item = _convert(args[0], ctx) if args else ir.AnyValue()
+        py = _ARRAY_ORIGINS[origin]
+        constraints = (("uniqueItems", True),) if py in (set, frozenset) else ()
+        return ir.Array(item=item, py=py, constraints=constraints)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return ir.Array(item=_convert(args[0], ctx), py=tuple)
+        if args == ((),):  # tuple[()]
+            return ir.Tuple(items=())
+        return ir.Tuple(items=tuple(_convert(arg, ctx) for arg in args))
+    if origin in _MAP_ORIGINS or origin is collections_defaultdict or origin is collections_ordereddict:
+        key = _convert(args[0], ctx) if args else ir.Str()
+        value = _convert(args[1], ctx) if len(args) > 1 else ir.AnyValue()
+        if not _is_key_node(key):
+            raise ctx.fail(f"mapping keys of type {type_name(args[0])} have no JSON form; "
+                           "JSON object keys are strings (use str, int, an Enum or a Literal)")
+        return ir.Map(key=key, value=value)
+    if origin is type:
+        raise ctx.fail(f"the annotation {type_name(tp)} (a class) has no JSON form")
+    if isinstance(origin, type) and hasattr(origin, "__dataclass_fields__") or _is_typeddict(origin):
+        return _convert_class(origin, ctx)  # generic dataclass/TypedDict: parameters treated as Any
+    if origin in (cabc.Callable, cabc.Awaitable, cabc.Coroutine, cabc.Generator, cabc.AsyncIterator):
+        raise ctx.fail(f"the annotation {type_name(tp)} has no JSON form (a model cannot send one)")
+    raise ctx.fail(f"the annotation {type_name(tp)} is not a type nbtools can describe")
+
+
+import collections as _collections  # noqa: E402
+
+collections_defaultdict = _collections.defaultdict
+collections_ordereddict = _collections.OrderedDict
+
+
+def _is_key_node(node: ir.Node) -> bool:
+    if isinstance(node, ir.Str):
+        return node.py is str
+    if isinstance(node, ir.Int):
+        return True
+    if isinstance(node, (ir.Enum, ir.Literal)):
+        return all(isinstance(value, (str, int)) and not isinstance(value, bool) for value in node.values)
+    return False
+
+
+def _convert_annotated(base: Any, metadata: tuple[Any, ...], ctx: Context) -> ir.Node:
+    node = _convert(base, ctx)
+    description: str | None = None
+    constraints: dict[str, Any] = dict(node.constraints)
+    for meta in metadata:
+        if isinstance(meta, str):
+            description = meta
+            continue
+        # pydantic FieldInfo (duck-typed: never import pydantic here)
+        meta_description = getattr(meta, "description", None)
+        if isinstance(meta_description, str):
+            description = meta_description
+        for item in [meta, *getattr(meta, "metadata", ())]:
+            for attr, keyword in _CONSTRAINT_ATTRS.items():
+                value = getattr(item, attr, None)
+                if value is not None and not callable(value):
+                    constraints[keyword] = value
+    changes: dict[str, Any] = {}
+    if description is not None:
+        changes["description"] = description
+    if constraints != dict(node.constraints):
+        changes["constraints"] = tuple(constraints.items())
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _convert_literal(values: tuple[Any, ...], ctx: Context) -> ir.Node:
+    flat: list[Any] = []
+    for value in values:
+        if typing.get_origin(value) is typing.Literal:  # nested Literal
+            flat.extend(typing.get_args(value))
+        else:
+            flat.append(value)
+    if flat and all(isinstance(value, enum.Enum) for value in flat) and len({type(v) for v in flat}) == 1:
+        cls = type(flat[0])
+        return ir.Enum(cls=cls, values=tuple(_enum_value(member, ctx) for member in flat))
+    for value in flat:
+        if not isinstance(value, _JSON_SCALARS):
+            raise ctx.fail(f"Literal value {value!r} has no JSON form (use str, int, float, bool or None)")
+    return ir.Literal(values=tuple(flat))
+
+
+def _enum_value(member: enum.Enum, ctx: Context) -> Any:
+    value = member.value
+    if not isinstance(value, _JSON_SCALARS) or value is None:
+        raise ctx.fail(f"enum {type(member).__name__} has the value {value!r} for {member.name}, "
+                       "which has no JSON form (use str or int values)")
+    return value
+
+
+def _convert_enum(cls: type[enum.Enum], ctx: Context) -> ir.Node:
+    values = tuple(_enum_value(member, ctx) for member in cls)
+    return ir.Enum(cls=cls, values=values)
+
+
+def _is_typeddict(tp: Any) -> bool:
+    # duck-typed so typing.TypedDict and typing_extensions.TypedDict both count on every Python
+    return (isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+            and hasattr(tp, "__optional_keys__"))
+
+
+def _is_namedtuple(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
+
+
+def _pydantic_model(tp: Any) -> bool:
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(tp, type) and issubclass(tp, pydantic.BaseModel)
+
+
+def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
+    """Resolved annotations of `cls` (or of `of`, e.g. its `__init__`), naming the class on failure."""
+    target = cls if of is None else of
+    localns = {cls.__name__: cls}
+    try:
+        return typing.get_type_hints(target, localns=localns, include_extras=True)
+    except Exception as error:  # NameError for an undefined forward reference, mostly
+        raise ctx.fail(f"the annotations of {cls.__name__} could not be resolved ({error}); "
+                       "define the names they use before using the class") from None
+
+
+def _convert_class(cls: type, ctx: Context) -> ir.Node:
+    if _pydantic_model(cls):
+        return ir.Pydantic(cls=cls)
+    if cls in ctx.building:
+        name = ctx.building[cls]
+        ctx.recursive.add(name)
+        return ir.Ref(name=name, target=_Target(ctx.done, name))
+    if not (dataclasses.is_dataclass(cls) or _is_typeddict(cls) or _is_namedtuple(cls) or _has_own_init(cls)):
+        raise ctx.fail(f"the annotation {cls.__module__}.{cls.__qualname__} has no JSON form "
+                       "(use a dataclass, TypedDict, NamedTuple, pydantic model, or a class whose "
+                       "__init__ has annotated parameters)")
+    name = ctx.def_name(cls)
+    ctx.building[cls] = name
+    try:
+        node = _convert_record(cls, name, ctx)
+    finally:
+        del ctx.building[cls]
+    ctx.done[name] = node
+    return node
+
+
+class _Target:
+    """Late-bound Ref target (filled when the Object being built is finished)."""
+
+    __slots__ = ("done", "name")
+
+    def __init__(self, done: dict[str, ir.Node], name: str):
+        self.done, self.name = done, name
+
+    def __call__(self) -> ir.Node:
+        return self.done[self.name]
+
+
+def _has_own_init(cls: type) -> bool:
+    init = getattr(cls, "__init__", None)
+    return (init is not None and init is not object.__init__ and callable(init)
+            and cls.__module__ != "builtins" and hasattr(init, "__code__"))
+
+
+def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
+    docs = ctx.field_docs(cls) if ctx.field_docs else {}
+    outer_parameter = ctx.parameter
+    fields: list[ir.Field] = []
+
+    def add(field_name: str, annotation: Any, required: bool, default: Any) -> None:
+        node = _convert(annotation, ctx)
+        fields.append(ir.Field(name=field_name, type=node, required=required, default=default,
+                               json_default=json_default(default) if not required else ir.MISSING,
+                               description=node.description or docs.get(field_name)))
+
+    try:
+        if dataclasses.is_dataclass(cls):
+            hints = class_hints(cls, ctx)
+            kind = "dataclass"
+            for item in dataclasses.fields(cls):
+                if not item.init:
+                    continue
+                ctx.parameter = _nested(outer_parameter, item.name)
+                if item.default is not dataclasses.MISSING:
+                    add(item.name, hints.get(item.name, Any), False, item.default)
+                elif item.default_factory is not dataclasses.MISSING:
+                    add(item.name, hints.get(item.name, Any), False, _Factory(item.default_factory))
+                else:
+                    add(item.name, hints.get(item.name, Any), True, ir.MISSING)
+        elif _is_typeddict(cls):
+            hints = class_hints(cls, ctx)
+            kind = "typeddict"
+            required_keys = cls.__required_keys__
+            for key, annotation in hints.items():
+                ctx.parameter = _nested(outer_parameter, key)
+                add(key, annotation, key in required_keys, ir.MISSING)
+        elif _is_namedtuple(cls):
+            hints = class_hints(cls, ctx)
+            kind = "namedtuple"
+            defaults = getattr(cls, "_field_defaults", {})
+            for key in cls._fields:
+                ctx.parameter = _nested(outer_parameter, key)
+                if key in defaults:
+                    add(key, hints.get(key, Any), False, defaults[key])
+                else:
+                    add(key, hints.get(key, Any), True, ir.MISSING)
+        else:
+            import inspect
+
+            kind = "class"
+            hints = class_hints(cls, ctx, cls.__init__)
+            signature = inspect.signature(cls.__init__)
+            for index, parameter in enumerate(signature.parameters.values()):
+                if index == 0:
+                    continue  # self
+                if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                    continue  # a model cannot address them by name inside a nested object
+                ctx.parameter = _nested(outer_parameter, parameter.name)
+                annotation = hints.get(parameter.name, Any)
+                if parameter.default is parameter.empty:
+                    add(parameter.name, annotation, True, ir.MISSING)
+                else:
+                    add(parameter.name, _nullable_if_none(annotation, parameter.default), False,
+                        parameter.default)
+    finally:
+        ctx.parameter = outer_parameter
+    description = _class_description(cls)
+    return ir.Object(name=name, fields=tuple(fields), cls=cls, kind=kind, description=description)
+
+
+def _class_description(cls: type) -> str | None:
+    doc = cls.__dict__.get("__doc__")
+    if not doc or not isinstance(doc, str):
+        return None
+    import inspect
+
+    text = inspect.cleandoc(doc)
+    if cls.__module__ != "builtins" and (text.startswith(cls.__name__ + "(") or _is_namedtuple(cls)
+                                         and text.startswith(cls.__name__)):
+        return None  # dataclass/namedtuple auto-generated signature docstrings say nothing
+    # keep the summary paragraph only: field sections belong to the fields
+    return text.split("\n\n", 1)[0].strip() or None
+
+
+def _nested(parent: str | None, child: str) -> str:
+    return f"{parent}.{child}" if parent else child
+
+
+def _nullable_if_none(annotation: Any, default: Any) -> Any:
+    """`x: int = None` means `int | None`."""
+    if default is None and annotation is not Any and annotation is not _EMPTY:
+        return typing.Optional[annotation]
+    return annotation
+
+
+class _Factory:
+    """A dataclass default_factory as a default value (called only when rendering needs a value)."""
+
+    __slots__ = ("factory",)
+
+    def __init__(self, factory: Callable[[], Any]):
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return f"<factory {getattr(self.factory, '__name__', self.factory)}>"
+
+
+def json_default(value: Any) -> Any:
+    """A Python default as JSON, or `ir.MISSING` when it has no faithful JSON form."""
+    if isinstance(value, _Factory):
+        if value.factory in (list, dict, set, tuple, frozenset):
+            value = value.factory()
+        else:
+            return ir.MISSING  # calling arbitrary factories at describe time could have effects
+    return _jsonable(value, 0)
+
+
+def _jsonable(value: Any, depth: int) -> Any:
+    if depth > 32:
+        return ir.MISSING
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value, depth + 1)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else ir.MISSING
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+        if isinstance(value, (set, frozenset)):
+            try:
+                items = sorted(items)
+            except TypeError:
+                return ir.MISSING
+        out = [_jsonable(item, depth + 1) for item in items]
+        return ir.MISSING if any(item is ir.MISSING for item in out) else out
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if isinstance(key, enum.Enum):
+                key = key.value
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                return ir.MISSING
+            converted = _jsonable(item, depth + 1)
+            if converted is ir.MISSING:
+                return ir.MISSING
+            result[str(key)] = converted
+        return result
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return duration_text(value)
+    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable({item.name: getattr(value, item.name) for item in dataclasses.fields(value)}, depth + 1)
+    return ir.MISSING
+
+
+def duration_text(value: dt.timedelta) -> str:
+    """ISO 8601 duration of a timedelta (`P1DT2H3M4.5S`), what JSON Schema's `duration` format means."""
+    total = value.total_seconds()
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = f"{sign}P"
+    if days:
+        out += f"{int(days)}D"
+    time_part = ""
+    if hours:
+        time_part += f"{int(hours)}H"
+    if minutes:
+        time_part += f"{int(minutes)}M"
+    if seconds or not (days or hours or minutes):
+        time_part += (f"{seconds:.6f}".rstrip("0").rstrip(".") if seconds != int(seconds) else str(int(seconds))) + "S"
+    return out + ("T" + time_part if time_part else "")
+
+
+__all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints"]
