@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
-from .tool import Tool, normalise_hints
+from .tool import Tool, _fresh_top, normalise_hints
 
 _RENDER_AFFECTING = ("name", "description", "hints", "strict")
 
@@ -329,6 +329,12 @@ def _is_async(fn: Any, target: Any, unwrapped: Any) -> bool:
 def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = False,
                name: str | None = None) -> dict:
     """The tool definition of callable `f` in format `fmt` (None: neutral name/description/parameters)."""
+    if name is None and not isinstance(f, Tool):
+        # warm path: the rendered definition is cached on the spec, no Tool needs building
+        spec = callable_spec(f)
+        rendered = spec.render_cache.get((fmt, strict))
+        if rendered is not None and spec.name:
+            return _fresh_top(rendered)
     built = tool_from_function(f, name=name) if name else tool_from_function(f)
     return built.schema(fmt, strict)
 

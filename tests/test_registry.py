@@ -1,0 +1,172 @@
+"""The Tool record, the @tool decorator, the Registry, and the per-function schema cache."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+import pytest
+
+from nbtools import Registry, SchemaError, Tool, get_schema, tool, tools_from
+from nbtools.introspect import callable_spec
+
+
+def add(a: int, b: int = 1) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def test_decorator_bare_empty_and_with_overrides_keep_the_function():
+    local = Registry()
+
+    @tool(registry=local)
+    def first(x: int) -> int:
+        return x
+
+    def second(x: int) -> int:
+        return x * 2
+
+    assert tool(registry=local)(second) is second
+    assert first(3) == 3 and second(3) == 6  # still directly callable
+    decorated = tool(name="third", group="g", hints="read-only", registry=local)(lambda y: y)
+    assert decorated(4) == 4
+    assert local.names() == ["first", "second", "third"]
+    assert local.get("third").group == "g"
+    assert local.get("third").hints == frozenset({"read-only"})
+
+
+def test_bare_decorator_registers_in_default_registry():
+    from nbtools import registry
+
+    @tool
+    def only_in_default(x: str) -> str:
+        return x
+
+    try:
+        assert registry.get("only_in_default").fn is only_in_default
+    finally:
+        registry.remove("only_in_default")
+
+
+def test_name_collision_warns_and_newer_wins():
+    local = Registry([add])
+
+    def other(a: int) -> int:
+        return a
+
+    with pytest.warns(UserWarning, match="'add' was already registered"):
+        local.add(other, name="add")
+    assert local.get("add").fn is other
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local.add(local.get("add"))  # re-adding the same function is not a collision
+
+
+def test_select_by_globs_hints_and_group():
+    local = Registry()
+    local.add(add, group="math", hints="read-only")
+    local.add(lambda path: None, name="delete_file", hints=["destructive"])
+    local.add(lambda x: x, name="math_echo", group="math")
+    assert [t.name for t in local.select(allow="math*")] == ["math_echo"]
+    assert [t.name for t in local.select(deny=["delete_*"])] == ["add", "math_echo"]
+    assert [t.name for t in local.select(hints="read-only")] == ["add"]
+    assert [t.name for t in local.select(group="math")] == ["add", "math_echo"]
+
+
+def test_disabled_tools_leave_schemas_and_resolution():
+    local = Registry([add])
+    local.disable("add")
+    assert local.schemas() == []
+    assert local.resolve("add") is None
+    local.enable("add")
+    assert [schema["name"] for schema in local.schemas()] == ["add"]
+
+
+def test_remove_by_glob_and_unknown():
+    local = Registry([add])
+    local.add(lambda: 1, name="add_more")
+    assert local.remove("add*") == ["add", "add_more"]
+    with pytest.raises(KeyError, match="no tool named 'nothing'"):
+        local.remove("nothing")
+
+
+def test_unknown_hint_is_refused_with_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown tool hint 'dangerous'; expected one of read-only"):
+        Tool.from_function(add, hints="dangerous")
+
+
+def test_lambda_needs_a_name():
+    with pytest.raises(SchemaError, match="lambda has no name"):
+        Tool.from_function(lambda x: x)
+    assert Tool.from_function(lambda x: x, name="ident").name == "ident"
+
+
+def test_schema_cached_per_function_object_and_redefinition_is_fresh():
+    namespace: dict = {}
+    source = "def f(x: int) -> int:\n    'First.'\n    return x\n"
+    exec(source, namespace)
+    first = namespace["f"]
+    assert callable_spec(first) is callable_spec(first)
+    before = get_schema(first)
+    exec(source.replace("x: int", "x: str").replace("First", "Second"), namespace)
+    second = namespace["f"]
+    after = get_schema(second)
+    assert before["parameters"]["properties"]["x"] == {"type": "integer"}
+    assert after["parameters"]["properties"]["x"] == {"type": "string"}
+
+
+def test_cache_does_not_keep_dead_functions_alive():
+    namespace: dict = {}
+    exec("def g(x: int) -> int:\n    return x\n", namespace)
+    func = namespace.pop("g")
+    get_schema(func)
+    Tool.from_function(func).schema("openai")
+    ref = weakref.ref(func)
+    del func, namespace
+    gc.collect()
+    assert ref() is None
+
+
+def test_returned_definitions_can_be_extended_without_touching_the_cache():
+    first = get_schema(add, "anthropic")
+    first["cache_control"] = {"type": "ephemeral"}
+    assert "cache_control" not in get_schema(add, "anthropic")
+
+
+class Counter:
+    """A counter."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def increment(self, by: int = 1) -> int:
+        """Add `by` to the count."""
+        self.count += by
+        return self.count
+
+    def reset(self) -> None:
+        self.count = 0
+
+    def _private(self) -> None:
+        pass
+
+
+def test_tools_from_instance_names_sub_tools_and_inherits_group_and_hints():
+    counter = Counter()
+    tools = tools_from(counter, hints="idempotent")
+    assert [t.name for t in tools] == ["counter.increment", "counter.reset"]
+    assert {t.group for t in tools} == {"counter"}
+    assert all(t.hints == {"idempotent"} for t in tools)
+    assert tools[0].fn() == 1 and counter.count == 1  # bound to that instance
+    named = tools_from(counter, group="tally")
+    assert [t.name for t in named] == ["tally.increment", "tally.reset"]
+
+
+def test_tools_from_module():
+    import json as json_module
+
+    with pytest.raises(SchemaError):
+        tools_from(object())
+    tools = tools_from(json_module)
+    assert {"json.dumps", "json.loads"} <= {t.name for t in tools}
