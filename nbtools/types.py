@@ -305,6 +305,22 @@ def _is_typeddict(tp: Any) -> bool:
             and hasattr(tp, "__optional_keys__"))
 
 
+def _required_marker(annotation: Any) -> bool | None:
+    """True/False when a TypedDict key is written `Required[...]`/`NotRequired[...]`, else None.
+
+    Read from the resolved annotation because Python 3.11 computes `__required_keys__` before string
+    annotations are resolved, so under `from __future__ import annotations` it misses the markers.
+    """
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Required:
+        return True
+    if origin is typing.NotRequired:
+        return False
+    return None
+
+
 def _is_namedtuple(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
 
@@ -395,7 +411,8 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
             required_keys = cls.__required_keys__
             for key, annotation in hints.items():
                 ctx.parameter = _nested(outer_parameter, key)
-                add(key, annotation, key in required_keys, ir.MISSING)
+                marked = _required_marker(annotation)
+                add(key, annotation, key in required_keys if marked is None else marked, ir.MISSING)
         elif _is_namedtuple(cls):
             hints = class_hints(cls, ctx)
             kind = "namedtuple"
