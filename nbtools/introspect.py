@@ -63,8 +63,9 @@ def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
     spec = callable_spec(fn)
     name = overrides.get("name") or spec.name
     if not name:
-        raise SchemaError(None, None, "a lambda has no name a model could call: pass name=..., "
-                          "e.g. tool(lambda x: x, name='double') or Tool.from_function(f, name='double')")
+        raise SchemaError("<lambda>", None, f"a lambda{_defined_at(fn)} has no name a model could call: "
+                          "pass name=..., e.g. tool(lambda x: x, name='double') or "
+                          "Tool.from_function(f, name='double')")
     hints = normalise_hints(overrides.get("hints"))
     if "name" in overrides and overrides["name"] != spec.name:
         _check_name(overrides["name"])
@@ -86,6 +87,14 @@ def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
         is_async=spec.is_async,
         _cache=spec.render_cache if shares_cache else {},
     )
+
+
+def _defined_at(fn: Any) -> str:
+    """' (defined at FILE line N)' for a function (which lambda is meant, when there are several)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    return f" (defined at {code.co_filename} line {code.co_firstlineno})" if code is not None else ""
 
 
 def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +141,7 @@ def _shape(fn: Any) -> tuple[Any, Any, bool]:
 def _build_spec(fn: Any, drop_first: bool) -> Spec:
     from .docs import compose_description, field_docs, function_docs
     from .schema import render_schema
-    from .types import Context, json_default, to_ir, type_name
+    from .types import Context, json_default, to_ir, type_name, written_description
 
     target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
     display = name or "<lambda>"
@@ -193,7 +202,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
             name=param.name, type=node, required=required,
             default=ir.MISSING if required else default,
             json_default=ir.MISSING if required else json_default(default),
-            description=node.description or docs.params.get(param.name),
+            description=written_description(node) or docs.params.get(param.name),
         ))
         passing.append((param.name, "positional" if param.kind is param.POSITIONAL_ONLY else "keyword"))
     ctx.parameter = None

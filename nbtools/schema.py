@@ -21,8 +21,13 @@ class Renderer:
 
     def render(self, node: ir.Node) -> dict:
         schema = self._body(node)
-        if node.description and "description" not in schema:
-            schema["description"] = node.description
+        description = node.description
+        if description and "$ref" in schema and isinstance(node, ir.Object):
+            from .types import written_description
+
+            description = written_description(node)  # the class docstring is in `$defs` already
+        if description and "description" not in schema:
+            schema["description"] = description
         for keyword, value in node.constraints:
             schema[keyword] = value
         return schema

@@ -102,6 +102,8 @@ def type_name(tp: Any) -> str:
         return "None"
     if isinstance(tp, str):
         return tp
+    if isinstance(tp, list):  # the parameter list of Callable[[int, str], bool]
+        return "[" + ", ".join(type_name(arg) for arg in tp) + "]"
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         return type_name(typing.get_args(tp)[0])
@@ -375,9 +377,26 @@ class _Target:
 
 
 def _has_own_init(cls: type) -> bool:
+    """Whether `cls` can be described (and later built) through an annotated `__init__`.
+
+    Library classes such as `socket.socket` have a Python `__init__` without annotations: they are
+    not records a model could fill in, so at least one parameter must be annotated and every
+    parameter without a default must be.
+    """
     init = getattr(cls, "__init__", None)
-    return (init is not None and init is not object.__init__ and callable(init)
-            and cls.__module__ != "builtins" and hasattr(init, "__code__"))
+    if not (init is not None and init is not object.__init__ and callable(init)
+            and cls.__module__ != "builtins" and hasattr(init, "__code__")):
+        return False
+    import inspect
+
+    try:
+        params = list(inspect.signature(init).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return False
+    named = [param for param in params if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)]
+    annotated = [param for param in named if param.annotation is not param.empty]
+    return bool(annotated) and all(param.annotation is not param.empty or param.default is not param.empty
+                                   for param in named)
 
 
 def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
@@ -389,7 +408,7 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
         node = _convert(annotation, ctx)
         fields.append(ir.Field(name=field_name, type=node, required=required, default=default,
                                json_default=json_default(default) if not required else ir.MISSING,
-                               description=node.description or docs.get(field_name)))
+                               description=written_description(node) or docs.get(field_name)))
 
     try:
         if dataclasses.is_dataclass(cls):
@@ -445,6 +464,18 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
         ctx.parameter = outer_parameter
     description = _class_description(cls)
     return ir.Object(name=name, fields=tuple(fields), cls=cls, kind=kind, description=description)
+
+
+def written_description(node: ir.Node) -> str | None:
+    """The description written on the annotation (`Annotated` text, `Field(description=...)`), else None.
+
+    A record's class docstring also lands in `node.description`, but it describes the type, not this
+    parameter or field: the parameter's own docs must outrank it, and it must not be copied beside a
+    `$ref` (the definition already carries it).
+    """
+    if isinstance(node, ir.Object) and node.cls is not None and node.description == _class_description(node.cls):
+        return None
+    return node.description
 
 
 def _class_description(cls: type) -> str | None:
@@ -562,4 +593,4 @@ def duration_text(value: dt.timedelta) -> str:
     return out + ("T" + time_part if time_part else "")
 
 
-__all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints"]
+__all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints", "written_description"]
