@@ -1,0 +1,481 @@
+"""IPython magics: `%%tool`, `%tool`, `%untool` and `%tools`.
+
+Loaded by `%load_ext nbtools` (or the "Python 3 (nbtools)" kernel, which preloads it). The tools go
+into the process-wide `nbtools.registry`, which lives in `nbtools/registry.py` rather than in the
+package's `__init__`, so `%reload_ext nbtools` keeps every registered tool.
+
+This module imports IPython at the top: it is only imported when the extension is loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import html
+import json
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .errors import SchemaError
+from .registry import Registry
+from .tool import Tool, normalise_hints
+
+# The magic names this extension owns, by kind; unloading removes exactly these.
+MAGIC_NAMES: dict[str, tuple[str, ...]] = {"line": ("tool", "untool", "tools"), "cell": ("tool",)}
+
+# Statements whose bodies still run at the cell's top level, so a `def` inside them defines a
+# module-level name. Loops are left out on purpose: a def in a loop body is redefined per iteration.
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.If: ("body", "orelse"),
+    ast.Try: ("body", "orelse", "finalbody"),
+    ast.With: ("body",),
+    ast.AsyncWith: ("body",),
+}
+if sys.version_info >= (3, 11):
+    _BLOCK_FIELDS[ast.TryStar] = ("body", "orelse", "finalbody")
+
+
+class MagicError(Exception):
+    """A magic that failed for a reason the message says in full.
+
+    IPython shows `_render_traceback_` instead of a traceback, so the person sees one line and the
+    cell still ends with an error status (nbclient and `nbconvert --execute` stop there).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+# -- finding what a cell defines -------------------------------------------------------------------
+
+def defined_functions(source: str) -> list[str]:
+    """Names of the functions a cell's Python source defines at module level, in order, once each.
+
+    Counts `def` and `async def` at the top level and inside `if`/`elif`/`else`, `try` (every
+    handler, `else`, `finally`), `with` and `match` blocks. Imports, lambdas, classes, loop bodies
+    and nested functions are not counted. Raises SyntaxError for source that is not Python.
+    """
+    tree = ast.parse(source)
+    names: dict[str, None] = {}
+    _collect_defs(tree.body, names)
+    return list(names)
+
+
+def _collect_defs(statements: Iterable[ast.stmt], names: dict[str, None]) -> None:
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.pop(statement.name, None)  # a later redefinition moves the name to its new place
+            names[statement.name] = None
+            continue
+        for field_name in _BLOCK_FIELDS.get(type(statement), ()):
+            _collect_defs(getattr(statement, field_name), names)
+        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            for handler in statement.handlers:
+                _collect_defs(handler.body, names)
+        if isinstance(statement, ast.Match):
+            for case in statement.cases:
+                _collect_defs(case.body, names)
+
+
+# -- registering -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Registration:
+    """What one registration did.
+
+    Fields:
+        registered: names of the tools added (or replaced), in order.
+        problems: (function name, reason) for each function that could not be registered.
+    """
+
+    registered: tuple[str, ...]
+    problems: tuple[tuple[str, str], ...]
+
+    def problem_lines(self, prefix: str) -> list[str]:
+        return [f"{prefix}: {name!r} not registered: {reason}" for name, reason in self.problems]
+
+
+def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, group: str | None = None,
+                     hints: frozenset[str] = frozenset(), strict: bool = False) -> Registration:
+    """Add each (name, object) to `registry`; an object that cannot be described is reported, not raised.
+
+    Redefinition replaces silently: re-running a notebook cell makes new function objects under the
+    same names, which is the normal way to edit a tool.
+    """
+    registered: list[str] = []
+    problems: list[tuple[str, str]] = []
+    for name, obj in objects:
+        if isinstance(obj, Tool):
+            candidate: Any = obj
+        elif callable(obj):
+            candidate = obj
+        else:
+            problems.append((name, f"it is a {type(obj).__name__}, not a function"))
+            continue
+        try:
+            overrides: dict[str, Any] = {"group": group, "hints": hints or None}
+            if strict:
+                overrides["strict"] = True
+            built = Tool.from_function(candidate, **{key: value for key, value in overrides.items()
+                                                     if value is not None})
+            if strict:
+                built.schema("openai", strict=True)  # fail now, not when a model needs the schema
+        except (SchemaError, TypeError, ValueError) as error:
+            problems.append((name, str(error)))
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            registry.add(built)
+        registered.append(built.name)
+    return Registration(tuple(registered), tuple(problems))
+
+
+# -- listing ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolRow:
+    """One line of the `%tools` table (plain text; escaped when rendered as HTML)."""
+
+    name: str
+    enabled: bool
+    group: str
+    hints: tuple[str, ...]
+    description: str
+    parameters: str
+
+
+def tool_row(tool: Tool, enabled: bool) -> ToolRow:
+    return ToolRow(
+        name=tool.name,
+        enabled=enabled,
+        group=tool.group or "",
+        hints=tuple(sorted(tool.hints)),
+        description=first_line(tool.description),
+        parameters=parameter_summary(tool.parameters),
+    )
+
+
+def first_line(text: str, limit: int = 72) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def parameter_summary(parameters: dict) -> str:
+    """`a, b=1, c?` from a parameters schema: defaults shown, other optional names marked `?`."""
+    required = set(parameters.get("required", ()))
+    parts = []
+    for name, schema in parameters.get("properties", {}).items():
+        if name in required:
+            parts.append(name)
+        elif isinstance(schema, dict) and "default" in schema:
+            parts.append(f"{name}={json.dumps(schema['default'], ensure_ascii=False)}")
+        else:
+            parts.append(f"{name}?")
+    return ", ".join(parts)
+
+
+_COLUMNS = ("name", "group", "hints", "description", "parameters")
+
+
+@dataclass(frozen=True)
+class ToolTable:
+    """The `%tools` listing: HTML in a notebook, aligned text in a terminal.
+
+    Fields:
+        rows: one per tool, in registration order.
+        empty_message: shown when there are no rows.
+    """
+
+    rows: tuple[ToolRow, ...]
+    empty_message: str = "No tools registered."
+
+    def _cells(self, row: ToolRow) -> tuple[str, ...]:
+        name = row.name if row.enabled else f"{row.name} (disabled)"
+        return (name, row.group, ", ".join(row.hints), row.description, row.parameters)
+
+    def text(self) -> str:
+        if not self.rows:
+            return self.empty_message
+        table = [_COLUMNS, *(self._cells(row) for row in self.rows)]
+        widths = [max(len(line[column]) for line in table) for column in range(len(_COLUMNS))]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if not self.rows:
+            return f"<p>{html.escape(self.empty_message)}</p>"
+        head = "".join(f"<th style='text-align:left'>{column}</th>" for column in _COLUMNS)
+        body = []
+        for row in self.rows:
+            style = "" if row.enabled else " style='opacity:0.5' title='disabled'"
+            name = f"<code>{html.escape(row.name)}</code>" + ("" if row.enabled else " (disabled)")
+            hints = " ".join(f"<code>{html.escape(hint)}</code>" for hint in row.hints)
+            cells = (name, html.escape(row.group), hints, html.escape(row.description),
+                     f"<code>{html.escape(row.parameters)}</code>" if row.parameters else "")
+            body.append(f"<tr{style}>" + "".join(f"<td style='text-align:left'>{cell}</td>" for cell in cells)
+                        + "</tr>")
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def matching_tools(registry: Registry, glob: str | None = None, group: str | None = None) -> list[Tool]:
+    """The registry's tools (enabled or not) whose name matches `glob` and, if given, in `group`."""
+    return [tool for tool in registry
+            if (glob is None or fnmatch.fnmatchcase(tool.name, glob))
+            and (group is None or tool.group == group)]
+
+
+def tool_table(registry: Registry, glob: str | None = None, group: str | None = None) -> ToolTable:
+    tools = matching_tools(registry, glob, group)
+    rows = tuple(tool_row(tool, registry.is_enabled(tool.name)) for tool in tools)
+    if glob is None and group is None:
+        return ToolTable(rows)
+    wanted = " and ".join(part for part in (glob and f"name {glob!r}", group and f"group {group!r}") if part)
+    return ToolTable(rows, f"No tools match {wanted}.")
+
+
+def _format_name(fmt: str | None) -> str | None:
+    return None if fmt is None or fmt.lower() in ("neutral", "none") else fmt
+
+
+def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: str | None = None,
+                     group: str | None = None) -> list[dict]:
+    """Definitions of the enabled tools that match, as a model would get them (MagicError on failure)."""
+    definitions = []
+    for tool in matching_tools(registry, glob, group):
+        if not registry.is_enabled(tool.name):
+            continue
+        try:
+            definitions.append(tool.schema(_format_name(fmt), strict or None))
+        except SchemaError as error:
+            raise MagicError(f"%tools: tool {tool.name!r} has no {'strict ' if strict else ''}"
+                             f"{fmt} definition: {error}") from None
+        except (KeyError, ValueError) as error:
+            reason = error.args[0] if error.args else error
+            raise UsageError(f"%tools --fmt {fmt}: {reason}") from None
+    return definitions
+
+
+# -- the magics ------------------------------------------------------------------------------------
+
+@magics_class
+class ToolMagics(Magics):
+    """`%%tool`, `%tool`, `%untool`, `%tools`, working on `self.registry` (default: `nbtools.registry`)."""
+
+    def __init__(self, shell: Any = None, registry: Registry | None = None, **kwargs: Any):
+        super().__init__(shell, **kwargs)
+        if registry is None:
+            from .registry import registry as default_registry
+
+            registry = default_registry
+        self.registry = registry
+
+    @no_var_expand
+    @magic_arguments(name="%tool")
+    @argument("-g", "--group", default=None, help="group name stored with every tool of the cell")
+    @argument("--hints", nargs="*", default=[], metavar="H",
+              help="hints: read-only, destructive, idempotent, open-world")
+    @argument("--strict", action="store_true",
+              help="render strict schemas by default (checked now: a tool strict mode cannot express is refused)")
+    @cell_magic("tool")
+    def tool_cell(self, line: str, cell: str) -> None:
+        """Run the cell like any other cell, then register the functions it defines as tools.
+
+        The cell runs exactly as a normal cell (magics, `!commands`, display, tracebacks). After it
+        succeeds, every function it defines with `def` or `async def` at the top level (also inside
+        `if`/`try`/`with` blocks) is registered, and the function object itself is stored: rebinding
+        the name later does not change the tool. Names starting with `_` are helpers and are not
+        registered; imports, lambdas, classes and loop variables never are. Running the cell again
+        replaces the tools with the new definitions.
+
+        A cell that fails registers nothing and ends with an error, so a notebook run stops there.
+        A function nbtools cannot describe gets one line saying which and why; the others register.
+
+        Top-level `await` inside a `%%tool` cell does not work (the cell runs inside the kernel's
+        already running event loop); `async def` tools are fine.
+        """
+        args = parse_argstring(self.tool_cell, line)
+        hints = _parse_hints(args.hints, "%%tool")
+        shell = self.shell
+        try:
+            names = [name for name in defined_functions(shell.transform_cell(cell)) if not name.startswith("_")]
+        except SyntaxError:
+            names = []  # running the cell reports the syntax error properly
+        before = {name: shell.user_ns.get(name, _MISSING) for name in names}
+        result = shell.run_cell(cell, store_history=False)
+        if not result.success:
+            raise MagicError("%%tool: the cell failed, so no tools were registered")
+        # A name still bound to the object it had before the run was not defined by this run
+        # (its `def` sits in a branch that did not execute); leave it alone.
+        objects = [(name, shell.user_ns[name]) for name in names
+                   if name in shell.user_ns and shell.user_ns[name] is not before[name]]
+        if not objects:
+            print("%%tool: this cell defined no functions, so no tools were registered", file=sys.stderr)
+            return
+        registration = register_objects(objects, self.registry, group=args.group, hints=hints,
+                                        strict=args.strict)
+        for problem in registration.problem_lines("%%tool"):
+            print(problem, file=sys.stderr)
+
+    @no_var_expand
+    @magic_arguments(name="tool")
+    @argument("names", nargs="+", metavar="NAME", help="functions (or dotted paths like mod.fn) in the notebook")
+    @argument("-g", "--group", default=None, help="group name stored with the tools")
+    @argument("--hints", nargs="*", default=[], metavar="H",
+              help="hints: read-only, destructive, idempotent, open-world")
+    @argument("--strict", action="store_true", help="render strict schemas by default (checked now)")
+    @line_magic("tool")
+    def tool_line(self, line: str) -> None:
+        """Register functions that already exist in the notebook: `%tool NAME [NAME ...] [-g G] [--hints H ...]`.
+
+        A dotted name (`%tool helpers.area`) follows attributes from a notebook variable. Every name
+        is looked up before anything is registered; an unknown name registers nothing. A function
+        nbtools cannot describe is reported and the magic fails after registering the others.
+        """
+        args = parse_argstring(self.tool_line, line)
+        hints = _parse_hints(args.hints, "%tool")
+        objects, missing = [], []
+        for name in args.names:
+            found = _lookup(self.shell.user_ns, name)
+            if found is _MISSING:
+                missing.append(name)
+            else:
+                objects.append((name, found))
+        if missing:
+            raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook; "
+                             "nothing was registered")
+        registration = register_objects(objects, self.registry, group=args.group, hints=hints,
+                                        strict=args.strict)
+        if registration.problems:
+            raise MagicError("\n".join(registration.problem_lines("%tool")))
+
+    @no_var_expand
+    @magic_arguments()
+    @argument("patterns", nargs="+", metavar="NAME|GLOB", help="tool names or globs such as 'math_*'")
+    @line_magic("untool")
+    def untool(self, line: str) -> None:
+        """Remove tools by name or glob: `%untool NAME|GLOB [...]`.
+
+        Every pattern must match at least one tool, else nothing is removed. The functions
+        themselves stay in the notebook.
+        """
+        args = parse_argstring(self.untool, line)
+        names = self.registry.names()
+        unmatched = [pattern for pattern in args.patterns
+                     if not any(name == pattern or fnmatch.fnmatchcase(name, pattern) for name in names)]
+        if unmatched:
+            raise UsageError(f"%untool: no tool matches {', '.join(map(repr, unmatched))}; nothing was removed")
+        removed: list[str] = []
+        for pattern in args.patterns:
+            if any(name == pattern or fnmatch.fnmatchcase(name, pattern) for name in self.registry.names()):
+                removed.extend(self.registry.remove(pattern))
+        print(f"Removed {len(removed)} tool{'s' if len(removed) != 1 else ''}: {', '.join(removed)}")
+
+    # New `%tools` options: add an `@argument` below and a branch to `_tools_action`.
+    @no_var_expand
+    @magic_arguments()
+    @argument("glob", nargs="?", default=None, help="only tools whose name matches this glob")
+    @argument("-g", "--group", default=None, help="only tools of this group")
+    @argument("--fmt", default=None, metavar="FMT",
+              help="print the JSON definitions of the enabled tools in this format "
+                   "(neutral, openai, responses, anthropic, gemini, gemini-openapi, mcp)")
+    @argument("--strict", action="store_true", help="with --fmt: the strict form (OpenAI/Anthropic strict mode)")
+    @argument("--panel", action="store_true", help="show the interactive tools panel (ipywidgets)")
+    @line_magic("tools")
+    def tools(self, line: str) -> None:
+        """List the registered tools: `%tools [GLOB] [-g GROUP] [--fmt FMT [--strict]] [--panel]`.
+
+        Without options: a table (HTML in a notebook, text in a terminal) of name, group, hints, the
+        first line of the description and the parameters; disabled tools are marked. `--fmt` prints
+        the JSON definitions a model would get (enabled tools only). `--panel` shows the panel where
+        tools can be enabled, disabled and inspected.
+        """
+        args = parse_argstring(self.tools, line)
+        self._tools_action(args)
+
+    def _tools_action(self, args: Any) -> None:
+        from IPython.display import display
+
+        if args.strict and args.fmt is None:
+            raise UsageError("%tools: --strict needs --fmt FMT (the table does not depend on it)")
+        if args.panel:
+            from .widgets import panel
+
+            display(panel(self.registry, filter=args.glob or "", group=args.group))
+            return
+        if args.fmt is not None:
+            definitions = tool_definitions(self.registry, args.fmt, args.strict, args.glob, args.group)
+            print(json.dumps(definitions, indent=2, ensure_ascii=False, default=str))
+            return
+        display(tool_table(self.registry, args.glob, args.group))
+
+
+_MISSING = object()
+
+
+def _lookup(namespace: dict, dotted: str) -> Any:
+    """The object a person named (`fn` or `module.fn`) in the notebook namespace, or _MISSING.
+
+    Following attributes is fine here: the person typing the magic already runs arbitrary code.
+    """
+    head, *rest = dotted.split(".")
+    if head not in namespace:
+        return _MISSING
+    found = namespace[head]
+    for attribute in rest:
+        found = getattr(found, attribute, _MISSING)
+        if found is _MISSING:
+            return _MISSING
+    return found
+
+
+def _parse_hints(values: list[str], magic: str) -> frozenset[str]:
+    try:
+        return normalise_hints(" ".join(values))
+    except ValueError as error:
+        raise UsageError(f"{magic}: {error}") from None
+
+
+# -- extension entry points ------------------------------------------------------------------------
+
+def load_ipython_extension(shell: Any) -> None:
+    """Register the magics on `shell` (a second load replaces the first: same names, same registry)."""
+    shell.register_magics(ToolMagics(shell))
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """Remove every magic this extension registered; the registry and its tools stay.
+
+    IPython has no public way to unregister magics, so the names are popped from the magics
+    manager's tables, only where they still point at our ToolMagics (another extension may have
+    taken a name since).
+    """
+    manager = shell.magics_manager
+    for kind, names in MAGIC_NAMES.items():
+        table = manager.magics[kind]
+        for name in names:
+            bound = table.get(name)
+            if isinstance(getattr(bound, "__self__", None), ToolMagics):
+                del table[name]
+    if isinstance(manager.registry.get(ToolMagics.__name__), ToolMagics):
+        del manager.registry[ToolMagics.__name__]
+
+
+__all__ = [
+    "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "defined_functions",
+    "register_objects", "tool_table", "tool_definitions", "load_ipython_extension",
+    "unload_ipython_extension",
+]

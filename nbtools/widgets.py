@@ -1,0 +1,298 @@
+"""The tools panel and the approval prompt (ipywidgets).
+
+`panel()` shows one row per registered tool: a checkbox that enables or disables it (disabled tools
+are left out of `registry.schemas()` and refused by `call_func`), group and hint badges, the first
+line of its description, and its schema on demand in any format. `ApprovalPrompt` is an approval
+callback for `Registry(approve=...)` that asks with Approve / Deny buttons.
+
+Everything a tool's author wrote (names, docstrings, groups) is HTML-escaped before it is shown.
+This module imports ipywidgets at the top; `nbtools` imports it only when `panel` is first used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import html
+import json
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from .errors import SchemaError
+from .registry import Registry
+from .tool import Tool
+
+# Formats offered by the schema picker: (label, fmt passed to Tool.schema).
+FORMAT_CHOICES: tuple[tuple[str, str | None], ...] = (
+    ("neutral", None), ("openai", "openai"), ("responses", "responses"), ("anthropic", "anthropic"),
+    ("gemini", "gemini"), ("gemini-openapi", "gemini-openapi"), ("mcp", "mcp"),
+)
+
+_HINT_COLOURS = {"destructive": "#b3261e", "read-only": "#1e6b34", "idempotent": "#44546a",
+                 "open-world": "#7a4b00"}
+
+
+def badge(text: str, colour: str) -> str:
+    """A small coloured label; `text` is escaped here."""
+    return (f"<span style='background:{colour};color:white;border-radius:3px;padding:0 4px;"
+            f"margin-left:4px;font-size:85%'>{html.escape(text)}</span>")
+
+
+def tool_summary_html(tool: Tool) -> str:
+    """Name, group and hint badges, and the description's first line, all escaped."""
+    from .magics import first_line, parameter_summary
+
+    parts = [f"<code><b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>"]
+    if tool.group:
+        parts.append(badge(tool.group, "#3b5bdb"))
+    parts.extend(badge(hint, _HINT_COLOURS.get(hint, "#555")) for hint in sorted(tool.hints))
+    description = first_line(tool.description, limit=100)
+    if description:
+        parts.append(f"<span style='color:#555;margin-left:8px'>{html.escape(description)}</span>")
+    return "".join(parts)
+
+
+def schema_html(tool: Tool, fmt: str | None) -> str:
+    """The tool's definition in `fmt` as escaped, pretty-printed JSON (or the reason there is none)."""
+    try:
+        text = json.dumps(tool.schema(fmt), indent=2, ensure_ascii=False, default=str)
+    except (SchemaError, KeyError, ValueError) as error:
+        text = f"No {fmt or 'neutral'} definition: {error}"
+    return f"<pre style='margin:2px 0 6px 24px;font-size:85%'>{html.escape(text)}</pre>"
+
+
+def name_matches(name: str, pattern: str) -> bool:
+    """Glob match on the tool name; text without wildcards matches anywhere in the name."""
+    pattern = pattern.strip()
+    if not pattern:
+        return True
+    if not any(char in pattern for char in "*?["):
+        pattern = f"*{pattern}*"
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+@dataclass(frozen=True)
+class ToolRowWidgets:
+    """The widgets of one panel row.
+
+    Fields:
+        name: the tool's name.
+        enabled: checkbox bound to `registry.enable(name, value)`.
+        summary: HTML with the name, badges and description.
+        schema_toggle: shows or hides `schema` (filled only when shown).
+        schema: HTML with the tool's definition.
+        box: the row as one widget.
+    """
+
+    name: str
+    enabled: widgets.Checkbox
+    summary: widgets.HTML
+    schema_toggle: widgets.ToggleButton
+    schema: widgets.HTML
+    box: widgets.VBox
+
+
+class ToolsPanel(widgets.VBox):
+    """One row per tool of `registry`: enable/disable, badges, schema on demand, glob filter.
+
+    The panel follows the registry: after each notebook cell, and when Refresh is clicked, rows are
+    rebuilt if tools were added, replaced, removed, enabled or disabled elsewhere.
+    """
+
+    def __init__(self, registry: Registry, filter: str = "", group: str | None = None, **kwargs: Any):
+        self.registry = registry
+        self.group = group
+        self.filter_text = widgets.Text(value=filter, placeholder="glob, e.g. math_*", description="Filter",
+                                        continuous_update=True)
+        self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value="neutral",
+                                              description="Format")
+        self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry")
+        self.status = widgets.HTML()
+        self.rows: dict[str, ToolRowWidgets] = {}
+        self._rows_box = widgets.VBox()
+        self._seen: tuple = ()
+        super().__init__(children=[widgets.HBox([self.filter_text, self.format_picker, self.refresh_button]),
+                                   self._rows_box, self.status], **kwargs)
+        self.filter_text.observe(lambda change: self.refresh(force=True), names="value")
+        self.format_picker.observe(lambda change: self._rerender_open_schemas(), names="value")
+        self.refresh_button.on_click(lambda button: self.refresh(force=True))
+        self.refresh(force=True)
+        _live_panels.add(self)
+
+    @property
+    def fmt(self) -> str | None:
+        return dict(FORMAT_CHOICES)[self.format_picker.value]
+
+    def visible_tools(self) -> list[Tool]:
+        return [tool for tool in self.registry
+                if name_matches(tool.name, self.filter_text.value)
+                and (self.group is None or tool.group == self.group)]
+
+    def _registry_state(self) -> tuple:
+        return tuple((tool.name, id(tool), self.registry.is_enabled(tool.name)) for tool in self.registry)
+
+    def refresh(self, force: bool = False) -> None:
+        """Rebuild the rows from the registry (only when it changed, unless `force`)."""
+        state = self._registry_state()
+        if not force and state == self._seen:
+            return
+        self._seen = state
+        for row in self.rows.values():
+            row.box.close()
+        self.rows = {tool.name: self._make_row(tool) for tool in self.visible_tools()}
+        self._rows_box.children = [row.box for row in self.rows.values()]
+        self._update_status()
+
+    def _make_row(self, tool: Tool) -> ToolRowWidgets:
+        enabled = widgets.Checkbox(value=self.registry.is_enabled(tool.name), indent=False,
+                                   layout=widgets.Layout(width="auto"), tooltip="offer this tool to the model")
+        summary = widgets.HTML(tool_summary_html(tool))
+        toggle = widgets.ToggleButton(value=False, description="schema", tooltip="show the tool definition",
+                                      layout=widgets.Layout(width="auto"))
+        schema = widgets.HTML(layout=widgets.Layout(display="none"))
+        row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema,
+                             widgets.VBox([widgets.HBox([enabled, toggle, summary]), schema]))
+        enabled.observe(lambda change: self._set_enabled(tool.name, change["new"]), names="value")
+        toggle.observe(lambda change: self._show_schema(row, change["new"]), names="value")
+        return row
+
+    def _set_enabled(self, name: str, value: bool) -> None:
+        if name not in self.registry:  # removed since the row was built
+            self.refresh(force=True)
+            return
+        self.registry.enable(name, value)
+        self._seen = self._registry_state()
+        self._update_status()
+
+    def _show_schema(self, row: ToolRowWidgets, shown: bool) -> None:
+        tool = self.registry.get(row.name)
+        if shown and tool is not None:
+            row.schema.value = schema_html(tool, self.fmt)
+        row.schema.layout.display = None if shown and tool is not None else "none"
+
+    def _rerender_open_schemas(self) -> None:
+        for row in self.rows.values():
+            if row.schema_toggle.value:
+                self._show_schema(row, True)
+
+    def _update_status(self) -> None:
+        total = len(self.registry)
+        enabled = sum(1 for tool in self.registry if self.registry.is_enabled(tool.name))
+        if total == 0:
+            text = "No tools registered yet: define some in a %%tool cell."
+        else:
+            text = f"{len(self.rows)} of {total} tools shown; {enabled} enabled."
+        self.status.value = f"<span style='color:#555'>{html.escape(text)}</span>"
+
+    def __repr__(self) -> str:
+        # Stable text (no model ids), which is what nbval compares for a widget output.
+        return f"ToolsPanel({len(self.rows)} of {len(self.registry)} tools shown: {', '.join(self.rows)})"
+
+
+_live_panels: "weakref.WeakSet[ToolsPanel]" = weakref.WeakSet()
+_hooked_shells: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _refresh_live_panels(*_: Any) -> None:
+    for live in list(_live_panels):
+        if live.comm is None:  # closed
+            _live_panels.discard(live)
+            continue
+        try:
+            live.refresh()
+        except Exception:  # a panel must never break the person's cells
+            pass
+
+
+def _follow_cells() -> None:
+    """Refresh panels after each cell, so tools defined later show up without a click."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or shell in _hooked_shells:
+        return
+    shell.events.register("post_run_cell", _refresh_live_panels)
+    _hooked_shells.add(shell)
+
+
+def panel(registry: Registry | None = None, filter: str = "", group: str | None = None) -> ToolsPanel:
+    """The tools panel for `registry` (default: `nbtools.registry`), optionally pre-filtered.
+
+    `filter` is a glob on tool names (plain text matches anywhere in the name); `group` keeps one group.
+    """
+    if registry is None:
+        from .registry import registry as default_registry
+
+        registry = default_registry
+    _follow_cells()
+    return ToolsPanel(registry, filter=filter, group=group)
+
+
+class ApprovalPrompt:
+    """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
+
+    Called as `await prompt(tool, args)`, it shows the tool's name and arguments with Approve and
+    Deny buttons and returns True or False; no answer within `timeout` seconds means Deny. The
+    buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
+    with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
+    call blocks the kernel and the prompt can only time out.
+
+    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt (for tests
+    and for closing it).
+    """
+
+    def __init__(self, timeout: float | None = 300.0):
+        self.timeout = timeout
+        self.widget: widgets.VBox | None = None
+        self.approve_button: widgets.Button | None = None
+        self.deny_button: widgets.Button | None = None
+
+    async def __call__(self, tool: Any, args: Any) -> bool:
+        loop = asyncio.get_running_loop()
+        decision: asyncio.Future[bool] = loop.create_future()
+        name = getattr(tool, "name", None) or str(tool)
+        try:
+            shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):
+            shown_args = repr(args)
+        question = widgets.HTML(
+            f"Run tool <code><b>{html.escape(name)}</b></code> "
+            f"{badge('destructive', _HINT_COLOURS['destructive']) if 'destructive' in getattr(tool, 'hints', ()) else ''}"
+            f" with these arguments?<pre style='margin:4px 0'>{html.escape(shown_args)}</pre>")
+        approve = widgets.Button(description="Approve", button_style="success", icon="check")
+        deny = widgets.Button(description="Deny", button_style="danger", icon="times")
+        outcome = widgets.HTML()
+
+        def decide(value: bool) -> None:
+            # The click may arrive on another thread than the one awaiting; hand it to that loop.
+            loop.call_soon_threadsafe(lambda: decision.done() or decision.set_result(value))
+
+        approve.on_click(lambda button: decide(True))
+        deny.on_click(lambda button: decide(False))
+        self.widget = widgets.VBox([question, widgets.HBox([approve, deny]), outcome])
+        self.approve_button, self.deny_button = approve, deny
+        _display(self.widget)
+        try:
+            approved = await asyncio.wait_for(decision, self.timeout)
+            verdict = "Approved." if approved else "Denied."
+        except asyncio.TimeoutError:
+            approved = False
+            verdict = f"No answer within {self.timeout:g} s: denied."
+        approve.disabled = deny.disabled = True
+        outcome.value = f"<b>{html.escape(verdict)}</b>"
+        return approved
+
+
+def _display(widget: widgets.Widget) -> None:
+    from IPython.display import display
+
+    display(widget)
+
+
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "FORMAT_CHOICES",
+           "tool_summary_html", "schema_html", "name_matches"]
