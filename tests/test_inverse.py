@@ -288,6 +288,30 @@ class TestToolFromSchema:
         with pytest.raises(ValueError, match="non-empty"):
             tool_from_schema("", "", None, None)
 
+    def test_calls_validate_against_the_schema_and_keep_json_values(self):
+        from nbtools.errors import ToolCallError
+
+        built = tool_from_schema("weather", "", WEATHER_PARAMS, lambda **arguments: arguments)
+        assert built.call('{"city": "Oslo", "days-ahead": 2}') == {"city": "Oslo", "days-ahead": 2}
+        for bad, argument in (({"city": 5}, "city"), ({"city": "x", "days-ahead": -1}, "days-ahead"),
+                              ({"city": "x", "unit": "k"}, "unit"), ({"unit": "c"}, "city")):
+            with pytest.raises(ToolCallError) as info:
+                built.call(bad)
+            assert info.value.argument == argument
+
+    def test_recursive_schema_validates_deeply(self):
+        from nbtools.errors import ToolCallError
+
+        tree = {"type": "object", "additionalProperties": False, "required": ["value"],
+                "properties": {"value": {"type": "integer"},
+                               "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
+        built = tool_from_schema("walk", "", {"type": "object", "required": ["tree"], "$defs": {"Tree": tree},
+                                              "properties": {"tree": {"$ref": "#/$defs/Tree"}}},
+                                 lambda **arguments: arguments["tree"])
+        assert built.call({"tree": {"value": 1, "children": [{"value": 2}]}}) == {"value": 1, "children": [{"value": 2}]}
+        with pytest.raises(ToolCallError, match=r"tree\.children\[0\]\.value"):
+            built.call({"tree": {"value": 1, "children": [{"value": "x"}]}})
+
     def test_tool_from_schema_classmethod(self):
         assert Tool.from_schema("weather", "", WEATHER_PARAMS, None).args.fields[0].name == "city"
 
