@@ -718,7 +718,7 @@ class _OpenAPI(_Walker):
             if None in values:
                 nullable = True
                 values = [value for value in values if value is not None]
-            out = self.enum(values, kinds, notes)
+            out = self.enum(values, kinds, notes, where)
         elif "anyOf" in keys:
             options = []
             for option in keys.pop("anyOf"):
@@ -782,13 +782,17 @@ class _OpenAPI(_Walker):
         finally:
             self.expanding.pop()
 
-    def enum(self, values: list, kinds: list[str], notes: dict) -> dict:
-        """Gemini's enum holds strings only: other values become typed schemas that say which."""
+    def enum(self, values: list, kinds: list[str], notes: dict, where: tuple[str, ...]) -> dict:
+        """Gemini's enum holds strings only: other values become typed schemas that say which.
+
+        Contiguous integers become exact minimum/maximum bounds; other values are listed in the
+        description (dispatch still checks them).
+        """
         groups: dict[str, list] = {}
         for value in values:
             kind = _JSON_KIND.get(type(value))
             if kind is None:
-                kind = "number" if isinstance(value, float) else "integer" if isinstance(value, int) else "object"
+                self.fail(where, "an enum of objects or arrays has no {form}{advice}")
             if kind == "integer" and "number" in kinds and "integer" not in kinds:
                 kind = "number"
             groups.setdefault(kind, []).append(value)
@@ -796,20 +800,17 @@ class _OpenAPI(_Walker):
         for kind, group in groups.items():
             if kind == "string":
                 options.append({"type": "string", "enum": group})
-            elif kind == "object":
-                options.append({"type": "string", "description": f"(one of: {json.dumps(group)})"})
-            elif kind == "integer" and len(group) > 1 and sorted(group) == list(range(min(group), max(group) + 1)):
+            elif kind == "integer" and sorted(group) == list(range(min(group), max(group) + 1)):
                 options.append({"type": "integer", "minimum": min(group), "maximum": max(group)})
             else:
-                options.append({"type": kind, "description": f"(one of: {json.dumps(group)})"})
-        if len(options) == 1:
-            only = options[0]
-            if "description" in only:
-                notes["enum"] = groups[next(iter(groups))]
-                del only["description"]
-            return only
+                options.append({"type": kind, "description": f"({_note_text({'enum': group})})"})
         if not options:
             return {"type": "null"}
+        if len(options) == 1:
+            only = options[0]
+            if only.pop("description", None) is not None:
+                notes["enum"] = values  # merged with the schema's own description
+            return only
         return {"anyOf": options}
 
     def object_into(self, out: dict, keys: dict, where: tuple[str, ...], root: bool) -> None:

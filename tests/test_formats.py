@@ -1,0 +1,694 @@
+"""Provider rendering: a corpus of neutral schemas x every format x strict on/off.
+
+Checks, for every case: the output is JSON, its parameter schema is valid draft 2020-12, strict
+output obeys the provider's strict rules (checked by an independent checker below, written from
+the providers' documentation), Gemini declarations validate in google-genai, MCP tools validate in
+the mcp SDK, and values keep their meaning (valid examples stay valid once strict nulls are
+filled in, and `drop_absent_nulls` gives the original back). Refusals name the parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import jsonschema
+import pytest
+
+from nbtools.errors import SchemaError
+from nbtools.formats import (
+    FORMATS, drop_absent_nulls, mcp_output_schema, mcp_wraps_result, openapi_schema, render,
+    strict_schema, wire_name, wire_names,
+)
+from nbtools.tool import Tool
+
+
+def obj(properties: dict, required: list[str] | None = None, **extra) -> dict:
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    schema.update(extra)
+    return schema
+
+
+NODE_DEFS = {"Node": obj({"value": {"type": "integer"},
+                          "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+                         ["value"])}
+
+# name -> (parameters, examples valid under the neutral schema)
+CORPUS: dict[str, tuple[dict, list[dict]]] = {
+    "scalars": (obj({"a": {"type": "integer", "description": "first addend"},
+                     "b": {"type": "number", "default": 1.5},
+                     "flag": {"type": "boolean", "default": False},
+                     "text": {"type": "string", "description": "some text", "default": "hi"}},
+                    ["a"]),
+                [{"a": 1}, {"a": 2, "b": 3, "flag": True, "text": "x"}]),
+    "no_params": (obj({}), [{}]),
+    "nested": (obj({"shape": obj({"name": {"type": "string"},
+                                  "corner": obj({"x": {"type": "number"}, "y": {"type": "number"}},
+                                                ["x", "y"], description="top left")},
+                                 ["corner"])},
+                   ["shape"]),
+               [{"shape": {"corner": {"x": 1, "y": 2}}}, {"shape": {"name": "s", "corner": {"x": 0, "y": 0}}}]),
+    "optional": (obj({"when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}],
+                               "default": None},
+                      "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                      "count": {"type": "integer", "default": 3},
+                      "note": {"type": "string"}},
+                     ["maybe"]),
+                 [{"maybe": None}, {"maybe": 4, "when": "2024-01-01T00:00:00Z", "count": 1, "note": "n"},
+                  {"maybe": 1, "when": None}]),
+    "enums": (obj({"color": {"type": "string", "enum": ["red", "green"]},
+                   "level": {"type": "integer", "enum": [1, 2, 3]},
+                   "sparse": {"type": "integer", "enum": [1, 5, 10]},
+                   "mixed": {"enum": ["auto", 0]},
+                   "opt": {"enum": ["a", "b", None]}},
+                  ["color", "level", "sparse", "mixed", "opt"]),
+              [{"color": "red", "level": 2, "sparse": 5, "mixed": 0, "opt": None},
+               {"color": "green", "level": 3, "sparse": 10, "mixed": "auto", "opt": "a"}]),
+    "const": (obj({"kind": {"const": "circle"}, "r": {"type": "number"}}, ["kind", "r"]),
+              [{"kind": "circle", "r": 1.0}]),
+    "arrays": (obj({"numbers": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+                    "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                    "points": {"type": "array", "items": obj({"x": {"type": "number"}}, ["x"])}},
+                   ["numbers"]),
+               [{"numbers": [1]}, {"numbers": [1, 2], "tags": ["a", "b"], "points": [{"x": 1}]}]),
+    "pair": (obj({"pair": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}],
+                           "minItems": 2, "maxItems": 2}}, ["pair"]),
+             [{"pair": [1, 2.5]}]),
+    "mixed_tuple": (obj({"row": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                                 "minItems": 2, "maxItems": 2}}, ["row"]),
+                    [{"row": [1, "a"]}]),
+    "map": (obj({"scores": {"type": "object", "additionalProperties": {"type": "integer"}}}, ["scores"]),
+            [{"scores": {"a": 1}}]),
+    "keyed_map": (obj({"by_color": {"type": "object", "additionalProperties": {"type": "integer"},
+                                    "propertyNames": {"enum": ["red", "green"]}}}, ["by_color"]),
+                  [{"by_color": {"red": 1}}]),
+    "bare_dict": (obj({"data": {"type": "object"}}, ["data"]), [{"data": {"k": [1]}}]),
+    "untyped": (obj({"anything": {"description": "any value"}}, ["anything"]), [{"anything": [1, "x"]}]),
+    "recursive": (obj({"tree": {"$ref": "#/$defs/Node", "description": "the root"}}, ["tree"],
+                      **{"$defs": NODE_DEFS}),
+                  [{"tree": {"value": 1}}, {"tree": {"value": 1, "children": [{"value": 2, "children": []}]}}]),
+    "shared_ref": (obj({"start": {"$ref": "#/$defs/Point"},
+                        "end": {"$ref": "#/$defs/Point", "description": "where it ends"}},
+                       ["start", "end"],
+                       **{"$defs": {"Point": obj({"x": {"type": "integer"}, "y": {"type": "integer"}},
+                                                 ["x", "y"])}}),
+                   [{"start": {"x": 1, "y": 2}, "end": {"x": 3, "y": 4}}]),
+    "formats": (obj({"when": {"type": "string", "format": "date-time"},
+                     "day": {"type": "string", "format": "date"},
+                     "at": {"type": "string", "format": "time"},
+                     "id": {"type": "string", "format": "uuid"},
+                     "site": {"type": "string", "format": "uri"},
+                     "path": {"type": "string", "format": "path"},
+                     "blob": {"type": "string", "contentEncoding": "base64"}},
+                    ["when", "day", "at", "id", "site", "path", "blob"]),
+                [{"when": "2024-01-01T00:00:00Z", "day": "2024-01-01", "at": "10:00:00Z",
+                  "id": "12345678-1234-5678-1234-567812345678", "site": "https://example.com",
+                  "path": "/tmp/x", "blob": "aGk="}]),
+    "constraints": (obj({"name": {"type": "string", "minLength": 2, "maxLength": 8, "pattern": "^[a-z]+$"},
+                         "age": {"type": "integer", "minimum": 0, "exclusiveMaximum": 150},
+                         "ratio": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
+                         "few": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 4}},
+                        ["name", "age", "ratio", "few"]),
+                    [{"name": "bob", "age": 3, "ratio": 1.5, "few": ["a", "b"]}]),
+    "pydantic_style": ({"type": "object", "title": "Order",
+                        "properties": {"item": {"type": "string", "title": "Item"},
+                                       "qty": {"type": "integer", "title": "Qty", "default": 1},
+                                       "gift": {"anyOf": [{"$ref": "#/$defs/Gift"}, {"type": "null"}],
+                                                "default": None}},
+                        "required": ["item"],
+                        "$defs": {"Gift": {"type": "object", "title": "Gift",
+                                           "properties": {"message": {"type": "string", "title": "Message"}},
+                                           "required": ["message"]}}},
+                       [{"item": "x"}, {"item": "x", "qty": 2, "gift": {"message": "hi"}}]),
+    "tagged_union": (obj({"shape": {"oneOf": [obj({"kind": {"const": "circle"}, "r": {"type": "number"}},
+                                                  ["kind", "r"]),
+                                              obj({"kind": {"const": "square"}, "side": {"type": "number"}},
+                                                  ["kind", "side"])]}},
+                         ["shape"]),
+                     [{"shape": {"kind": "circle", "r": 1}}, {"shape": {"kind": "square", "side": 2}}]),
+    "described_root": (obj({"x": {"type": "integer"}}, ["x"], description="Root text"), [{"x": 1}]),
+}
+
+# Which (case, target) pairs are refused, and the parameter the error must name.
+STRICT_TARGETS = ("openai", "anthropic")
+REFUSED = {
+    ("mixed_tuple", "openai"): "row", ("mixed_tuple", "anthropic"): "row", ("mixed_tuple", "gemini-openapi"): "row",
+    ("map", "openai"): "scores", ("map", "anthropic"): "scores", ("map", "gemini-openapi"): "scores",
+    ("keyed_map", "openai"): "by_color", ("keyed_map", "anthropic"): "by_color",
+    ("keyed_map", "gemini-openapi"): "by_color",
+    ("bare_dict", "openai"): "data", ("bare_dict", "anthropic"): "data", ("bare_dict", "gemini-openapi"): "data",
+    ("untyped", "openai"): "anything", ("untyped", "anthropic"): "anything",
+    ("untyped", "gemini-openapi"): "anything",
+    ("recursive", "anthropic"): "tree", ("recursive", "gemini-openapi"): "tree",
+}
+
+
+def make_tool(case: str, name: str = "demo.tool", **fields) -> Tool:
+    parameters = CORPUS[case][0]
+    fields.setdefault("description", f"The {case} case.")
+    return Tool(name=name, parameters=parameters, **fields)
+
+
+def target_of(fmt: str | None, strict: bool) -> str | None:
+    """Which transform a format runs: openai/anthropic strict, gemini-openapi, or none."""
+    if fmt == "gemini-openapi":
+        return "gemini-openapi"
+    if strict and fmt in ("openai", "responses"):
+        return "openai"
+    if strict and fmt == "anthropic":
+        return "anthropic"
+    return None
+
+
+def parameters_of(rendered: dict, fmt: str | None) -> dict | None:
+    if fmt == "openai":
+        return rendered["function"]["parameters"]
+    key = {None: "parameters", "responses": "parameters", "anthropic": "input_schema",
+           "gemini": "parametersJsonSchema", "gemini-openapi": "parameters", "mcp": "inputSchema"}[fmt]
+    return rendered.get(key)
+
+
+# ------------------------------------------------------------------------------------------------
+# Independent checkers of the providers' rules
+# ------------------------------------------------------------------------------------------------
+
+OPENAI_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
+                   "$ref", "$defs", "description", "title", "pattern", "format", "minimum", "maximum",
+                   "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems"}
+OPENAI_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+ANTHROPIC_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
+                      "$ref", "$defs", "description", "title", "format", "minItems"}
+ANTHROPIC_FORMATS = OPENAI_FORMATS | {"uri"}
+JSON_TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
+
+
+def subschemas(schema: dict):
+    """Every schema inside `schema` (itself included), with its nesting depth in objects."""
+    stack = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        yield node, depth
+        if "properties" in node:
+            depth += 1
+            stack.extend((child, depth) for child in node["properties"].values())
+        if isinstance(node.get("items"), dict):
+            stack.append((node["items"], depth))
+        stack.extend((option, depth) for option in node.get("anyOf", ()))
+        stack.extend((body, 0) for body in node.get("$defs", {}).values())
+
+
+def check_strict(schema: dict, provider: str) -> None:
+    """Assert `schema` obeys `provider`'s strict tool rules (from their structured-output docs)."""
+    keywords = OPENAI_KEYWORDS if provider == "openai" else ANTHROPIC_KEYWORDS
+    formats = OPENAI_FORMATS if provider == "openai" else ANTHROPIC_FORMATS
+    assert schema.get("type") == "object" and "anyOf" not in schema, "root must be a plain object"
+    defs = schema.get("$defs", {})
+    properties = 0
+    for node, depth in subschemas(schema):
+        assert set(node) <= keywords, f"unsupported keywords {set(node) - keywords} in {node}"
+        assert depth <= 10
+        if "$ref" in node:
+            assert set(node) == {"$ref"}, f"$ref with siblings: {node}"
+            assert node["$ref"].removeprefix("#/$defs/") in defs
+            continue
+        assert {"type", "anyOf", "enum"} & set(node), f"untyped schema {node}"
+        kinds = node.get("type", [])
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        assert set(kinds) <= JSON_TYPES
+        if "object" in kinds:
+            assert node.get("additionalProperties") is False, f"object not closed: {node}"
+            assert "properties" in node
+            properties += len(node["properties"])
+            if provider == "openai":
+                assert node["required"] == list(node["properties"]), f"not all required: {node}"
+            else:
+                assert set(node.get("required", ())) <= set(node["properties"])
+        if "array" in kinds:
+            assert isinstance(node.get("items"), dict)
+        if "format" in node:
+            assert node["format"] in formats
+        if provider == "anthropic" and "minItems" in node:
+            assert node["minItems"] in (0, 1)
+    assert properties <= 5000
+    if provider == "anthropic":
+        assert not has_cycle(defs), "Anthropic strict mode refuses recursive schemas"
+
+
+def has_cycle(defs: dict) -> bool:
+    def refs(schema):
+        text = json.dumps(schema)
+        return set(re.findall(r'"#/\$defs/([^"]+)"', text))
+
+    graph = {name: refs(body) for name, body in defs.items()}
+    visiting, done = set(), set()
+
+    def visit(name):
+        if name in visiting:
+            return True
+        if name in done:
+            return False
+        visiting.add(name)
+        cyclic = any(visit(child) for child in graph.get(name, ()))
+        visiting.discard(name)
+        done.add(name)
+        return cyclic
+
+    return any(visit(name) for name in graph)
+
+
+def fill_nulls(schema: dict, value, defs: dict):
+    """The strict-mode form of a neutral value: every absent optional property sent as null."""
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = defs[schema["$ref"].removeprefix("#/$defs/")]
+    if isinstance(value, dict):
+        options = [schema] + list(schema.get("anyOf", ()) or schema.get("oneOf", ()))
+        for option in options:
+            while "$ref" in option:
+                option = defs[option["$ref"].removeprefix("#/$defs/")]
+            if "properties" in option and set(value) <= set(option["properties"]):
+                props = option["properties"]
+                return {key: fill_nulls(props[key], value[key], defs) if key in value else None
+                        for key in props}
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [fill_nulls(schema["items"], item, defs) for item in value]
+    if isinstance(value, list) and "prefixItems" in schema:
+        return [fill_nulls(item_schema, item, defs) for item_schema, item in zip(schema["prefixItems"], value)]
+    return value
+
+
+def without_null_defaults(value, schema: dict, defs: dict):
+    """`value` with the nulls removed that equal their property's default (same meaning)."""
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = defs[schema["$ref"].removeprefix("#/$defs/")]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return value
+    props = schema["properties"]
+    return {key: without_null_defaults(item, props.get(key, {}), defs) for key, item in value.items()
+            if not (item is None and props.get(key, {}).get("default", 0) is None)}
+
+
+# ------------------------------------------------------------------------------------------------
+# The grid: every case x every format x strict on/off
+# ------------------------------------------------------------------------------------------------
+
+GRID = [(case, fmt, strict) for case in CORPUS for fmt in FORMATS for strict in (False, True)]
+
+
+@pytest.mark.parametrize("case,fmt,strict", GRID, ids=[f"{c}-{f}-{'strict' if s else 'plain'}" for c, f, s in GRID])
+def test_every_case_renders_validly_or_refuses_by_parameter(case, fmt, strict):
+    from google.genai.types import FunctionDeclaration
+    import mcp.types
+
+    tool = make_tool(case, returns={"type": "integer"})
+    before = copy.deepcopy(tool.parameters)
+    target = target_of(fmt, strict)
+    refused = REFUSED.get((case, target))
+    if refused:
+        with pytest.raises(SchemaError) as info:
+            render(tool, fmt, strict)
+        assert info.value.parameter == refused
+        assert info.value.function == "demo.tool"
+        assert refused in str(info.value) and "demo.tool" in str(info.value)
+        return
+    rendered = render(tool, fmt, strict)
+    assert tool.parameters == before, "render must not mutate the tool's schema"
+    json.loads(json.dumps(rendered))
+    parameters = parameters_of(rendered, fmt)
+    if parameters is not None:
+        jsonschema.Draft202012Validator.check_schema(parameters)
+    if target in STRICT_TARGETS:
+        check_strict(parameters, target)
+    if fmt in ("gemini", "gemini-openapi"):
+        FunctionDeclaration.model_validate(rendered)
+    if fmt == "mcp":
+        mcp.types.Tool.model_validate(rendered)
+
+
+def strict_grid():
+    for case, (_, examples) in CORPUS.items():
+        for provider in STRICT_TARGETS:
+            if (case, provider) not in REFUSED:
+                yield case, provider
+
+
+@pytest.mark.parametrize("case,provider", list(strict_grid()))
+def test_strict_keeps_the_meaning_of_valid_values(case, provider):
+    """A value valid for the neutral schema, sent the strict way, passes the strict schema, and
+    `drop_absent_nulls` turns it back into the original value."""
+    parameters, examples = CORPUS[case]
+    strict = strict_schema(parameters, "demo", provider)
+    neutral_check = jsonschema.Draft202012Validator(parameters)
+    strict_check = jsonschema.Draft202012Validator(strict)
+    defs = parameters.get("$defs", {})
+    for example in examples:
+        neutral_check.validate(example)
+        sent = fill_nulls(parameters, example, defs) if provider == "openai" else example
+        strict_check.validate(sent)
+        # A null for a nullable property whose default is null means the same as leaving it out.
+        assert without_null_defaults(drop_absent_nulls(parameters, sent), parameters, defs) == \
+            without_null_defaults(example, parameters, defs)
+
+
+@pytest.mark.parametrize("provider", STRICT_TARGETS)
+def test_strict_still_refuses_unknown_keys_and_wrong_types(provider):
+    strict = strict_schema(CORPUS["nested"][0], "demo", provider)
+    validator = jsonschema.Draft202012Validator(strict)
+    good = {"shape": {"name": "s", "corner": {"x": 1, "y": 2}}}
+    assert validator.is_valid(good)
+    assert not validator.is_valid({"shape": {"name": "s", "corner": {"x": 1, "y": 2}, "extra": 1}})
+    assert not validator.is_valid({"shape": {"name": "s", "corner": {"x": "1", "y": 2}}})
+
+
+# ------------------------------------------------------------------------------------------------
+# Exact outputs for representative cases
+# ------------------------------------------------------------------------------------------------
+
+ADD = obj({"a": {"type": "integer", "description": "first addend"},
+           "b": {"type": "integer", "description": "second addend", "default": 1}}, ["a"])
+
+
+def add_tool(**fields) -> Tool:
+    fields.setdefault("name", "add")
+    fields.setdefault("description", "Add two integers.")
+    return Tool(parameters=ADD, returns={"type": "integer"}, **fields)
+
+
+def test_neutral_openai_responses_anthropic_shapes():
+    tool = add_tool()
+    assert render(tool) == {"name": "add", "description": "Add two integers.", "parameters": ADD}
+    assert render(tool, "openai") == {"type": "function", "function": {
+        "name": "add", "description": "Add two integers.", "parameters": ADD}}
+    assert render(tool, "responses") == {"type": "function", "name": "add", "description": "Add two integers.",
+                                         "parameters": ADD, "strict": False}
+    assert render(tool, "anthropic") == {"name": "add", "description": "Add two integers.", "input_schema": ADD}
+
+
+def test_openai_strict_exact():
+    expected_parameters = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "description": "first addend"},
+            "b": {"type": ["integer", "null"], "description": "second addend (null means the default, 1)"},
+        },
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    assert render(add_tool(), "openai", strict=True) == {"type": "function", "function": {
+        "name": "add", "description": "Add two integers.", "parameters": expected_parameters, "strict": True}}
+    responses = render(add_tool(), "responses", strict=True)
+    assert responses["strict"] is True and responses["parameters"] == expected_parameters
+
+
+def test_anthropic_strict_keeps_optional_parameters_optional():
+    assert render(add_tool(), "anthropic", strict=True) == {
+        "name": "add", "description": "Add two integers.", "strict": True,
+        "input_schema": {"type": "object",
+                         "properties": {"a": {"type": "integer", "description": "first addend"},
+                                        "b": {"type": "integer", "description": "second addend (default: 1)"}},
+                         "required": ["a"], "additionalProperties": False}}
+
+
+def test_strict_moves_unsupported_constraints_into_the_description():
+    parameters = CORPUS["constraints"][0]
+    openai = strict_schema(parameters, "demo", "openai")["properties"]
+    assert openai["name"] == {"type": "string", "pattern": "^[a-z]+$",
+                              "description": "(minLength: 2, maxLength: 8)"}
+    assert openai["age"] == {"type": "integer", "minimum": 0, "exclusiveMaximum": 150}
+    assert openai["few"] == {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 4}
+    anthropic = strict_schema(parameters, "demo", "anthropic")["properties"]
+    assert anthropic["name"] == {"type": "string",
+                                 "description": '(minLength: 2, maxLength: 8, pattern: "^[a-z]+$")'}
+    assert anthropic["age"] == {"type": "integer", "description": "(minimum: 0, exclusiveMaximum: 150)"}
+    assert anthropic["few"] == {"type": "array", "items": {"type": "string"},
+                                "description": "(minItems: 2, maxItems: 4)"}
+
+
+def test_strict_formats_and_tuples():
+    formats = strict_schema(CORPUS["formats"][0], "demo", "openai")["properties"]
+    assert formats["id"] == {"type": "string", "format": "uuid"}
+    assert formats["site"] == {"type": "string", "description": '(format: "uri")'}
+    assert formats["blob"] == {"type": "string", "description": '(contentEncoding: "base64")'}
+    assert strict_schema(CORPUS["formats"][0], "demo", "anthropic")["properties"]["site"] == {
+        "type": "string", "format": "uri"}
+    pair = strict_schema(CORPUS["pair"][0], "demo", "openai")["properties"]["pair"]
+    assert pair == {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+
+
+def test_strict_recursion_openai_keeps_refs_and_inlines_described_ones():
+    strict = strict_schema(CORPUS["recursive"][0], "demo", "openai")
+    node = {"type": "object",
+            "properties": {"value": {"type": "integer"},
+                           "children": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                                                  {"type": "null"}],
+                                        "description": "(null leaves it out)"}},
+            "required": ["value", "children"], "additionalProperties": False}
+    assert strict["$defs"] == {"Node": node}
+    # the described reference cannot keep a sibling description, so the definition is inlined
+    assert strict["properties"]["tree"] == {**node, "description": "the root"}
+
+
+def test_strict_optional_ref_becomes_anyof_with_null():
+    strict = strict_schema(CORPUS["shared_ref"][0] | {"required": ["start"]}, "demo", "openai")
+    assert strict["properties"]["start"] == {"$ref": "#/$defs/Point"}
+    assert strict["properties"]["end"] == {
+        "anyOf": [{"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                   "required": ["x", "y"], "additionalProperties": False}, {"type": "null"}],
+        "description": "where it ends (null leaves it out)"}
+
+
+def test_strict_refusals_say_what_to_change():
+    with pytest.raises(SchemaError, match=r"dataclass or TypedDict with fixed keys") as info:
+        strict_schema(CORPUS["map"][0], "scores_tool", "openai")
+    assert (info.value.function, info.value.parameter) == ("scores_tool", "scores")
+    with pytest.raises(SchemaError, match=r"annotate it with a concrete type"):
+        strict_schema(CORPUS["untyped"][0], "demo", "openai")
+    with pytest.raises(SchemaError, match=r"list of one type"):
+        strict_schema(CORPUS["mixed_tuple"][0], "demo", "openai")
+    with pytest.raises(SchemaError, match=r"recursive type 'Node'"):
+        strict_schema(CORPUS["recursive"][0], "demo", "anthropic")
+
+
+def test_refusal_deep_inside_names_the_parameter_and_the_path():
+    parameters = obj({"config": obj({"extras": {"type": "object", "additionalProperties": {"type": "string"}}},
+                                    ["extras"])}, ["config"])
+    with pytest.raises(SchemaError) as info:
+        strict_schema(parameters, "setup", "openai")
+    assert info.value.parameter == "config"
+    assert "at config.extras" in str(info.value)
+    listed = obj({"rows": {"type": "array", "items": {"type": "array"}}}, ["rows"])
+    with pytest.raises(SchemaError, match=r"at rows\[\]"):
+        strict_schema(listed, "setup", "openai")
+
+
+def test_strict_limits_are_checked():
+    many = obj({f"p{index}": {"type": "integer"} for index in range(30)})
+    with pytest.raises(SchemaError, match=r"30 optional properties.*at most 24"):
+        strict_schema(many, "wide", "anthropic")
+    strict_schema(many, "wide", "openai")  # OpenAI makes them required: no such budget
+    deep: dict = {"type": "integer"}
+    for level in range(11):
+        deep = obj({f"l{level}": deep}, [f"l{level}"])
+    with pytest.raises(SchemaError, match=r"levels of nested objects.*at most 10"):
+        strict_schema(deep, "deep", "openai")
+
+
+def test_strict_is_ignored_where_the_provider_has_no_strict_mode():
+    tool = make_tool("map", returns={"type": "integer"})  # an open map: strict would refuse it
+    for fmt in (None, "gemini", "mcp"):
+        assert render(tool, fmt, strict=True) == render(tool, fmt, strict=False)
+
+
+def test_gemini_declarations():
+    tool = add_tool(name="math.add")
+    assert render(tool, "gemini") == {"name": "math.add", "description": "Add two integers.",
+                                      "parametersJsonSchema": ADD, "responseJsonSchema": {"type": "integer"}}
+    assert render(tool, "gemini-openapi") == {
+        "name": "math.add", "description": "Add two integers.",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer", "description": "first addend"},
+            "b": {"type": "integer", "default": 1, "description": "second addend"}}, "required": ["a"]}}
+    no_params = make_tool("no_params", name="ping", description="")
+    assert render(no_params, "gemini-openapi") == {"name": "ping", "description": ""}
+
+
+def test_gemini_openapi_exact_conversions():
+    enums = openapi_schema(CORPUS["enums"][0], "demo")["properties"]
+    assert enums["color"] == {"type": "string", "enum": ["red", "green"]}
+    assert enums["level"] == {"type": "integer", "minimum": 1, "maximum": 3}
+    assert enums["sparse"] == {"type": "integer", "description": "(enum: [1, 5, 10])"}
+    assert enums["mixed"] == {"anyOf": [{"type": "string", "enum": ["auto"]},
+                                        {"type": "integer", "minimum": 0, "maximum": 0}]}
+    assert enums["opt"] == {"type": "string", "enum": ["a", "b"], "nullable": True}
+    assert openapi_schema(CORPUS["const"][0], "demo")["properties"]["kind"] == {"type": "string", "enum": ["circle"]}
+    optional = openapi_schema(CORPUS["optional"][0], "demo")["properties"]
+    assert optional["when"] == {"type": "string", "format": "date-time", "nullable": True, "default": None}
+    assert optional["maybe"] == {"type": "integer", "nullable": True}
+    formats = openapi_schema(CORPUS["formats"][0], "demo")["properties"]
+    assert formats["blob"] == {"type": "string", "format": "byte"}
+    assert formats["id"] == {"type": "string", "description": '(format: "uuid")'}
+    assert openapi_schema(CORPUS["pair"][0], "demo")["properties"]["pair"] == {
+        "type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    constraints = openapi_schema(CORPUS["constraints"][0], "demo")["properties"]
+    assert constraints["age"] == {"type": "integer", "minimum": 0, "maximum": 149}
+    assert constraints["ratio"] == {"type": "number",
+                                    "description": "(exclusiveMinimum: 0, multipleOf: 0.5)"}
+    arrays = openapi_schema(CORPUS["arrays"][0], "demo")["properties"]
+    assert arrays["tags"] == {"type": "array", "items": {"type": "string"}, "description": "(uniqueItems: true)"}
+    shared = openapi_schema(CORPUS["shared_ref"][0], "demo")["properties"]
+    assert shared["end"]["description"] == "where it ends" and "$ref" not in json.dumps(shared)
+    pydantic_style = openapi_schema(CORPUS["pydantic_style"][0], "demo")
+    assert pydantic_style["properties"]["gift"] == {
+        "type": "object", "title": "Gift", "properties": {"message": {"type": "string", "title": "Message"}},
+        "required": ["message"], "nullable": True, "default": None}
+
+
+def test_mcp_definition_wraps_non_object_results_and_maps_hints():
+    tool = add_tool(name="math.add", hints=frozenset({"read-only", "idempotent"}))
+    assert render(tool, "mcp") == {
+        "name": "math.add", "description": "Add two integers.", "inputSchema": ADD,
+        "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+        "annotations": {"readOnlyHint": True, "idempotentHint": True}}
+    assert mcp_wraps_result(tool)
+    everything = add_tool(hints=frozenset({"read-only", "destructive", "idempotent", "open-world"}))
+    assert render(everything, "mcp")["annotations"] == {
+        "readOnlyHint": True, "destructiveHint": True, "idempotentHint": True, "openWorldHint": True}
+    assert "annotations" not in render(add_tool(), "mcp")
+    as_object = Tool(name="info", description="", parameters=obj({}),
+                     returns=obj({"ok": {"type": "boolean"}}, ["ok"]))
+    assert render(as_object, "mcp")["outputSchema"] == as_object.returns
+    assert not mcp_wraps_result(as_object)
+    assert "outputSchema" not in render(Tool(name="x", description="", parameters=obj({})), "mcp")
+    assert not mcp_wraps_result(Tool(name="x", description="", parameters=obj({})))
+
+
+def test_mcp_wrapping_keeps_defs_resolvable():
+    returns = {"$ref": "#/$defs/Node", "$defs": NODE_DEFS}
+    wrapped = mcp_output_schema(returns)
+    assert wrapped == {"type": "object", "properties": {"result": {"$ref": "#/$defs/Node"}},
+                       "required": ["result"], "$defs": NODE_DEFS}
+    validator = jsonschema.Draft202012Validator(wrapped)
+    assert validator.is_valid({"result": {"value": 1, "children": [{"value": 2}]}})
+    assert not validator.is_valid({"result": {"value": "1"}})
+    assert returns == {"$ref": "#/$defs/Node", "$defs": NODE_DEFS}
+
+
+def test_provider_sdks_accept_the_definitions():
+    import anthropic.types
+    import openai.types.chat
+    import openai.types.responses
+    from pydantic import TypeAdapter
+
+    tool = add_tool(name="math.add")
+    for strict in (False, True):
+        TypeAdapter(openai.types.chat.ChatCompletionFunctionToolParam).validate_python(
+            render(tool, "openai", strict))
+        TypeAdapter(openai.types.responses.FunctionToolParam).validate_python(render(tool, "responses", strict))
+        TypeAdapter(anthropic.types.ToolParam).validate_python(render(tool, "anthropic", strict))
+
+
+def test_no_docstring_gives_empty_description():
+    tool = Tool(name="bare", description="", parameters=obj({}))
+    for fmt in FORMATS:
+        rendered = render(tool, fmt)
+        body = rendered.get("function", rendered)
+        assert body["description"] == ""
+
+
+def test_unknown_format_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"'claude'.*'openai', 'responses', 'anthropic'"):
+        render(add_tool(), "claude")
+    with pytest.raises(ValueError, match="unknown tool format"):
+        wire_name("x", "claude")
+
+
+def test_tool_schema_caches_the_rendering():
+    tool = add_tool()
+    first = tool.schema("openai", strict=True)
+    assert tool.schema("openai", strict=True) == first
+    assert tool.schema("openai", strict=True)["function"] is not first["function"]  # fresh top level
+
+
+# ------------------------------------------------------------------------------------------------
+# Names
+# ------------------------------------------------------------------------------------------------
+
+NAME_PATTERNS = {
+    "openai": r"[A-Za-z0-9_-]{1,64}", "responses": r"[A-Za-z0-9_-]{1,64}", "anthropic": r"[A-Za-z0-9_-]{1,64}",
+    "gemini": r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}", "gemini-openapi": r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",
+    "mcp": r"[A-Za-z0-9_.-]{1,128}",
+}
+NAMES = ["add", "calc.add", "db.users.find", "x" * 64, "x" * 65, "a.b" + "c" * 70, "9lives", "weird name!",
+         "ünïcode", "calculator.add_two_numbers_with_a_very_long_descriptive_name_indeed", "-dash", "a:b"]
+
+
+@pytest.mark.parametrize("fmt", [fmt for fmt in FORMATS if fmt])
+def test_wire_names_are_valid_deterministic_and_distinct(fmt):
+    mapped = {name: wire_name(name, fmt) for name in NAMES}
+    for name, wire in mapped.items():
+        assert re.fullmatch(NAME_PATTERNS[fmt], wire), (fmt, name, wire)
+        assert wire_name(name, fmt) == wire
+        assert wire in wire_names(name)
+    assert len(set(mapped.values())) == len(NAMES), "distinct names must stay distinct"
+
+
+def test_wire_name_mapping_rules():
+    assert wire_name("calc.add", "openai") == "calc__add"
+    assert wire_name("calc.add", "anthropic") == "calc__add"
+    assert wire_name("calc.add", "gemini") == "calc.add"
+    assert wire_name("calc.add", "mcp") == "calc.add"
+    assert wire_name("calc.add", None) == "calc.add"
+    assert wire_name("x" * 64, "openai") == "x" * 64
+    long = wire_name("x" * 65, "openai")
+    assert len(long) == 64 and long.startswith("x" * 55 + "_")
+    assert wire_name("x" * 65, "openai") != wire_name("x" * 66, "openai")
+    assert wire_names("calc.add") == {"calc.add", "calc__add"}
+    assert wire_names("add") == {"add"}
+
+
+def test_registry_accepts_every_mapped_name():
+    from nbtools.registry import Registry
+
+    tools = [add_tool(name=name) for name in NAMES]
+    registry = Registry(tools)
+    for tool in tools:
+        for fmt in FORMATS:
+            assert registry.get(wire_name(tool.name, fmt)) is tool
+            body = render(tool, fmt)
+            assert registry.get(body.get("function", body)["name"]) is tool
+
+
+# ------------------------------------------------------------------------------------------------
+# drop_absent_nulls
+# ------------------------------------------------------------------------------------------------
+
+def test_drop_absent_nulls_only_drops_nulls_that_mean_left_out():
+    parameters = CORPUS["optional"][0]
+    sent = {"when": None, "maybe": None, "count": None, "note": None}
+    assert drop_absent_nulls(parameters, sent) == {"when": None, "maybe": None}
+    assert sent == {"when": None, "maybe": None, "count": None, "note": None}
+    nested = CORPUS["recursive"][0]
+    assert drop_absent_nulls(nested, {"tree": {"value": 1, "children": [{"value": 2, "children": None}]}}) == {
+        "tree": {"value": 1, "children": [{"value": 2}]}}
+    required_null = obj({"a": {"type": "integer"}}, ["a"])
+    assert drop_absent_nulls(required_null, {"a": None}) == {"a": None}  # validation will refuse it
+    assert drop_absent_nulls(parameters, "not a dict") == "not a dict"
+
+
+def test_the_strict_checker_rejects_what_providers_reject():
+    """The checker above is what makes the grid meaningful: it must fail on non-strict schemas."""
+    with pytest.raises(AssertionError, match="not all required"):
+        check_strict(ADD, "openai")
+    with pytest.raises(AssertionError, match="unsupported keywords"):
+        check_strict(obj({"s": {"type": "string", "minLength": 1}}, ["s"]), "openai")
+    with pytest.raises(AssertionError, match="object not closed"):
+        check_strict(obj({"m": {"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}},
+                         ["m"]), "openai")
+    with pytest.raises(AssertionError, match="untyped"):
+        check_strict(obj({"x": {"description": "anything"}}, ["x"]), "openai")
+    with pytest.raises(AssertionError, match="recursive"):
+        check_strict(strict_schema(CORPUS["recursive"][0], "demo", "openai"), "anthropic")
