@@ -1,0 +1,378 @@
+"""The `nbtools` command: print tool definitions, or serve tools over MCP.
+
+    nbtools schema TARGET [--fmt FMT] [--strict]
+    nbtools serve TARGET [--http PORT] [--host HOST]
+
+TARGET is one of:
+
+* `package.module:name`: `name` is a function (or any callable, a `Tool`), a `Registry` (its
+  enabled tools) or a list of callables/Tools; `name` may be dotted (`module:Class.method`).
+* `package.module`: the module's public functions (defined in it, not imported; `__all__` when it
+  has one). A function the module registered with `@tool` keeps that Tool's name and hints.
+* `path/to/file.py` or `path/to/file.py:name`: the same, for a file that is not on `sys.path`.
+* `path/to/notebook.ipynb`: the tools its `%%tool` cells (and `@tool` calls) define, found by running
+  the notebook's code cells, in order, in an embedded IPython shell with the nbtools extension loaded,
+  in the notebook's folder (as Jupyter would). A failing cell stops the run with an error naming the
+  cell; cells tagged `skip-execution` are skipped, cells tagged `raises-exception` may fail.
+
+`schema` prints JSON on stdout: one definition for a single function, else a list. `serve` speaks
+MCP over stdio (stdout carries the protocol) or, with `--http PORT`, streamable HTTP at
+`http://HOST:PORT/mcp`. Everything else (progress, the notebook's own output on failure) goes to
+stderr. Exit status: 0 on success, 1 when the target cannot be loaded or described, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import types as pytypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .errors import SchemaError
+from .registry import Registry
+from .tool import Tool
+
+FORMAT_NAMES = ("neutral", "openai", "responses", "anthropic", "gemini", "gemini-openapi", "mcp")
+
+
+class TargetError(Exception):
+    """A TARGET that cannot be found or loaded; the message says which and why."""
+
+
+class NotebookError(Exception):
+    """A notebook cell that failed while the notebook ran to collect its tools.
+
+    Fields: `path` (the notebook), `cell` (its 1-based position among all cells, as Jupyter shows
+    them), `source` (the cell's code), `error` (the exception), `output` (what the cell printed,
+    traceback included).
+    """
+
+    def __init__(self, path: str, cell: int, source: str, error: BaseException | None, output: str = ""):
+        self.path = path
+        self.cell = cell
+        self.source = source
+        self.error = error
+        self.output = output
+        what = f"{type(error).__name__}: {error}" if error is not None else "the cell failed"
+        super().__init__(f"{path}, cell {cell} failed: {what}")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a TARGET gave: the tools, and whether it named one callable (schema prints one object)."""
+
+    registry: Registry
+    single: bool = False
+
+
+# ================================================================================================
+# Targets
+# ================================================================================================
+def load_target(target: str, *, progress: Any = None) -> Loaded:
+    """The tools TARGET names (see the module docs). Raises TargetError or NotebookError."""
+    path_part, _, attribute = target.partition(":")
+    if path_part.endswith(".ipynb"):
+        if attribute:
+            raise TargetError(f"{target!r}: a notebook target takes no ':name' part")
+        return Loaded(notebook_tools(path_part, progress=progress))
+    module = _import_target_module(path_part)
+    if not attribute:
+        return Loaded(module_tools(module))
+    value = _lookup_attribute(module, attribute, target)
+    if isinstance(value, Registry):
+        return Loaded(value.select())
+    if isinstance(value, Tool) or (callable(value) and not isinstance(value, type)):
+        return Loaded(Registry([_registered_tool(value)]), single=True)
+    if isinstance(value, (list, tuple)):
+        return Loaded(Registry([_registered_tool(item) for item in value]))
+    raise TargetError(f"{target!r} is a {type(value).__name__}: expected a function, a Tool, a Registry "
+                      "or a list of them")
+
+
+def _import_target_module(spec: str) -> pytypes.ModuleType:
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise TargetError(f"{spec!r}: no such file")
+        name = path.stem
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise TargetError(f"{spec!r}: cannot import this file as a Python module")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)  # so the file's own sibling imports work
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as error:
+            sys.modules.pop(name, None)
+            raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
+        return module
+    if not all(part.isidentifier() for part in spec.split(".")):
+        raise TargetError(f"{spec!r} is not a module name (package.module), a .py file or a .ipynb notebook")
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as error:
+        raise TargetError(f"{spec!r}: no module named {error.name!r} (is it installed, or on PYTHONPATH?)") from error
+    except Exception as error:
+        raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
+
+
+def _lookup_attribute(module: pytypes.ModuleType, dotted: str, target: str) -> Any:
+    value: Any = module
+    for part in dotted.split("."):
+        if not part.isidentifier():
+            raise TargetError(f"{target!r}: {dotted!r} is not a dotted Python name")
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise TargetError(f"{target!r}: {module.__name__} has no attribute {dotted!r}") from None
+    return value
+
+
+def module_tools(module: pytypes.ModuleType) -> Registry:
+    """The public functions a module defines (or lists in `__all__`), as Tools."""
+    exported = getattr(module, "__all__", None)
+    if exported is not None:
+        names = [name for name in exported if callable(getattr(module, name, None))
+                 and not isinstance(getattr(module, name), type)]
+    else:
+        names = [name for name, value in vars(module).items()
+                 if not name.startswith("_") and (
+                     isinstance(value, Tool)
+                     or (inspect.isfunction(value) and value.__module__ == module.__name__))]
+    if not names:
+        raise TargetError(f"module {module.__name__!r} defines no public functions to make tools of")
+    return Registry([_registered_tool(getattr(module, name)) for name in names])
+
+
+def _registered_tool(value: Any) -> Tool:
+    """The Tool `@tool` registered for this function (any registry it can see), else a fresh one."""
+    if isinstance(value, Tool):
+        return value
+    from .registry import registry as default_registry
+
+    owner = sys.modules.get(getattr(value, "__module__", "") or "")
+    registries = [default_registry]
+    if owner is not None:
+        registries += [item for item in vars(owner).values() if isinstance(item, Registry)]
+    for known in registries:
+        for tool in known:
+            if tool.fn is value:
+                return tool
+    return Tool.from_function(value)
+
+
+# ================================================================================================
+# Notebooks
+# ================================================================================================
+def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry:
+    """Run a notebook's code cells in an embedded IPython shell and return the tools it registered.
+
+    The shell has the nbtools extension loaded and runs in the notebook's folder. The result is a
+    new Registry holding the enabled tools the run added to (or redefined in) `nbtools.registry`,
+    with that registry's approval and limits. Raises NotebookError for the first failing cell.
+    Not for use inside IPython itself (the notebook would run in your own session).
+    """
+    notebook = Path(path)
+    if not notebook.is_file():
+        raise TargetError(f"{str(path)!r}: no such notebook")
+    try:
+        document = json.loads(notebook.read_text(encoding="utf-8"))
+        cells = document["cells"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise TargetError(f"{str(path)!r} is not a Jupyter notebook (.ipynb JSON): {error}") from None
+    language = (document.get("metadata", {}).get("kernelspec", {}) or {}).get("language", "python")
+    if language != "python":
+        raise TargetError(f"{str(path)!r} is a {language} notebook; nbtools runs Python notebooks")
+
+    from IPython.core.getipython import get_ipython
+
+    if get_ipython() is not None:
+        raise TargetError("notebook_tools() runs a notebook in an embedded IPython shell and cannot run inside "
+                          "IPython; run `nbtools schema NOTEBOOK` or `nbtools serve NOTEBOOK` in a terminal")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from .registry import registry as default_registry
+
+    code_cells = [(index, cell) for index, cell in enumerate(cells, 1) if cell.get("cell_type") == "code"]
+    _say(progress, f"running {path} ({len(code_cells)} code cells)")
+    before = {tool.name: tool for tool in default_registry}
+    folder = notebook.resolve().parent
+    shell = InteractiveShell.instance(colors="nocolor")
+    with _stdout_to_stderr(), contextlib.chdir(folder), _on_sys_path(str(folder)):
+        shell.run_line_magic("load_ext", "nbtools")
+        for index, cell in code_cells:
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            tags = (cell.get("metadata") or {}).get("tags") or []
+            if "skip-execution" in tags or not source.strip():
+                continue
+            with capture_output() as captured:
+                result = shell.run_cell(source, store_history=True)
+            if not result.success and "raises-exception" not in tags:
+                error = result.error_before_exec or result.error_in_exec
+                raise NotebookError(str(path), index, source, error, captured.stdout + captured.stderr)
+    found = Registry(approve=default_registry.approve, refuse_destructive=default_registry.refuse_destructive,
+                     limits=default_registry.limits)
+    for tool in default_registry.enabled():
+        if before.get(tool.name) is not tool:
+            found.add(tool)
+    return found
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout (Python's and file descriptor 1's) to stderr meanwhile.
+
+    stdout belongs to the JSON that `schema` prints and to the stdio protocol of `serve`; `!cmd`
+    lines and C extensions write to fd 1 directly, so the descriptor is redirected too.
+    """
+    sys.stdout.flush()
+    try:
+        saved_fd = os.dup(1)
+    except OSError:  # no usable fd 1 (embedded interpreters): Python-level redirect only
+        saved_fd = None
+    try:
+        if saved_fd is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+@contextlib.contextmanager
+def _on_sys_path(folder: str) -> Iterator[None]:
+    # Jupyter runs kernels in the notebook's folder with '' on sys.path: local modules import.
+    # Left in place afterwards, because tools may import lazily when they are called.
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    yield
+
+
+def _say(progress: Any, message: str) -> None:
+    if progress is not None:
+        progress(message)
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"nbtools: {message}", file=sys.stderr, flush=True)
+
+
+# ================================================================================================
+# Commands
+# ================================================================================================
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nbtools",
+        description="Turn Python functions and notebooks into tool definitions for language models, "
+                    "and serve them over MCP.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    target_help = ("package.module:function, package.module, path/to/file.py[:name], "
+                   "or path/to/notebook.ipynb")
+
+    schema = commands.add_parser("schema", help="print the tool definitions of TARGET as JSON",
+                                 description="Print the tool definitions of TARGET as JSON on stdout.")
+    schema.add_argument("target", metavar="TARGET", help=target_help)
+    schema.add_argument("--fmt", default="neutral", choices=FORMAT_NAMES,
+                        help="definition format (default: neutral {name, description, parameters})")
+    schema.add_argument("--strict", action="store_true",
+                        help="strict form (OpenAI/Anthropic strict tool modes); fails on types it cannot express")
+
+    serve = commands.add_parser("serve", help="serve the tools of TARGET over MCP",
+                                description="Serve the tools of TARGET over MCP: stdio by default, "
+                                            "streamable HTTP at http://HOST:PORT/mcp with --http.")
+    serve.add_argument("target", metavar="TARGET", help=target_help)
+    serve.add_argument("--http", type=int, metavar="PORT", default=None,
+                       help="serve streamable HTTP on this port instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="address for --http (default 127.0.0.1)")
+    serve.add_argument("--name", default=None, help="server name shown to clients (default: from TARGET)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `nbtools` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    # Like `python -m`, make modules in the current folder importable as targets.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        if args.command == "schema":
+            return _schema_command(args)
+        return _serve_command(args)
+    except NotebookError as error:
+        _report_notebook_error(error)
+        return 1
+    except (TargetError, SchemaError, OSError) as error:
+        print(f"nbtools: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _schema_command(args: argparse.Namespace) -> int:
+    with _stdout_to_stderr():  # importing a module may print; only the JSON goes to stdout
+        loaded = load_target(args.target, progress=_stderr_progress)
+        fmt = None if args.fmt == "neutral" else args.fmt
+        definitions = loaded.registry.schemas(fmt, strict=args.strict)
+    if not definitions:
+        _stderr_progress(f"{args.target} defines no tools")
+    output = definitions[0] if loaded.single else definitions
+    print(json.dumps(output, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    from . import mcp
+
+    with _stdout_to_stderr():
+        loaded = load_target(args.target, progress=_stderr_progress)
+    tools = loaded.registry
+    names = [tool.name for tool in tools.enabled()]
+    _stderr_progress(f"{len(names)} tools: {', '.join(names) or '(none)'}")
+    name = args.name or _server_name(args.target)
+    if args.http is None:
+        _stderr_progress("serving MCP over stdio")
+        mcp.serve(tools, transport="stdio", name=name)
+    else:
+        listener_url = f"http://{args.host}:{args.http}{mcp.MCP_PATH}"
+        _stderr_progress(f"serving MCP at {listener_url} (Ctrl+C stops)")
+        mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name)
+    return 0
+
+
+def _server_name(target: str) -> str:
+    base = target.partition(":")[0].rstrip("/\\")
+    stem = Path(base).stem if base.endswith((".py", ".ipynb")) else base
+    return f"nbtools:{stem}"
+
+
+def _report_notebook_error(error: NotebookError) -> None:
+    lines = error.source.rstrip().splitlines()
+    shown = lines[:12] + (["..."] if len(lines) > 12 else [])
+    print(f"nbtools: error: {error}", file=sys.stderr)
+    print("  cell source:", file=sys.stderr)
+    for line in shown:
+        print(f"  | {line}", file=sys.stderr)
+    if error.output.strip():
+        print("  cell output:", file=sys.stderr)
+        for line in error.output.rstrip().splitlines():
+            print(f"  {line}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

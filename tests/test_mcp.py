@@ -1,0 +1,481 @@
+"""The MCP server and client, checked with the official `mcp` client (`ClientSession`).
+
+Servers run as real subprocesses (`python -m nbtools.cli serve ...`) over stdio and over streamable
+HTTP on 127.0.0.1 (a free port chosen here), in-process over memory streams, and inside the test's
+own event loop (`start`, as `%tools --serve` does in a kernel). Every server a test starts, it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+import nbtools.mcp as nbmcp
+from nbtools import Registry, ToolCallError, tool
+from tests import mcp_example_tools as examples
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_TARGET = "tests/mcp_example_tools.py:example_tools"
+DEADLINE = 30  # seconds: the most any one exchange with a server may take
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen | None = None, timeout: float = DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"server exited early with {process.returncode}: {process.stderr.read()}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port} after {timeout} s")
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def http_server_process(target: str = EXAMPLE_TARGET):
+    """`nbtools serve TARGET --http PORT` as a subprocess; yields the URL; always stops it."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "serve", target, "--http", str(port)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)
+        process.stderr.close()
+
+
+def stdio_parameters(target: str = EXAMPLE_TARGET) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "nbtools.cli", "serve", target], cwd=str(ROOT))
+
+
+def by_name(listed) -> dict:
+    return {item.name: item.model_dump(by_alias=True, exclude_none=True, mode="json") for item in listed.tools}
+
+
+def text_of(result) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+@pytest.fixture(autouse=True)
+def fresh_notes():
+    saved = dict(examples.notes)
+    yield
+    examples.notes.clear()
+    examples.notes.update(saved)
+
+
+# ------------------------------------------------------------------------------------------------
+# the whole conversation a client has with our server, run over every transport
+# ------------------------------------------------------------------------------------------------
+async def converse(session: ClientSession, *, remote_state: bool) -> None:
+    initialized = await session.initialize()
+    assert initialized.server_info.name.startswith("nbtools")
+    assert initialized.capabilities.tools is not None
+
+    listed = by_name(await session.list_tools())
+    assert sorted(listed) == sorted(tool.name for tool in examples.example_tools)
+    for original in examples.example_tools:
+        # exactly what Tool.schema("mcp") says: input schema, output schema, annotations, description
+        expected = original.schema("mcp")
+        assert listed[original.name]["inputSchema"] == expected["inputSchema"]
+        assert listed[original.name].get("outputSchema") == expected.get("outputSchema")
+        assert listed[original.name].get("annotations") == expected.get("annotations")
+        assert listed[original.name]["description"] == expected["description"]
+    assert listed["add"]["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+    assert listed["delete_note"]["annotations"] == {"destructiveHint": True}
+    assert listed["greet"]["annotations"] == {"readOnlyHint": True, "openWorldHint": True}
+    assert "annotations" not in listed["divide"]
+    # a non-object return is wrapped; a dataclass is an object schema of its fields
+    assert listed["add"]["outputSchema"] == {"type": "object", "properties": {"result": {"type": "integer"}},
+                                            "required": ["result"]}
+    stats_schema = listed["stats"]["outputSchema"]
+    assert stats_schema["type"] == "object"
+    assert set(stats_schema["properties"]) == {"count", "mean", "largest"}
+
+    # every tool, called
+    result = await session.call_tool("add", {"a": 2, "b": 3})
+    assert not result.is_error and text_of(result) == "5" and result.structured_content == {"result": 5}
+    result = await session.call_tool("add", {"a": 2})
+    assert result.structured_content == {"result": 3}  # the function's own default applied
+    result = await session.call_tool("stats", {"numbers": [1, 2, 6]})
+    assert not result.is_error
+    assert result.structured_content == {"count": 3, "mean": 3.0, "largest": 6.0}
+    assert json.loads(text_of(result)) == {"count": 3, "mean": 3.0, "largest": 6.0}
+    result = await session.call_tool("read_note", {"title": "todo"})
+    assert text_of(result) == "write tests" and result.structured_content == {"result": "write tests"}
+    result = await session.call_tool("greet", {"name": "Ada", "style": "loud"})
+    assert result.structured_content == {"result": "HELLO, ADA!"}
+    result = await session.call_tool("divide", {"numerator": 1, "denominator": 4})
+    assert result.structured_content == {"result": 0.25}
+
+    # a tool that raises: an error result naming the exception, not a protocol error
+    result = await session.call_tool("divide", {"numerator": 1, "denominator": 0})
+    assert result.is_error and "ZeroDivisionError" in text_of(result)
+    result = await session.call_tool("read_note", {"title": "nope"})
+    assert result.is_error and "no note called 'nope'" in text_of(result)
+
+    # bad arguments: refused before the function runs, with the argument named and the schema shown
+    result = await session.call_tool("add", {"a": "5"})
+    assert result.is_error
+    assert "'a'" in text_of(result) and "Parameters schema" in text_of(result)
+    result = await session.call_tool("add", {"b": 1})
+    assert result.is_error and "'a'" in text_of(result)
+    result = await session.call_tool("add", {"a": 1, "c": 2})
+    assert result.is_error and "'c'" in text_of(result)
+    result = await session.call_tool("stats", {"numbers": "1, 2"})
+    assert result.is_error and "numbers" in text_of(result)
+
+    # an unknown tool: an error result
+    result = await session.call_tool("no_such_tool", {})
+    assert result.is_error and "no_such_tool" in text_of(result)
+
+    # ... and the server still answers
+    result = await session.call_tool("add", {"a": 40, "b": 2})
+    assert result.structured_content == {"result": 42}
+    if remote_state:  # the destructive tool changed the server's state, seen by the next call
+        result = await session.call_tool("delete_note", {"title": "shopping"})
+        assert result.structured_content == {"result": True}
+        result = await session.call_tool("read_note", {"title": "shopping"})
+        assert result.is_error
+    assert len((await session.list_tools()).tools) == len(listed)
+
+
+async def test_stdio_server_subprocess():
+    with anyio.fail_after(DEADLINE):
+        async with stdio_client(stdio_parameters()) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await converse(session, remote_state=True)
+    # leaving stdio_client stops the server process
+
+
+async def test_streamable_http_server_subprocess():
+    with http_server_process() as url:
+        with anyio.fail_after(DEADLINE):
+            async with streamable_http_client(url) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as session:
+                    await converse(session, remote_state=True)
+            # a second client sees the state the first one left
+            async with streamable_http_client(url) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as session:
+                    await session.initialize()
+                    result = await session.call_tool("read_note", {"title": "shopping"})
+                    assert result.is_error
+
+
+async def test_streamable_http_refuses_a_foreign_host_header():
+    """DNS-rebinding protection: a page on another origin cannot drive a localhost server."""
+    import httpx2
+
+    with http_server_process() as url:
+        async with httpx2.AsyncClient() as client:
+            response = await client.post(url, headers={"Host": "evil.example:80", "Content-Type": "application/json",
+                                                       "Accept": "application/json, text/event-stream"},
+                                         content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', timeout=DEADLINE)
+    assert response.status_code in (400, 403, 421)
+
+
+# ------------------------------------------------------------------------------------------------
+# in process: the same handlers over memory streams (fast; edge cases)
+# ------------------------------------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def session_for(registry):
+    """A ClientSession talking to `build_server(registry)` over in-memory streams."""
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    server = nbmcp.build_server(registry)
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
+                                                server.create_initialization_options()))
+            try:
+                async with ClientSession(*client_streams) as session:
+                    await session.initialize()
+                    yield session
+            finally:
+                group.cancel_scope.cancel()
+
+
+async def test_in_process_conversation():
+    with anyio.fail_after(DEADLINE):
+        async with session_for(examples.example_tools) as session:
+            await converse(session, remote_state=True)
+    assert "shopping" not in examples.notes  # in process: the very same notes (restored by the fixture)
+
+
+async def test_registry_is_read_live_and_disabled_tools_are_neither_listed_nor_called():
+    local = Registry()
+
+    @tool(registry=local)
+    def first(x: int) -> int:
+        return x
+
+    with anyio.fail_after(DEADLINE):
+        async with session_for(local) as session:
+            assert [item.name for item in (await session.list_tools()).tools] == ["first"]
+
+            @tool(registry=local)
+            def second(x: int) -> int:
+                return 2 * x
+
+            assert [item.name for item in (await session.list_tools()).tools] == ["first", "second"]
+            local.disable("first")
+            assert [item.name for item in (await session.list_tools()).tools] == ["second"]
+            result = await session.call_tool("first", {"x": 1})
+            assert result.is_error and "first" in text_of(result)
+            result = await session.call_tool("second", {"x": 4})
+            assert result.structured_content == {"result": 8}
+
+
+async def test_results_without_annotation_and_with_a_lying_annotation():
+    local = Registry()
+
+    @tool(registry=local)
+    def untyped_dict(key: str):
+        return {key: [1, 2]}
+
+    @tool(registry=local)
+    def untyped_text(key: str):
+        return f"<{key}>"
+
+    @tool(registry=local)
+    def lies(n: int) -> int:
+        return "not a number"  # type: ignore[return-value]
+
+    with anyio.fail_after(DEADLINE):
+        async with session_for(local) as session:
+            listed = by_name(await session.list_tools())
+            assert "outputSchema" not in listed["untyped_dict"]
+            result = await session.call_tool("untyped_dict", {"key": "k"})
+            assert result.structured_content == {"k": [1, 2]}  # an object: given as structured content
+            result = await session.call_tool("untyped_text", {"key": "k"})
+            assert result.structured_content is None and text_of(result) == "<k>"
+            # the server checks what it promised, so the client gets an explanation, not a refusal
+            result = await session.call_tool("lies", {"n": 1})
+            assert result.is_error and "does not match its declared return type" in text_of(result)
+
+
+async def test_destructive_tools_follow_the_registry_approval():
+    asked = []
+
+    def approve(tool_, args):
+        asked.append((tool_.name, dict(args)))
+        return False
+
+    guarded = Registry(examples.example_tools, approve=approve)
+    with anyio.fail_after(DEADLINE):
+        async with session_for(guarded) as session:
+            result = await session.call_tool("delete_note", {"title": "todo"})
+            assert result.is_error
+    assert asked and asked[0][0] == "delete_note"
+    assert "todo" in examples.notes  # refused: nothing deleted
+
+
+async def test_keyboard_interrupt_during_a_call_is_an_error_result_and_serving_goes_on():
+    local = Registry()
+
+    @tool(registry=local)
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    @tool(registry=local)
+    def fine() -> int:
+        return 1
+
+    with anyio.fail_after(DEADLINE):
+        async with session_for(local) as session:
+            result = await session.call_tool("interrupted", {})
+            assert result.is_error and "interrupted" in text_of(result)
+            result = await session.call_tool("fine", {})
+            assert result.structured_content == {"result": 1}
+
+
+# ------------------------------------------------------------------------------------------------
+# start(): a server inside this process (what `%tools --serve` uses)
+# ------------------------------------------------------------------------------------------------
+async def test_start_on_the_running_loop_serves_between_awaits_and_stops():
+    port = free_port()
+    server = nbmcp.start(examples.example_tools, port=port)
+    try:
+        assert not server.in_thread and server.url == f"http://127.0.0.1:{port}/mcp"
+        assert server in nbmcp.running_servers()
+        with anyio.fail_after(DEADLINE):
+            async with streamable_http_client(server.url) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as session:
+                    await session.initialize()
+                    result = await session.call_tool("add", {"a": 1, "b": 1})
+                    assert result.structured_content == {"result": 2}
+        # a blocking client call from this very thread would deadlock: refused with an explanation
+        with pytest.raises(RuntimeError, match="runs on this thread's event loop"):
+            nbmcp.connect(server.url)
+    finally:
+        server.stop()
+        await server.wait_closed()
+    assert not server.running and server not in nbmcp.running_servers()
+    with socket.socket() as probe:  # the port is free again
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+
+
+async def test_start_then_stop_before_the_loop_ever_ran_it():
+    server = nbmcp.start(examples.example_tools, port=0)
+    assert server.port > 0
+    nbmcp.stop(server.port)
+    await server.wait_closed()
+    assert not server.running
+
+
+def test_start_without_a_loop_uses_a_thread_and_connect_calls_it():
+    server = nbmcp.start(examples.example_tools, port=0)
+    try:
+        assert server.in_thread
+        with nbmcp.connect(server.url, timeout=DEADLINE) as remote:
+            assert {item.name for item in remote} == set(examples.example_tools.names())
+            add = next(item for item in remote if item.name == "add")
+            assert add.fn(2, b=5) == 7
+    finally:
+        server.stop()
+    assert not server.running
+
+
+def test_stop_unknown_port_says_so():
+    with pytest.raises(KeyError, match="no MCP server started by this process on port 1"):
+        nbmcp.stop(1)
+
+
+def test_serve_refuses_to_run_inside_an_event_loop():
+    async def inside():
+        nbmcp.serve(examples.example_tools)
+
+    with pytest.raises(RuntimeError, match="already running"):
+        asyncio.run(inside())
+
+
+def test_serve_reports_a_busy_port():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot serve MCP on 127.0.0.1:{port}"):
+            nbmcp.serve(examples.example_tools, transport="http", port=port)
+
+
+def test_serve_rejects_an_unknown_transport():
+    with pytest.raises(ValueError, match="'stdio' or 'http'"):
+        nbmcp.serve(examples.example_tools, transport="sse")
+
+
+# ------------------------------------------------------------------------------------------------
+# connect(): another server's tools as nbtools Tools
+# ------------------------------------------------------------------------------------------------
+def check_remote_tools(remote: nbmcp.Connection) -> None:
+    tools = {item.name: item for item in remote}
+    assert set(tools) == set(examples.example_tools.names())
+    assert remote.server_name.startswith("nbtools")
+    # the same interface as the originals, so they render the same for any provider
+    for name, original in ((name, examples.example_tools.get(name)) for name in tools):
+        assert tools[name].parameters == original.parameters
+        assert tools[name].hints == original.hints
+        assert tools[name].schema("openai")["function"]["parameters"] == original.schema("openai")["function"]["parameters"]
+    assert tools["add"].returns == {"type": "integer"}  # unwrapped from the MCP wrapper
+    # the function mk_tool built: a real signature and docstring
+    import inspect
+
+    assert str(inspect.signature(tools["add"].fn)) == "(a: int, b: int = 1)"
+    assert "Add two integers." in tools["add"].fn.__doc__
+    # calling: directly, through Tool.call (validated here first), and through a Registry
+    assert tools["add"].fn(2, 3) == 5
+    assert tools["add"].call({"a": 2}) == 3
+    assert tools["stats"].call({"numbers": [2, 4]}) == {"count": 2, "mean": 3.0, "largest": 4.0}
+    assert tools["greet"].fn("Bo") == "Hello, Bo!"
+    local = Registry(remote)
+    assert local.call("add", '{"a": 20, "b": 22}') == 42
+    # errors: the server's error text comes back as a ToolCallError
+    with pytest.raises(ToolCallError, match="ZeroDivisionError"):
+        tools["divide"].fn(1, 0)
+    with pytest.raises(ToolCallError, match="ZeroDivisionError"):
+        local.call("divide", {"numerator": 1, "denominator": 0})
+    # bad arguments are refused on this side already, before anything is sent
+    with pytest.raises(ToolCallError, match="'a'"):
+        tools["add"].call({"a": "five"})
+    with pytest.raises(ToolCallError, match="no_such_tool"):
+        remote.call("no_such_tool", {})
+    assert tools["add"].fn(1) == 2  # still connected after errors
+
+
+def test_connect_over_stdio():
+    command = [sys.executable, "-m", "nbtools.cli", "serve", EXAMPLE_TARGET]
+    remote = nbmcp.connect(command, cwd=str(ROOT), timeout=DEADLINE, errlog=subprocess.DEVNULL)
+    try:
+        check_remote_tools(remote)
+        assert remote.call("delete_note", {"title": "todo"}) is True
+        assert "todo" in examples.notes  # the server process's notes changed, not ours
+    finally:
+        remote.close()
+    assert "closed" in repr(remote)
+    with pytest.raises(ToolCallError, match="closed"):
+        remote.call("add", {"a": 1})
+    remote.close()  # idempotent
+
+
+def test_connect_over_http():
+    with http_server_process() as url:
+        with nbmcp.connect(url, timeout=DEADLINE) as remote:
+            check_remote_tools(remote)
+
+
+def test_connect_failure_names_the_target():
+    port = free_port()  # nothing listens there
+    with pytest.raises(ConnectionError, match=f"127.0.0.1:{port}"):
+        nbmcp.connect(f"http://127.0.0.1:{port}/mcp", timeout=5)
+    with pytest.raises(ConnectionError, match="no-such-command-xyz"):
+        nbmcp.connect("no-such-command-xyz --flag", timeout=5)
+
+
+def test_hints_from_annotations_and_result_values():
+    import mcp_types as types
+
+    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False}) == {"read-only"}
+    assert nbmcp.hints_from_annotations(None) == frozenset()
+    wrapper = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
+    text = [types.TextContent(type="text", text="5")]
+    assert nbmcp.result_value(types.CallToolResult(content=text, structured_content={"result": 5}), wrapper) == 5
+    assert nbmcp.result_value(types.CallToolResult(content=text, structured_content={"result": 5}), None) == {"result": 5}
+    assert nbmcp.result_value(types.CallToolResult(content=text)) == 5
+    words = [types.TextContent(type="text", text="plain words")]
+    assert nbmcp.result_value(types.CallToolResult(content=words)) == "plain words"
+
+
+def test_importing_nbtools_does_not_import_mcp():
+    code = "import sys, nbtools; print('mcp' in sys.modules, 'nbtools.mcp' in sys.modules)"
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.split() == ["False", "False"]
