@@ -747,8 +747,8 @@ def gemini_openapi_violations(declaration: dict) -> list[str]:
             return
         for keyword in set(node) & GEMINI_OPENAPI_FORBIDDEN:
             problems.append(f"{path}: keyword {keyword!r} is not in the OpenAPI subset")
-        if node.get("type") == "null" or (isinstance(node.get("type"), list)):
-            problems.append(f"{path}: use nullable instead of a null type")
+        if isinstance(node.get("type"), list):  # Gemini has a NULL type, but no type lists
+            problems.append(f"{path}: use one type (and nullable) instead of a list of types")
         if "enum" in node and any(not isinstance(value, str) for value in node["enum"]):
             problems.append(f"{path}: enum values must be strings")
 
