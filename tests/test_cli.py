@@ -1,0 +1,244 @@
+"""The `nbtools` command: `schema` and `serve` for modules, files, attributes and notebooks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import nbformat
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from nbtools import get_schema
+from nbtools.cli import main
+from tests import mcp_example_tools as examples
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE = 60  # seconds for one command (a notebook run starts IPython)
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nbtools.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=DEADLINE)
+
+
+def write_module(folder: Path, name: str, source: str) -> Path:
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def write_notebook(path: Path, cells: list) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = cells
+    nbformat.write(notebook, path)
+    return path
+
+
+code = nbformat.v4.new_code_cell
+markdown = nbformat.v4.new_markdown_cell
+
+TOOL_CELLS = [
+    markdown("# Tools for a test"),
+    code("%load_ext nbtools"),
+    code("rate = float(open('rate.txt').read())  # read relative to the notebook's folder\n"
+         "print('noise on stdout from a cell')\n"
+         "!echo noise from a shell command\n"
+         "rate"),
+    code("%%tool --hints read-only\n"
+         "def scale(x: float,  # the number to scale\n"
+         "         ) -> float:\n"
+         "    'Multiply by the notebook-wide rate.'\n"
+         "    print('scaling', x)  # must not reach the stdio protocol\n"
+         "    return x * rate"),
+    code("%%tool --group text\n"
+         "def shout(text: str) -> str:\n"
+         "    'Upper-case the text.'\n"
+         "    return text.upper()"),
+    code("def helper():  # a plain function: not a tool\n    return 1"),
+]
+
+
+@pytest.fixture
+def tool_notebook(tmp_path: Path) -> Path:
+    (tmp_path / "rate.txt").write_text("3")
+    return write_notebook(tmp_path / "tools.ipynb", TOOL_CELLS)
+
+
+# ------------------------------------------------------------------------------------------------
+# schema: modules, attributes, files (in process)
+# ------------------------------------------------------------------------------------------------
+def test_schema_of_one_function_prints_one_definition(capsys):
+    assert main(["schema", "tests.mcp_example_tools:add"]) == 0
+    assert json.loads(capsys.readouterr().out) == get_schema(examples.add)
+
+
+def test_schema_of_a_module_lists_its_functions_with_their_registered_hints(capsys):
+    assert main(["schema", "tests.mcp_example_tools", "--fmt", "mcp"]) == 0
+    definitions = json.loads(capsys.readouterr().out)
+    assert [item["name"] for item in definitions] == ["add", "read_note", "delete_note", "stats", "divide", "greet"]
+    assert definitions == examples.example_tools.schemas("mcp")  # hints kept from @tool(...)
+
+
+def test_schema_of_a_registry_attribute_and_of_a_file(capsys):
+    assert main(["schema", "tests/mcp_example_tools.py:example_tools", "--fmt", "openai"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert from_file == examples.example_tools.schemas("openai")
+    assert main(["schema", "tests.mcp_example_tools:example_tools", "--fmt", "gemini"]) == 0
+    assert json.loads(capsys.readouterr().out) == examples.example_tools.schemas("gemini")
+
+
+def test_schema_strict_and_its_refusal(tmp_path, capsys):
+    write_module(tmp_path, "strict_target", '''
+        def counts(words: list[str]) -> int:
+            "Count words."
+            return len(words)
+
+        def tally(scores: dict[str, int]) -> int:
+            "Sum the scores."
+            return sum(scores.values())
+    ''')
+    assert main(["schema", f"{tmp_path}/strict_target.py:counts", "--fmt", "openai", "--strict"]) == 0
+    definition = json.loads(capsys.readouterr().out)
+    assert definition["function"]["strict"] is True
+    assert main(["schema", f"{tmp_path}/strict_target.py:tally", "--fmt", "openai", "--strict"]) == 1
+    error = capsys.readouterr().err
+    assert "nbtools: error:" in error and "scores" in error
+
+
+def test_module_output_on_import_stays_off_stdout(tmp_path, capsys):
+    write_module(tmp_path, "chatty_module", '''
+        print("imported!")
+        def ping() -> str:
+            "Say pong."
+            return "pong"
+    ''')
+    assert main(["schema", f"{tmp_path}/chatty_module.py"]) == 0
+    captured = capsys.readouterr()
+    assert [item["name"] for item in json.loads(captured.out)] == ["ping"]
+    assert "imported!" in captured.err
+
+
+@pytest.mark.parametrize("target, message", [
+    ("no_such_package.module", "no module named 'no_such_package'"),
+    ("tests.mcp_example_tools:missing", "has no attribute 'missing'"),
+    ("tests.mcp_example_tools:notes", "is a dict: expected a function"),
+    ("tests/does_not_exist.py", "no such file"),
+    ("not a module", "is not a module name"),
+    ("tests/missing.ipynb", "no such notebook"),
+    ("tests/x.ipynb:name", "takes no ':name' part"),
+])
+def test_bad_targets_say_what_is_wrong(target, message, capsys):
+    assert main(["schema", target]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("nbtools: error:") and message in error
+
+
+def test_module_without_functions(tmp_path, capsys):
+    write_module(tmp_path, "empty_module", "VALUE = 1\n")
+    assert main(["schema", f"{tmp_path}/empty_module.py"]) == 1
+    assert "defines no public functions" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_with_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        main(["schema", "tests.mcp_example_tools", "--fmt", "nonsense"])
+    assert exit_info.value.code == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# notebooks (each run in a fresh process: the embedded IPython shell is per process)
+# ------------------------------------------------------------------------------------------------
+def test_schema_of_a_notebook(tool_notebook):
+    result = run_cli("schema", str(tool_notebook), "--fmt", "mcp")
+    assert result.returncode == 0, result.stderr
+    definitions = json.loads(result.stdout)  # nothing the cells printed is mixed in
+    assert [item["name"] for item in definitions] == ["scale", "shout"]
+    scale = definitions[0]
+    assert scale["annotations"] == {"readOnlyHint": True}
+    assert scale["inputSchema"]["properties"]["x"] == {"type": "number", "description": "the number to scale"}
+    assert "noise on stdout from a cell" not in result.stdout and "noise from a shell" not in result.stdout
+    assert "running" in result.stderr and "tools.ipynb" in result.stderr
+
+
+def test_a_failing_cell_is_reported_with_its_position_and_source(tmp_path):
+    notebook = write_notebook(tmp_path / "broken.ipynb", [
+        markdown("intro"),
+        code("%load_ext nbtools"),
+        code("values = [1, 2]\ntotal = sum(values) / 0"),
+        code("%%tool\ndef never(x: int) -> int:\n    return x"),
+    ])
+    result = run_cli("schema", str(notebook))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "broken.ipynb, cell 3 failed: ZeroDivisionError: division by zero" in result.stderr
+    assert "| total = sum(values) / 0" in result.stderr  # the cell's source
+    assert "Traceback" in result.stderr  # and what it printed
+
+
+def test_notebook_tags_skip_and_expected_errors(tmp_path):
+    skipped = code("raise SystemExit('never run')")
+    skipped.metadata["tags"] = ["skip-execution"]
+    expected = code("1 / 0")
+    expected.metadata["tags"] = ["raises-exception"]
+    notebook = write_notebook(tmp_path / "tagged.ipynb", [
+        skipped, expected, code("%%tool\ndef one() -> int:\n    'One.'\n    return 1"),
+    ])
+    result = run_cli("schema", str(notebook))
+    assert result.returncode == 0, result.stderr
+    assert [item["name"] for item in json.loads(result.stdout)] == ["one"]
+
+
+def test_a_failing_tool_cell_is_reported(tmp_path):
+    notebook = write_notebook(tmp_path / "badtool.ipynb", [
+        code("%load_ext nbtools"),
+        code("%%tool\ndef broken(x: int) -> int:\n    return x +"),
+    ])
+    result = run_cli("schema", str(notebook))
+    assert result.returncode == 1
+    assert "badtool.ipynb, cell 2 failed" in result.stderr
+    assert "| def broken(x: int) -> int:" in result.stderr
+
+
+async def test_serve_a_notebook_over_stdio(tool_notebook):
+    parameters = StdioServerParameters(command=sys.executable, args=["-m", "nbtools.cli", "serve", str(tool_notebook)],
+                                       cwd=str(ROOT))
+    with anyio.fail_after(DEADLINE):
+        async with stdio_client(parameters, errlog=subprocess.DEVNULL) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                initialized = await session.initialize()
+                assert initialized.server_info.name == "nbtools:tools"
+                listed = await session.list_tools()
+                assert [item.name for item in listed.tools] == ["scale", "shout"]
+                # the tool sees the notebook's variables, and its print() does not break the protocol
+                result = await session.call_tool("scale", {"x": 2})
+                assert result.structured_content == {"result": 6.0}
+                result = await session.call_tool("shout", {"text": "hi"})
+                assert result.structured_content == {"result": "HI"}
+                result = await session.call_tool("helper", {})
+                assert result.is_error  # defined by the notebook, but not a tool
+
+
+def test_serve_reports_a_failing_notebook_and_exits(tmp_path):
+    notebook = write_notebook(tmp_path / "broken.ipynb", [code("import no_such_module_here")])
+    result = run_cli("serve", str(notebook))
+    assert result.returncode == 1
+    assert "cell 1 failed: ModuleNotFoundError" in result.stderr
+
+
+def test_installed_console_script():
+    script = Path(sys.executable).parent / "nbtools"
+    if not script.exists():
+        pytest.skip("the nbtools console script is not installed in this environment")
+    result = subprocess.run([str(script), "schema", "tests.mcp_example_tools:add", "--fmt", "anthropic"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == get_schema(examples.add, "anthropic")
