@@ -306,8 +306,10 @@ def _hints(code_owner: Any, unwrapped: Any, ctx: Any) -> dict[str, Any]:
 
 def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
     """A pydantic `Field(...)` used as a default: (real default, description, constraints)."""
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is None or not isinstance(default, pydantic.fields.FieldInfo):
+    # `pydantic.fields` is a lazy attribute of `pydantic`: read the submodule itself, which exists
+    # whenever a FieldInfo does (after a bare `import pydantic`, `pydantic.fields` raises)
+    fields_module = sys.modules.get("pydantic.fields")
+    if fields_module is None or not isinstance(default, fields_module.FieldInfo):
         return None
     from pydantic_core import PydanticUndefined
 

@@ -328,8 +328,10 @@ def _is_namedtuple(tp: Any) -> bool:
 
 
 def _pydantic_model(tp: Any) -> bool:
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(tp, type) and issubclass(tp, pydantic.BaseModel)
+    # the submodule, not `pydantic.BaseModel`: that lazy attribute would import pydantic's heavy
+    # core just to answer "no" after a bare `import pydantic`
+    main = sys.modules.get("pydantic.main")
+    return main is not None and isinstance(tp, type) and issubclass(tp, main.BaseModel)
 
 
 def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
