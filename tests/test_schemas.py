@@ -440,3 +440,24 @@ def test_import_nbtools_imports_no_heavy_dependency() -> None:
                 if line.startswith("import time:") and "|" in line}
     assert "nbtools" in imported  # the report really lists modules
     assert imported & {"IPython", "ipywidgets", "pydantic", "mcp", "ipykernel", "jsonschema"} == set()
+
+
+def test_a_bare_import_of_pydantic_does_not_break_defaults() -> None:
+    # `pydantic.fields` / `pydantic.BaseModel` are lazy attributes: a process that only ran
+    # `import pydantic` must still describe ordinary defaults and classes
+    script = textwrap.dedent("""
+        import pydantic, dataclasses
+        from nbtools import get_schema
+
+        @dataclasses.dataclass
+        class Size:
+            width: int
+
+        def resize(size: Size, factor: float = 2.0):
+            return size
+
+        print(get_schema(resize)["parameters"]["properties"]["factor"])
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "{'type': 'number', 'default': 2.0}"
