@@ -394,20 +394,33 @@ class ToolMagics(Magics):
                    "(neutral, openai, responses, anthropic, gemini, gemini-openapi, mcp)")
     @argument("--strict", action="store_true", help="with --fmt: the strict form (OpenAI/Anthropic strict mode)")
     @argument("--panel", action="store_true", help="show the interactive tools panel (ipywidgets)")
+    @argument("--serve", nargs="?", type=int, const=0, default=None, metavar="PORT",
+              help="serve the enabled tools over MCP (streamable HTTP at http://127.0.0.1:PORT/mcp; "
+                   "no PORT: a free one); calls run in this kernel between cells")
+    @argument("--stop", action="store_true", help="stop the MCP servers started with --serve")
     @line_magic("tools")
     def tools(self, line: str) -> None:
-        """List the registered tools: `%tools [GLOB] [-g GROUP] [--fmt FMT [--strict]] [--panel]`.
+        """List the registered tools: `%tools [GLOB] [-g GROUP] [--fmt FMT [--strict]] [--panel]`;
+        serve them over MCP: `%tools --serve [PORT]`, `%tools --stop`.
 
         Without options: a table (HTML in a notebook, text in a terminal) of name, group, hints, the
         first line of the description and the parameters; disabled tools are marked. `--fmt` prints
         the JSON definitions a model would get (enabled tools only). `--panel` shows the panel where
-        tools can be enabled, disabled and inspected.
+        tools can be enabled, disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so
+        an agent outside can call the enabled tools while you keep working: the calls run on the
+        kernel's main thread between cells (see `nbtools.mcp`); `--stop` ends it.
         """
         args = parse_argstring(self.tools, line)
         self._tools_action(args)
 
     def _tools_action(self, args: Any) -> None:
         from IPython.display import display
+
+        if args.serve is not None or args.stop:
+            from .mcp import serve_magic
+
+            print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group)))
+            return
 
         if args.strict and args.fmt is None:
             raise UsageError("%tools: --strict needs --fmt FMT (the table does not depend on it)")

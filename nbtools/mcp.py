@@ -442,6 +442,37 @@ def stop(port: int | None = None) -> list[RunningServer]:
     return chosen
 
 
+def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False) -> str:
+    """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
+
+    Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
+    """
+    from IPython.core.error import UsageError
+
+    if stop_servers and port is not None:
+        raise UsageError("%tools: use either --serve or --stop")
+    if stop_servers:
+        stopped = stop()
+        if not stopped:
+            return "No MCP server is running."
+        return "Stopped the MCP server" + ("s" if len(stopped) > 1 else "") + " at " + \
+            ", ".join(server.url for server in stopped) + "."
+    if filtered:
+        raise UsageError("%tools --serve serves every enabled tool (read live, so new %%tool cells appear); "
+                         "disable tools (registry.disable(name) or the panel) to hide them")
+    if port is not None and not 0 <= port <= 65535:
+        raise UsageError(f"%tools --serve: {port} is not a TCP port (0-65535; 0 or none picks a free one)")
+    try:
+        server = start(registry, port=port or 0)
+    except OSError as error:
+        raise UsageError(f"%tools --serve: {error.strerror or error}") from None
+    count = len(registry.enabled())
+    where = ("on this kernel's main thread, between cells" if not server.in_thread
+             else "on a background thread")
+    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
+            f"(tool calls run {where}; `%tools --stop` ends it).")
+
+
 @atexit.register
 def _stop_all_at_exit() -> None:
     for server in list(_RUNNING.values()):

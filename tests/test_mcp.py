@@ -13,6 +13,7 @@ import json
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -479,3 +480,69 @@ def test_importing_nbtools_does_not_import_mcp():
     code = "import sys, nbtools; print('mcp' in sys.modules, 'nbtools.mcp' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------------------------------------
+# %tools --serve / --stop in a real kernel
+# ------------------------------------------------------------------------------------------------
+def test_tools_serve_magic_in_a_real_kernel():
+    """Calls run on the kernel's main thread, see its variables, and wait for a running cell."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    kernel_manager, kernel = jupyter_client.manager.start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+
+    def run(code: str) -> str:
+        message_id = kernel.execute(code)
+        texts = []
+        while True:
+            message = kernel.get_iopub_msg(timeout=DEADLINE)
+            if message["parent_header"].get("msg_id") != message_id:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                texts.append(content["text"])
+            elif kind == "error":
+                texts.append(f"{content['ename']}: {content['evalue']}")
+            elif kind == "execute_result":
+                texts.append(content["data"]["text/plain"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(texts)
+
+    port = free_port()
+    client_code = textwrap.dedent(f"""
+        import sys, time, nbtools.mcp
+        time.sleep(float(sys.argv[1]))
+        with nbtools.mcp.connect("http://127.0.0.1:{port}/mcp", timeout={DEADLINE}) as remote:
+            print(remote[0].fn(5))
+    """)
+    try:
+        run("%load_ext nbtools")
+        run("%%tool --hints read-only\n"
+            "def where(x: int) -> dict:\n"
+            "    'Which thread runs me, and a kernel variable.'\n"
+            "    import threading\n"
+            "    return {'thread': threading.current_thread().name, 'x': x, 'seen': counter}")
+        run("counter = 1")
+        assert f"MCP server for 1 tool at http://127.0.0.1:{port}/mcp" in run(f"%tools --serve {port}")
+        # the kernel is idle: the call runs at once, on the main thread, seeing `counter`
+        idle = subprocess.run([sys.executable, "-c", client_code, "0"], capture_output=True, text=True,
+                              timeout=DEADLINE, cwd=ROOT)
+        assert idle.stdout.strip() == "{'thread': 'MainThread', 'x': 5, 'seen': 1}", idle.stderr
+        # a call arriving while a cell runs waits for the cell to finish
+        during = subprocess.Popen([sys.executable, "-c", client_code, "0.5"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        try:
+            run("import time\ncounter = 2\ntime.sleep(2.5)\ncounter = 3")
+            output, errors = during.communicate(timeout=DEADLINE)
+        finally:
+            if during.poll() is None:
+                stop_process(during)
+        assert output.strip() == "{'thread': 'MainThread', 'x': 5, 'seen': 3}", errors
+        assert "Stopped the MCP server" in run("%tools --stop")
+        assert "No MCP server is running." in run("%tools --stop")
+        assert "UsageError" in run("%tools --serve 70000")
+        with socket.socket() as probe:  # the port is free again
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("127.0.0.1", port))
+    finally:
+        kernel.stop_channels()
+        kernel_manager.shutdown_kernel(now=True)
