@@ -85,11 +85,13 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
     name = wire_name(tool.name, fmt)
     description = tool.description or ""
     parameters = tool.parameters
+    # Extra keys of the arguments object come from **kwargs: refusals about them name it.
+    extras = next((param for param, kind in getattr(tool, "passing", ()) if kind == "varkw"), None)
     if fmt is None:
         return {"name": name, "description": description, "parameters": parameters}
     if fmt in ("openai", "responses"):
         if strict:
-            parameters = strict_schema(parameters, tool.name, provider="openai")
+            parameters = strict_schema(parameters, tool.name, provider="openai", extras_name=extras)
         if fmt == "openai":
             function = {"name": name, "description": description, "parameters": parameters}
             if strict:
@@ -99,11 +101,11 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
                 "parameters": parameters, "strict": bool(strict)}
     if fmt == "anthropic":
         if strict:
-            definition = {"name": name, "description": description,
-                          "input_schema": strict_schema(parameters, tool.name, provider="anthropic")}
+            parameters = strict_schema(parameters, tool.name, provider="anthropic", extras_name=extras)
+        definition = {"name": name, "description": description, "input_schema": parameters}
+        if strict:
             definition["strict"] = True
-            return definition
-        return {"name": name, "description": description, "input_schema": parameters}
+        return definition
     if fmt == "gemini":
         declaration = {"name": name, "description": description, "parametersJsonSchema": parameters}
         if tool.returns is not None:
@@ -111,7 +113,7 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
         return declaration
     if fmt == "gemini-openapi":
         declaration = {"name": name, "description": description}
-        converted = openapi_schema(parameters, tool.name)
+        converted = openapi_schema(parameters, tool.name, extras_name=extras)
         if converted.get("properties"):  # Gemini: "for a function with no parameters, leave it unset"
             declaration["parameters"] = converted
         return declaration
@@ -162,20 +164,24 @@ def mcp_wraps_result(tool: Any) -> bool:
 
 @dataclass(frozen=True)
 class _NameRule:
-    """What a provider accepts as a tool name: allowed characters, first character, length."""
+    """What a provider accepts as a tool name.
 
-    allowed: re.Pattern[str]      # one allowed character
-    first: re.Pattern[str] | None  # what the first character must be, when restricted
+    Fields: `chars` (a regex character class of allowed characters), `first` (the class the first
+    character must match, or None), `max_length`.
+    """
+
+    chars: str
+    first: str | None
     max_length: int
 
     def accepts(self, name: str) -> bool:
-        return (0 < len(name) <= self.max_length and all(self.allowed.fullmatch(char) for char in name)
-                and (self.first is None or bool(self.first.fullmatch(name[0]))))
+        first = self.first or self.chars
+        return bool(re.fullmatch(f"{first}{self.chars}{{0,{self.max_length - 1}}}", name))
 
 
-_OPENAI_NAMES = _NameRule(re.compile(r"[A-Za-z0-9_-]"), None, 64)
-_GEMINI_NAMES = _NameRule(re.compile(r"[A-Za-z0-9_.:-]"), re.compile(r"[A-Za-z_]"), 64)
-_MCP_NAMES = _NameRule(re.compile(r"[A-Za-z0-9_.-]"), None, 128)
+_OPENAI_NAMES = _NameRule("[A-Za-z0-9_-]", None, 64)
+_GEMINI_NAMES = _NameRule("[A-Za-z0-9_.:-]", "[A-Za-z_]", 64)
+_MCP_NAMES = _NameRule("[A-Za-z0-9_.-]", None, 128)
 _NAME_RULES = {"openai": _OPENAI_NAMES, "responses": _OPENAI_NAMES, "anthropic": _OPENAI_NAMES,
                "gemini": _GEMINI_NAMES, "gemini-openapi": _GEMINI_NAMES, "mcp": _MCP_NAMES}
 _HASH_DIGITS = 8
@@ -188,11 +194,11 @@ def wire_name(name: str, fmt: str | None) -> str:
     rule = _NAME_RULES.get(fmt)
     if rule is None or rule.accepts(name):
         return name
-    dotless = name if rule.allowed.fullmatch(".") else name.replace(".", "__")
+    dotless = name if re.fullmatch(rule.chars, ".") else name.replace(".", "__")
     if rule.accepts(dotless):
         return dotless
-    safe = "".join(char if rule.allowed.fullmatch(char) else "_" for char in dotless)
-    if rule.first is not None and not rule.first.fullmatch(safe[:1] or "0"):
+    safe = re.sub(rule.chars.replace("[", "[^", 1), "_", dotless)
+    if rule.first is not None and not re.fullmatch(rule.first, safe[:1] or "0"):
         safe = "_" + safe
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
     return f"{safe[: rule.max_length - _HASH_DIGITS - 1]}_{digest}"
@@ -276,8 +282,9 @@ class _Walker:
     form = ""
     advice = ""
 
-    def __init__(self, root: dict, tool_name: str):
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
         self.tool = tool_name
+        self.extras_name = extras_name
         defs = root.get("$defs") if isinstance(root, dict) else None
         self.source_defs: dict = defs if isinstance(defs, dict) else {}
 
@@ -296,6 +303,15 @@ class _Walker:
             self.fail(where, f"the reference {ref!r} points to no entry of $defs")
         return name, self.source_defs[name]
 
+    def fail_root_extras(self, where: tuple[str, ...], root: bool, reason: str) -> None:
+        """Refuse open extra keys; at the root they are **kwargs, so the error names that parameter."""
+        if root:
+            name = f"**{self.extras_name}" if self.extras_name else "extra keyword arguments (**kwargs)"
+            self.fail((self.extras_name,) if self.extras_name else where,
+                      f"{name}: arbitrary extra argument names have no {{form}}; declare them as named "
+                      "parameters{advice}")
+        self.fail(where, reason)
+
     def merged_all_of(self, keys: dict, where: tuple[str, ...]) -> dict:
         """A one-part `allOf` merged into its schema (what older generators write around a `$ref`)."""
         parts = keys.pop("allOf")
@@ -305,12 +321,12 @@ class _Walker:
         return {**parts[0], **keys}
 
     def check_no_form(self, keys: dict, where: tuple[str, ...]) -> None:
+        """Refuse keywords with no faithful form (`keys` loses the harmless `unevaluated*: false`)."""
+        for keyword in ("unevaluatedProperties", "unevaluatedItems"):
+            if keys.get(keyword) is False:
+                del keys[keyword]  # closed already: strict objects are closed, OpenAPI cannot say it
         for keyword in keys:
             if keyword in _NO_FORM:
-                if keyword == "unevaluatedProperties" and keys[keyword] is False:
-                    continue
-                if keyword == "unevaluatedItems" and keys[keyword] is False:
-                    continue
                 self.fail(where, _NO_FORM[keyword])
 
 
@@ -381,22 +397,24 @@ STRICT_RULES = {
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
 
 
-def strict_schema(schema: dict, tool_name: str, provider: str = "openai") -> dict:
+def strict_schema(schema: dict, tool_name: str, provider: str = "openai", *,
+                  extras_name: str | None = None) -> dict:
     """`schema` (neutral, root an object) in the form `provider`'s strict tool mode accepts.
 
     `provider` is "openai" (also the Responses API) or "anthropic"; see the module docstring for
     what each accepts. Raises `SchemaError(tool_name, parameter, reason)` when part of the schema
-    has no faithful strict form. The input is never mutated.
+    has no faithful strict form; `extras_name` (the `**kwargs` parameter, if any) is the parameter
+    named when the root's extra keys are the problem. The input is never mutated.
     """
     rules = STRICT_RULES.get(provider)
     if rules is None:
         raise ValueError(f"unknown strict provider {provider!r}; expected one of {', '.join(STRICT_RULES)}")
-    return _Strict(schema, tool_name, rules).root(schema)
+    return _Strict(schema, tool_name, rules, extras_name).root(schema)
 
 
 class _Strict(_Walker):
-    def __init__(self, root: dict, tool_name: str, rules: StrictRules):
-        super().__init__(root, tool_name)
+    def __init__(self, root: dict, tool_name: str, rules: StrictRules, extras_name: str | None = None):
+        super().__init__(root, tool_name, extras_name)
         self.rules = rules
         self.form = f"{'OpenAI' if rules.provider == 'openai' else 'Anthropic'} strict form"
         self.advice = ", or render this tool without strict=True"
@@ -517,8 +535,8 @@ class _Strict(_Walker):
         if extra is not False and not (extra is _MISSING and (properties or root)):
             # An object written with properties but no additionalProperties is a struct (pydantic
             # writes them so); only a key/value mapping would be narrowed by closing it.
-            self.fail(where, _OPEN_MAP.replace("{why}", " (strict mode closes every object, so it "
-                                                        "would accept only {})"))
+            self.fail_root_extras(where, root, _OPEN_MAP.replace(
+                "{why}", " (strict mode closes every object, so it would accept only {})"))
         converted: dict[str, Any] = {}
         for name, prop in properties.items():
             converted[name] = self.property(name, prop, name in required, where)
@@ -648,7 +666,7 @@ _OPENAPI_FORMATS = {"string": frozenset({"date-time", "date", "email", "byte", "
 _JSON_KIND = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def openapi_schema(schema: dict, tool_name: str) -> dict:
+def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = None) -> dict:
     """`schema` (neutral) in the OpenAPI 3.0 subset of Gemini's `parameters` field.
 
     `$ref`s are inlined (a recursive type cannot be: `SchemaError`), null becomes
@@ -657,11 +675,12 @@ def openapi_schema(schema: dict, tool_name: str) -> dict:
     becomes an array with a fixed length, `contentEncoding: base64` becomes `format: byte`, and
     keywords Gemini lacks (exclusive bounds, multipleOf, uniqueItems, most formats) are described
     in words. Open maps, untyped values and mixed tuples raise `SchemaError`; render with
-    fmt="gemini" (full JSON Schema) for those. The input is never mutated.
+    fmt="gemini" (full JSON Schema) for those; `extras_name` (the `**kwargs` parameter, if any) is
+    the parameter named when the root's extra keys are the problem. The input is never mutated.
     """
     if not _is_object_schema(schema):
         raise SchemaError(tool_name, None, "the parameters schema must be an object at its root")
-    walker = _OpenAPI(schema, tool_name)
+    walker = _OpenAPI(schema, tool_name, extras_name)
     keys = {key: value for key, value in schema.items() if key != "$defs"}
     return walker.node(keys, (), root=True)
 
@@ -670,8 +689,8 @@ class _OpenAPI(_Walker):
     form = "form in Gemini's OpenAPI schema subset"
     advice = ", or render with fmt='gemini' (parametersJsonSchema), which takes full JSON Schema"
 
-    def __init__(self, root: dict, tool_name: str):
-        super().__init__(root, tool_name)
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
+        super().__init__(root, tool_name, extras_name)
         self.expanding: list[str] = []  # $defs being inlined, to detect recursion
 
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
@@ -819,8 +838,8 @@ class _OpenAPI(_Walker):
         extra = keys.pop("additionalProperties", _MISSING)
         open_keys = extra is not False and extra is not _MISSING
         if not properties and (open_keys or (extra is _MISSING and not root)):
-            self.fail(where, _OPEN_MAP.replace("{why}", " (an OpenAPI object is described by its "
-                                                        "properties only)"))
+            self.fail_root_extras(where, root and open_keys, _OPEN_MAP.replace(
+                "{why}", " (an OpenAPI object is described by its properties only)"))
         if not properties and not root:
             self.fail(where, "an object with no fields has no {form} (Gemini needs at least one "
                              "property){advice}")

@@ -692,3 +692,23 @@ def test_the_strict_checker_rejects_what_providers_reject():
         check_strict(obj({"x": {"description": "anything"}}, ["x"]), "openai")
     with pytest.raises(AssertionError, match="recursive"):
         check_strict(strict_schema(CORPUS["recursive"][0], "demo", "openai"), "anthropic")
+
+
+def test_refusal_of_extra_keys_names_the_kwargs_parameter():
+    parameters = obj({"first": {"type": "string"}}, ["first"], additionalProperties={"type": "string"})
+    tool = Tool(name="configure", description="", parameters=parameters,
+                passing=(("first", "keyword"), ("options", "varkw")))
+    with pytest.raises(SchemaError) as info:
+        render(tool, "openai", strict=True)
+    assert (info.value.function, info.value.parameter) == ("configure", "options")
+    assert "**options" in str(info.value) and "declare them as named parameters" in str(info.value)
+    # Gemini's OpenAPI subset keeps the named parameters and says in words that extras are allowed
+    assert render(tool, "gemini-openapi")["parameters"] == {
+        "type": "object", "properties": {"first": {"type": "string"}}, "required": ["first"],
+        "description": '(additionalProperties: {"type": "string"})'}
+    only_extras = Tool(name="anything", description="", parameters=obj({}, additionalProperties={}),
+                       passing=(("rest", "varkw"),))
+    for fmt, strict in (("anthropic", True), ("gemini-openapi", False)):
+        with pytest.raises(SchemaError) as info:
+            render(only_extras, fmt, strict)
+        assert info.value.parameter == "rest"
