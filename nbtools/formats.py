@@ -1161,6 +1161,20 @@ def _gemini_calls(parts: Iterable[Any]) -> list[ToolCallRequest]:
     return calls
 
 
+def _json_value(result: ToolResult) -> Any:
+    """The result as JSON data for Gemini's `{"result": ...}`: `value` when it is plain JSON, else the
+    parsed `content` text (the serialised value), else that text itself."""
+    try:
+        json.dumps(result.value, allow_nan=False)
+        return result.value
+    except (TypeError, ValueError):
+        pass
+    try:
+        return json.loads(result.content)
+    except ValueError:
+        return result.content
+
+
 def result_message(dialect: str, results: list[ToolResult]) -> Any:
     """What carries `results` back to the model, in `dialect`'s shape.
 
@@ -1188,7 +1202,7 @@ def result_message(dialect: str, results: list[ToolResult]) -> Any:
     if dialect == "gemini":
         parts = []
         for result in results:
-            response = {"error": result.content} if result.is_error else {"result": result.value}
+            response = {"error": result.content} if result.is_error else {"result": _json_value(result)}
             function_response: dict[str, Any] = {"name": result.request.name}
             if result.request.id is not None:
                 function_response["id"] = result.request.id

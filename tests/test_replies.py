@@ -278,3 +278,16 @@ def test_round_trip_through_each_dialect():
 def test_unknown_dialect():
     with pytest.raises(ValueError, match="unknown reply dialect 'cohere'"):
         result_message("cohere", [])
+
+
+def test_gemini_result_is_always_json_data():
+    """A value that is not plain JSON (a Path, a dataclass) goes back as its serialised form."""
+    import pathlib
+
+    request = ToolCallRequest(None, "where", {})
+    as_path = ToolResult(request, '"/tmp/x"', pathlib.Path("/tmp/x"), False)
+    as_text = ToolResult(request, "Point(x=1) [truncated]", object(), False)
+    parts = result_message("gemini", [as_path, as_text])["parts"]
+    assert parts[0]["function_response"]["response"] == {"result": "/tmp/x"}
+    assert parts[1]["function_response"]["response"] == {"result": "Point(x=1) [truncated]"}
+    json.dumps(parts)
