@@ -1,0 +1,721 @@
+"""The `python` code-interpreter tool: values, output, errors, time-outs, namespaces, kernels.
+
+Each weakness of the usual `python` tool (toolslm's) has a test here named after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import linecache
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from nbtools.interp import ExecResult, TimeoutInterrupt, python, python_async, run_code
+
+module_level_answer = 41  # read by test_default_namespace_is_the_callers_globals
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found():
+    """Every test must leave SIGALRM's handler and the real-time timer as it found them."""
+    handler = signal.getsignal(signal.SIGALRM)
+    yield
+    assert signal.getsignal(signal.SIGALRM) == handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def timed(fn, *args, **kwargs):
+    started = time.monotonic()
+    result = fn(*args, **kwargs)
+    return result, time.monotonic() - started
+
+
+# --------------------------------------------------------------------------------------------
+# The last expression's value (IPython rules) and what else comes back
+# --------------------------------------------------------------------------------------------
+
+
+def test_value_of_last_expression():
+    assert python("x = 6\nx * 7", {}) == 42
+
+
+def test_result_with_an_empty_namespace():
+    # toolslm's `glb or caller's globals` treats an empty dict as "no namespace".
+    namespace: dict = {}
+    assert python("a = 2\na + 3", namespace) == 5
+    assert namespace == {"a": 2}
+
+
+def test_no_stale_result_after_a_statement():
+    namespace: dict = {}
+    assert python("1 + 1", namespace) == 2
+    assert python("y = 5", namespace) is None
+    assert python("import math", namespace) is None
+
+
+def test_no_name_leaks_into_the_namespace():
+    namespace: dict = {}
+    python("x = 1\nx + 1", namespace)
+    python("print('hello')\nx", namespace)
+    python("1/0", namespace)
+    assert namespace == {"x": 1}  # no _result, no _, no __builtins__ left behind
+
+
+def test_builtins_of_a_real_module_namespace_are_kept():
+    namespace = {"__builtins__": __builtins__, "__name__": "scratch"}
+    python("z = len('abc')", namespace)
+    assert namespace["z"] == 3 and namespace["__builtins__"] is __builtins__
+
+
+def test_separate_locals_mapping():
+    globals_ns: dict = {"g": 10}
+    locals_ns: dict = {}
+    assert python("l = g + 1\nl * 2", globals_ns, locals_ns) == 22
+    assert locals_ns == {"l": 11} and globals_ns == {"g": 10}
+
+
+def test_default_namespace_is_the_callers_globals():
+    assert python("module_level_answer + 1") == 42
+    python("module_level_from_python = 'set by python()'")
+    try:
+        assert globals()["module_level_from_python"] == "set by python()"
+    finally:
+        del globals()["module_level_from_python"]
+
+
+@pytest.mark.parametrize("code", [
+    "x;",
+    "x;  # a comment after the semicolon",
+    "x ;\n\n# trailing comment lines\n",
+    "(x +\n 0);",
+    "y = 1; x;",
+])
+def test_trailing_semicolon_silences_the_value(code):
+    assert python(code, {"x": 3}) is None
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("x  # no semicolon; just a comment", 3),
+    ("y = 1; x", 3),
+    ("';'", ";"),
+    ("x\n# ;", 3),
+    ("(x\n)", 3),
+])
+def test_semicolons_that_do_not_silence(code, expected):
+    assert python(code, {"x": 3}) == expected
+
+
+def test_none_value_is_no_value():
+    result = run_code("None", {})
+    assert result.value is None and result.output == "" and result.error is None
+
+
+def test_last_statement_that_is_not_an_expression():
+    assert python("if True:\n    5", {}) is None
+    assert python("for i in range(3):\n    i", {}) is None
+
+
+def test_printed_output_alone():
+    assert python("print('hello')", {}) == "hello\n"
+
+
+def test_printed_output_kept_when_there_is_a_value():
+    # toolslm drops what was printed whenever there is a value.
+    assert python("print('working...')\n6 * 7", {}) == "working...\n42"
+    assert python("print('no newline', end='')\n'v'", {}) == "no newline\n'v'"
+
+
+def test_stderr_is_part_of_the_output_in_order():
+    result = run_code("import sys\nprint('out')\nprint('err', file=sys.stderr)\nprint('out again')", {})
+    assert result.stdout == "out\nout again\n"
+    assert result.stderr == "err\n"
+    assert result.output == "out\nerr\nout again\n"
+    assert python("import sys\nprint('err', file=sys.stderr)\n1", {}) == "err\n1"
+
+
+def test_warnings_are_part_of_the_output():
+    # In a subprocess: pytest records warnings itself instead of printing them.
+    code = ("from nbtools.interp import run_code\n"
+            "print(repr(run_code('import warnings\\nwarnings.warn(\"careful\")', {}).stderr))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "UserWarning: careful" in out
+
+
+def test_stdout_is_restored_after_the_run():
+    before = sys.stdout, sys.stderr
+    python("print('x')", {})
+    python("1/0", {})
+    assert (sys.stdout, sys.stderr) == before
+
+
+def test_multiline_definitions_then_a_call():
+    code = textwrap.dedent("""
+        def area(width, height):
+            '''Area of a rectangle.'''
+            return width * height
+
+        class Box:
+            def __init__(self, size):
+                self.size = size
+
+        area(3, 4) + Box(2).size
+    """)
+    namespace: dict = {}
+    assert python(code, namespace) == 14
+    assert namespace["area"](2, 5) == 10
+
+
+def test_top_level_code_with_comprehensions_and_lambdas():
+    assert python("squares = [n * n for n in range(4)]\nsorted(squares, key=lambda v: -v)", {}) == [9, 4, 1, 0]
+
+
+def test_exec_result_fields():
+    result = run_code("print('a')\n2 + 2", {}, timeout=5)
+    assert isinstance(result, ExecResult)
+    assert (result.value, result.stdout, result.stderr, result.error, result.timed_out) == (4, "a\n", "", None, False)
+    assert 0 <= result.duration < 5
+    with pytest.raises(AttributeError):
+        result.value = 5  # frozen
+
+
+def test_value_with_a_broken_repr_after_output():
+    code = "class Bad:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nprint('p')\nBad()"
+    text = python(code, {})
+    assert text.startswith("p\n<repr of Bad failed: RuntimeError: no repr>")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors as text for the model
+# --------------------------------------------------------------------------------------------
+
+
+def test_error_is_a_short_traceback_with_the_codes_lines():
+    text = python("def f(a):\n    return 1 / a\n\nf(0)", {})
+    assert text.startswith("Traceback (most recent call last):")
+    assert "f(0)" in text and "return 1 / a" in text  # the submitted lines are shown
+    assert text.endswith("ZeroDivisionError: division by zero")
+    assert "interp.py" not in text  # none of the machinery
+
+
+def test_library_frames_are_counted_not_shown():
+    text = python("import json\njson.loads('{bad')", {})
+    assert "json.loads('{bad')" in text
+    assert "frames in library code" in text or "frame in library code" in text
+    assert text.splitlines()[-1].startswith("json.decoder.JSONDecodeError")
+
+
+def test_printed_output_comes_before_the_error():
+    text = python("print('step 1')\nraise ValueError('bad input')", {})
+    assert text.startswith("step 1\nTraceback")
+    assert text.endswith("ValueError: bad input")
+
+
+def test_syntax_error():
+    result = run_code("x = (1,\ny = 2", {})
+    assert result.error is not None and "SyntaxError" in result.error
+    assert result.value is None and isinstance(result.exception, SyntaxError)
+    assert "line 1" in result.error
+    assert python("def f(:\n    pass", {}).splitlines()[-1].startswith("SyntaxError")
+
+
+def test_indentation_error_on_a_leading_space():
+    assert "IndentationError" in python(" 1 + 1", {})
+
+
+def test_system_exit_is_reported_not_raised():
+    assert python("import sys\nsys.exit(3)", {}).endswith("SystemExit: 3")
+    assert "SystemExit" in python("exit()", {"exit": sys.exit})
+
+
+def test_bad_arguments_come_back_as_text_from_python():
+    assert python("1", {}, timeout=-1).startswith("Error: timeout must be a positive number")
+    assert python("1", {}, timeout=float("nan")).startswith("Error: timeout must be a positive")
+    assert python(123, {}).startswith("Error: code must be a str")  # type: ignore[arg-type]
+
+
+def test_bad_arguments_raise_from_run_code():
+    with pytest.raises(ValueError, match="positive"):
+        run_code("1", {}, timeout=0)
+    with pytest.raises(TypeError, match="glb must be a dict"):
+        run_code("1", [])  # type: ignore[arg-type]
+
+
+def test_no_time_limit():
+    assert run_code("sum(range(1000))", {}, timeout=None).value == 499500
+    assert run_code("1", {}, timeout=float("inf")).value == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Source in linecache: inspection of functions the code defines
+# --------------------------------------------------------------------------------------------
+
+
+def test_defined_functions_can_be_introspected():
+    namespace: dict = {}
+    python("def scale(x: float,  # the value\n          k: int = 2):\n    'Scale x by k.'\n    return x * k", namespace)
+    source = inspect.getsource(namespace["scale"])
+    assert source.startswith("def scale(x: float,")
+    from nbtools import get_schema
+
+    schema = get_schema(namespace["scale"])
+    assert schema["description"] == "Scale x by k."
+    assert schema["parameters"]["properties"]["x"] == {"type": "number", "description": "the value"}
+
+
+def test_each_run_has_its_own_source_name():
+    first, second = {}, {}
+    python("def f():\n    return 1", first)
+    python("def f():\n    return 2  # another body", second)
+    assert "return 1" in inspect.getsource(first["f"])
+    assert "another body" in inspect.getsource(second["f"])
+
+
+def test_source_of_plain_expressions_is_not_kept():
+    before = len(linecache.cache)
+    for index in range(50):
+        python(f"{index} + 1", {})
+    assert len(linecache.cache) <= before + 1
+
+
+# --------------------------------------------------------------------------------------------
+# Time-outs
+# --------------------------------------------------------------------------------------------
+
+
+def test_sub_second_timeout():
+    # toolslm uses signal.alarm: whole seconds only.
+    result, elapsed = timed(run_code, "while True: pass", {}, timeout=0.05)
+    assert result.timed_out and elapsed < 0.5
+    assert "did not finish within 0.05 s" in result.error
+    assert "while True: pass" in result.error  # where it was stopped
+
+
+def test_timeout_message_for_the_model():
+    text = python("total = 0\nwhile True:\n    total += 1", {}, timeout=0.05)
+    assert isinstance(text, str)
+    assert text.endswith("TimeoutError: the code did not finish within 0.05 s and was stopped")
+    assert "total += 1" in text or "while True" in text
+
+
+def test_timeout_keeps_what_was_printed():
+    text = python("print('started')\nwhile True: pass", {}, timeout=0.05)
+    assert text.startswith("started\nTraceback")
+
+
+def test_except_exception_cannot_swallow_the_timeout():
+    code = "try:\n    while True: pass\nexcept Exception:\n    pass\n'swallowed'"
+    result, elapsed = timed(run_code, code, {}, timeout=0.05)
+    assert result.timed_out and result.value is None and elapsed < 1
+
+
+def test_bare_except_cannot_swallow_the_timeout():
+    code = "while True:\n    try:\n        while True: pass\n    except:\n        pass"
+    result, elapsed = timed(run_code, code, {}, timeout=0.05)
+    assert result.timed_out and elapsed < 1
+
+
+def test_except_base_exception_cannot_swallow_the_timeout():
+    code = "while True:\n    try:\n        sum(range(1000))\n    except BaseException:\n        pass"
+    result, elapsed = timed(run_code, code, {}, timeout=0.05)
+    assert result.timed_out and elapsed < 1
+
+
+def test_bare_except_in_a_defined_function_is_guarded_too():
+    code = ("def spin():\n    while True:\n        try:\n            pass\n        except:\n            continue\n"
+            "spin()")
+    result, elapsed = timed(run_code, code, {}, timeout=0.05)
+    assert result.timed_out and elapsed < 1
+
+
+def test_bare_except_still_catches_ordinary_errors():
+    assert python("try:\n    1/0\nexcept:\n    caught = 'yes'\ncaught", {}) == "yes"
+    assert python("try:\n    {}['k']\nexcept BaseException as e:\n    kind = type(e).__name__\nkind", {}) == "KeyError"
+
+
+def test_a_swallowed_timeout_is_raised_again():
+    # `except (BaseException,)` is not rewritten; the time-out comes back a few ms later.
+    code = "try:\n    while True: pass\nexcept (BaseException,):\n    pass\nwhile True: pass"
+    result, elapsed = timed(run_code, code, {}, timeout=0.05)
+    assert result.timed_out and elapsed < 1
+
+
+def test_time_sleep_is_interrupted_on_the_main_thread():
+    result, elapsed = timed(run_code, "import time\ntime.sleep(10)", {}, timeout=0.05)
+    assert result.timed_out and elapsed < 1
+
+
+def test_catastrophic_regex_backtracking_is_interrupted():
+    code = "import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')"
+    result, elapsed = timed(run_code, code, {}, timeout=0.1)
+    assert result.timed_out and elapsed < 2
+
+
+def test_huge_integer_power_is_interrupted():
+    result, elapsed = timed(run_code, "big = 7 ** (10 ** 9)", {}, timeout=0.1)
+    assert result.timed_out and elapsed < 2
+
+
+def test_code_that_finishes_in_time_is_not_disturbed():
+    result = run_code("import time\ntime.sleep(0.02)\n'done'", {}, timeout=2)
+    assert result.value == "done" and not result.timed_out
+
+
+def test_nested_call_keeps_the_outer_deadline():
+    # toolslm: the inner call's alarm(0) cancels the outer time-out.
+    namespace = {"python": python}
+    code = "inner = python('while True: pass', timeout=30)\n'outer finished'"
+    result, elapsed = timed(run_code, code, namespace, timeout=0.1)
+    assert result.timed_out and elapsed < 1
+    assert "inner" not in namespace
+
+
+def test_nested_call_with_the_shorter_deadline_times_out_alone():
+    namespace = {"python": python}
+    code = "inner = python('while True: pass', timeout=0.05)\nprint(inner)\n'outer finished'"
+    result = run_code(code, namespace, timeout=5)
+    assert not result.timed_out and result.value == "outer finished"
+    assert "did not finish within 0.05 s" in result.stdout
+
+
+def test_nested_calls_then_the_outer_deadline_still_holds():
+    namespace = {"python": python}
+    code = "python('1 + 1', timeout=10)\npython('2 + 2', timeout=10)\nwhile True: pass"
+    result, elapsed = timed(run_code, code, namespace, timeout=0.1)
+    assert result.timed_out and elapsed < 1
+
+
+def test_signal_handler_and_timer_are_restored():
+    # toolslm never restores the SIGALRM handler.
+    calls = []
+
+    def own_handler(signum, frame):
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, own_handler)
+    try:
+        python("1 + 1", {}, timeout=1)
+        python("while True: pass", {}, timeout=0.02)
+        assert signal.getsignal(signal.SIGALRM) is own_handler
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert calls == []
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_someone_elses_timer_keeps_running_and_fires():
+    calls = []
+
+    def own_handler(signum, frame):
+        calls.append(time.monotonic())
+
+    previous = signal.signal(signal.SIGALRM, own_handler)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        assert python("2 * 21", {}, timeout=5) == 42
+        remaining, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 0.3 and interval == 0
+        # Their timer fires first, during our run: their handler runs, our run goes on.
+        assert python("import time\ntime.sleep(0.4)\n'slept'", {}, timeout=5) == "slept"
+        assert len(calls) == 1 and calls[0] - started >= 0.29
+        assert signal.getsignal(signal.SIGALRM) is own_handler
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_timeout_off_the_main_thread():
+    # toolslm fails outright off the main thread (signal only works in the main thread).
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        timed(run_code, "while True: pass", {}, timeout=0.1)))
+    worker.start()
+    worker.join(10)
+    (result, elapsed), = results
+    assert result.timed_out and elapsed < 1
+    assert "while True: pass" in result.error
+
+
+def test_except_exception_off_the_main_thread():
+    code = "while True:\n    try:\n        while True: pass\n    except:\n        pass"
+    results = []
+    worker = threading.Thread(target=lambda: results.append(run_code(code, {}, timeout=0.1)))
+    worker.start()
+    worker.join(10)
+    assert results[0].timed_out
+
+
+def test_nested_calls_off_the_main_thread():
+    namespace = {"python": python}
+    code = "python('while True: pass', timeout=30)\n'outer finished'"
+    results = []
+    worker = threading.Thread(target=lambda: results.append(timed(run_code, code, namespace, timeout=0.1)))
+    worker.start()
+    worker.join(10)
+    (result, elapsed), = results
+    assert result.timed_out and elapsed < 1
+
+
+def test_runs_in_threads_finish_without_stray_timeouts():
+    # Many short runs with short deadlines: a time-out raised late must never escape into the
+    # thread's own code.
+    failures = []
+
+    def work():
+        try:
+            for index in range(200):
+                result = run_code(f"sum(range({index * 100}))", {}, timeout=0.001 if index % 2 else 5)
+                assert result.error is None or result.timed_out
+            time.sleep(0.05)  # a stray time-out would surface here
+        except BaseException as exc:  # noqa: BLE001 - the test records anything at all
+            failures.append(exc)
+
+    workers = [threading.Thread(target=work) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert failures == []
+
+
+async def test_timeout_in_asyncio_to_thread():
+    result, elapsed = await asyncio.to_thread(timed, run_code, "while True: pass", {}, None, 0.1)
+    assert result.timed_out and elapsed < 1
+
+
+def test_output_of_concurrent_runs_in_threads_is_not_mixed():
+    results = {}
+
+    def work(name):
+        results[name] = run_code(
+            f"import time\nfor i in range(20):\n    print('{name}', i)\n    time.sleep(0.001)", {})
+
+    workers = [threading.Thread(target=work, args=(name,)) for name in ("a", "b", "c")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(10)
+    for name, result in results.items():
+        assert result.stdout == "".join(f"{name} {i}\n" for i in range(20))
+
+
+def test_keyboard_interrupt_propagates():
+    namespace: dict = {}
+    with pytest.raises(KeyboardInterrupt):
+        python("raise KeyboardInterrupt", namespace)
+    # A real interrupt (what a kernel interrupt sends) during a sleep, even with a bare except:
+    main = threading.get_ident()
+    interrupter = threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGINT))
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        python("import time\ntry:\n    time.sleep(5)\nexcept:\n    swallowed = True", namespace, timeout=10)
+    assert "swallowed" not in namespace
+
+
+def test_timeout_interrupt_is_not_an_exception():
+    assert issubclass(TimeoutInterrupt, BaseException) and not issubclass(TimeoutInterrupt, Exception)
+
+
+# --------------------------------------------------------------------------------------------
+# Async: top-level await
+# --------------------------------------------------------------------------------------------
+
+
+async def test_top_level_await():
+    namespace: dict = {}
+    assert await python_async("import asyncio\nawait asyncio.sleep(0.01)\nanswer = 42\nanswer", namespace) == 42
+    assert namespace["answer"] == 42
+    assert await python_async("await asyncio.sleep(0, result='last')", namespace) == "last"
+
+
+async def test_async_output_and_errors():
+    assert await python_async("import asyncio\nprint('a')\nawait asyncio.sleep(0)\nprint('b')", {}) == "a\nb\n"
+    text = await python_async("import asyncio\nawait asyncio.sleep(0)\n1/0", {})
+    assert text.endswith("ZeroDivisionError: division by zero")
+
+
+async def test_async_timeout_while_awaiting():
+    result, elapsed = await _timed_async("import asyncio\nawait asyncio.sleep(10)", timeout=0.1)
+    assert result.timed_out and elapsed < 1
+    assert "asyncio.sleep(10)" in result.error
+
+
+async def test_async_timeout_while_computing():
+    result, elapsed = await _timed_async("import asyncio\nawait asyncio.sleep(0)\nwhile True: pass", timeout=0.1)
+    assert result.timed_out and elapsed < 1
+
+
+async def test_async_timeout_cannot_be_swallowed():
+    code = "import asyncio\nwhile True:\n    try:\n        await asyncio.sleep(10)\n    except:\n        pass"
+    result, elapsed = await _timed_async(code, timeout=0.1)
+    assert result.timed_out and elapsed < 1
+
+
+async def test_async_cancellation_from_outside_propagates():
+    task = asyncio.ensure_future(python_async("import asyncio\nawait asyncio.sleep(10)", {}))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_concurrent_async_runs_keep_their_output():
+    code = "import asyncio\nfor i in range(5):\n    print(tag, i)\n    await asyncio.sleep(0.001)"
+    first, second = await asyncio.gather(python_async(code, {"tag": "x"}), python_async(code, {"tag": "y"}))
+    assert first == "".join(f"x {i}\n" for i in range(5))
+    assert second == "".join(f"y {i}\n" for i in range(5))
+
+
+async def _timed_async(code, timeout):
+    from nbtools.interp import run_code_async
+
+    started = time.monotonic()
+    result = await run_code_async(code, {}, timeout=timeout)
+    return result, time.monotonic() - started
+
+
+# --------------------------------------------------------------------------------------------
+# Isolated mode
+# --------------------------------------------------------------------------------------------
+
+
+def test_isolated_run_returns_value_and_output():
+    result = run_code("print('child')\nsum(range(10))", {}, isolated=True, timeout=10)
+    assert (result.value, result.stdout, result.error) == (45, "child\n", None)
+
+
+def test_isolated_run_stops_a_loop_inside_c():
+    result, elapsed = timed(run_code, "sum(range(10 ** 12))", {}, isolated=True, timeout=0.2)
+    assert result.timed_out and elapsed < 2
+    assert "killed" in result.error
+
+
+def test_isolated_run_leaves_the_namespace_alone():
+    namespace = {"x": 1}
+    assert python("x = 99\nx", namespace, isolated=True) == 99
+    assert namespace == {"x": 1}
+
+
+def test_isolated_run_reports_errors_and_unpicklable_values():
+    assert python("1/0", {}, isolated=True).endswith("ZeroDivisionError: division by zero")
+    result = run_code("import threading\nthreading.Lock()", {}, isolated=True)
+    assert repr(result.value).startswith("<unlocked _thread.lock object")
+
+
+def test_isolated_child_that_dies():
+    result = run_code("import os\nos._exit(7)", {}, isolated=True)
+    assert "ended without a result (exit status 7)" in result.error
+
+
+# --------------------------------------------------------------------------------------------
+# The tool's schema
+# --------------------------------------------------------------------------------------------
+
+
+def test_namespaces_are_hidden_from_the_model():
+    assert set(python.__tool_exclude__) == {"glb", "loc", "isolated"}
+    assert set(python_async.__tool_exclude__) == {"glb", "loc"}
+
+
+def test_schema_exposes_code_and_timeout_only():
+    from nbtools import get_schema
+
+    schema = get_schema(python)
+    assert schema["name"] == "python"
+    assert set(schema["parameters"]["properties"]) == {"code", "timeout"}
+    assert schema["parameters"]["required"] == ["code"]
+    assert schema["parameters"]["properties"]["timeout"]["type"] == "number"
+    assert "last expression" in schema["description"]
+    assert set(get_schema(python_async)["parameters"]["properties"]) == {"code", "timeout"}
+
+
+def test_python_as_a_registered_tool_called_with_json():
+    from nbtools import Registry
+
+    tools = Registry()
+    tools.add(python)
+    assert tools.call("python", '{"code": "sum(range(5))", "timeout": 0.5}') == 10
+
+
+def test_import_is_light():
+    code = ("import sys, nbtools.interp\n"
+            "print(sorted(m for m in ('IPython', 'ipykernel', 'pydantic', 'ctypes') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------------------------
+# In a kernel: user_ns is the default namespace, display() is captured as text
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    client.parent = manager  # for the interrupt test
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def run_in_kernel(client, code):
+    outputs = []
+
+    def keep(message):
+        if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+            outputs.append((message["msg_type"], message["content"]))
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=60)
+    return reply["content"]["status"], outputs
+
+
+def test_kernel_user_ns_is_the_default_namespace(kernel):
+    status, outputs = run_in_kernel(kernel, "from nbtools.interp import python\nx = 5\npython('x*2')")
+    assert status == "ok"
+    assert outputs == [("execute_result", {"data": {"text/plain": "10"}, "metadata": {},
+                                           "execution_count": outputs[0][1]["execution_count"]})]
+    status, outputs = run_in_kernel(kernel, "python('y = x + 1'); print(y)")
+    assert outputs == [("stream", {"name": "stdout", "text": "6\n"})]
+
+
+def test_kernel_display_output_is_captured_as_text(kernel):
+    code = ("result = python('from IPython.display import display, Markdown\\n'\n"
+            "                'print(1)\\ndisplay(Markdown(\"**bold**\"))\\ndisplay([1, 2])\\n3')\n"
+            "print(repr(result))")
+    status, outputs = run_in_kernel(kernel, code)
+    assert status == "ok"
+    assert outputs == [("stream", {"name": "stdout", "text": repr("1\n**bold**\n[1, 2]\n3") + "\n"})]
+
+
+def test_kernel_streams_and_publisher_are_put_back(kernel):
+    code = ("import sys, signal\npython('print(1)', timeout=1)\npython('while True: pass', timeout=0.05)\n"
+            "print(type(sys.stdout).__name__, type(get_ipython().display_pub).__name__,\n"
+            "      signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL))")
+    status, outputs = run_in_kernel(kernel, code)
+    assert outputs == [("stream", {"name": "stdout",
+                                   "text": "OutStream ZMQDisplayPublisher 0 (0.0, 0.0)\n"})]
+
+
+def test_kernel_interrupt_stops_a_run_and_the_kernel_survives(kernel):
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        run_in_kernel(kernel, "python('import time\\ntime.sleep(30)', timeout=60)")))
+    worker.start()
+    time.sleep(1.0)  # the cell is running python()
+    kernel.parent.interrupt_kernel()  # what the notebook's "interrupt" button does: SIGINT
+    worker.join(30)
+    status, outputs = results[0]
+    assert status == "error" and outputs[-1][1]["ename"] == "KeyboardInterrupt"
+    status, outputs = run_in_kernel(kernel, "python('40 + 2')")
+    assert status == "ok" and outputs[0][1]["data"]["text/plain"] == "42"
