@@ -2,7 +2,8 @@
 
 `function_docs(fn)` reads one function (or class) and returns a `FunctionDocs`; `field_docs(cls)`
 reads the fields of a dataclass, TypedDict, NamedTuple or plain class; `compose_description` builds
-the text a model sees. Everything here is pure: nothing is imported, evaluated or called.
+the text a model sees. Everything here only reads: no annotation is evaluated, no default computed,
+nothing of the user's imported or called.
 
 Where a parameter's description comes from (the first source that has one wins):
 
@@ -40,11 +41,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-from bisect import bisect_right
 import linecache
 import re
 import sys
 import weakref
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from types import FunctionType, MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
@@ -467,8 +468,8 @@ def _clean_comment(text: str) -> str | None:
 _PRAGMA = re.compile(r"(type|pragma|fmt|pyright|mypy|pylint|isort|ruff):|noqa\b|nosec\b")
 
 
-def _source_lines(code: Any, module_globals: Any) -> list[str]:
-    filename = code.co_filename
+def _source_lines(filename: str, module_globals: Any) -> list[str]:
+    """The lines of `filename` from linecache ([] when there are none)."""
     if not filename or filename.startswith("<") and filename not in linecache.cache:
         return []  # `exec`'d code and friends: no source, and no need to look
     try:
@@ -514,7 +515,7 @@ def _function_header(fn: Any) -> _Header | None:
     code = getattr(fn, "__code__", None)
     if code is None or code.co_name == "<lambda>":
         return None
-    lines = _source_lines(code, getattr(fn, "__globals__", None))
+    lines = _source_lines(code.co_filename, getattr(fn, "__globals__", None))
     start = code.co_firstlineno - 1  # the first decorator's line when decorated
     if not lines or start >= len(lines) or not _may_have_comments(lines, start):
         return None
@@ -912,14 +913,14 @@ def _class_locations(cls: type) -> Iterator[tuple[list[str], int]]:
                 module_globals is not None and value.__globals__ is not module_globals:
             continue  # generated (dataclass `__init__`) or borrowed (namedtuple `_replace`) methods
         code = value.__code__
-        lines = _source_lines(code, module_globals)
+        lines = _source_lines(code.co_filename, module_globals)
         candidates = _candidate_lines(lines[:code.co_firstlineno - 1], pattern)
         if candidates and (code.co_filename, candidates[-1]) not in seen:
             seen.add((code.co_filename, candidates[-1]))
             yield lines, candidates[-1]
     filename = getattr(module, "__file__", None)
     if filename:
-        lines = _source_lines_for(filename, module_globals)
+        lines = _source_lines(filename, module_globals)
         for index in _candidate_lines(lines, pattern):
             if (filename, index) not in seen:
                 yield lines, index
@@ -936,13 +937,6 @@ def _candidate_lines(lines: list[str], pattern: re.Pattern[str]) -> list[int]:
     if "class" not in text:
         return []
     return [text.count("\n", 0, match.start()) for match in pattern.finditer(text)]
-
-
-def _source_lines_for(filename: str, module_globals: Any) -> list[str]:
-    try:
-        return linecache.getlines(filename, module_globals if isinstance(module_globals, dict) else None)
-    except Exception:
-        return []
 
 
 def _parse_class_body(tokens: Iterator[Token], name: str) -> _ClassBody | None:
@@ -1033,7 +1027,7 @@ def _body_statement(statement: list[Token], comments: dict[int, str], above: dic
     first = statement[0]
     if first[4] != body_column:
         return None  # inside a method or nested block
-    if len(statement) >= 2 and first[0] == "name" and statement[1][1] == ":" and first[1] not in _KEYWORDS:
+    if len(statement) >= 2 and first[0] == "name" and statement[1][1] == ":" and first[1] not in _COLON_KEYWORDS:
         name = first[1]
         fields.append(name)
         end_line = statement[-1][3]
@@ -1051,5 +1045,5 @@ def _body_statement(statement: list[Token], comments: dict[int, str], above: dic
     return None
 
 
-_KEYWORDS = frozenset({"def", "class", "if", "else", "elif", "for", "while", "try", "except", "finally",
-                       "with", "async", "return", "lambda", "match", "case", "type"})
+# Keywords that can be followed directly by `:` (a field may well be called `type` or `match`).
+_COLON_KEYWORDS = frozenset({"else", "try", "finally", "except", "lambda"})

@@ -331,6 +331,28 @@ def decorated(a: int):  # the a
     return a
 
 
+async def header_async(url: str,  # where to fetch from
+                       timeout: float = 1.0):  # seconds
+    "Fetch it."
+
+
+def make_nested():
+    def nested(a,  # inside another function
+               key=lambda item: item[0],  # a lambda default with its own colon
+               table={"k": (1, [2, 3])},  # nested brackets
+               ):
+        pass
+    return nested
+
+
+def body_on_the_def_line(a): return a  # a comment about the body, not about a
+
+
+def header_string_annotations(a: "list[#]" = 1,  # an annotation string holding a hash
+                              b: 'tuple[int, ")"]' = 2):  # and one holding a parenthesis
+    pass
+
+
 @pytest.mark.parametrize("fn, wanted", [
     (add, expected("Add two integers.", {"a": "first addend", "b": "second addend"}, "the sum")),
     (one_header_line, expected(params={"b": "not a return annotation: the last parameter on the line"})),
@@ -351,6 +373,13 @@ def decorated(a: int):  # the a
     (fastcore_style, expected(returns="fastcore puts the return doc here")),
     (arrow_on_its_own_line, expected(params={"a": "the a"}, returns="a mapping")),
     (decorated.__wrapped__, expected(params={"a": "the a"})),
+    (header_async, expected("Fetch it.", {"url": "where to fetch from", "timeout": "seconds"})),
+    (make_nested(), expected(params={"a": "inside another function",
+                                     "key": "a lambda default with its own colon",
+                                     "table": "nested brackets"})),
+    (body_on_the_def_line, expected()),
+    (header_string_annotations, expected(params={"a": "an annotation string holding a hash",
+                                                 "b": "and one holding a parenthesis"})),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_docments(fn, wanted):
     same(function_docs(fn), wanted)
@@ -400,6 +429,20 @@ def test_methods_keep_self_and_accept_method_objects():
 # ---------------------------------------------------------------------------------------------
 # Without source
 # ---------------------------------------------------------------------------------------------
+def test_headers_longer_than_the_first_window():
+    filename = "<long-header-test>"
+    source = ("def long_header(\n" + "".join(f"    p{i}: int = {i},  # parameter {i}\n" for i in range(60))
+              + "):\n    pass\n")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    try:
+        exec(compile(source, filename, "exec"), namespace)
+        result = function_docs(namespace["long_header"])
+    finally:
+        linecache.cache.pop(filename, None)
+    assert dict(result.params) == {f"p{i}": f"parameter {i}" for i in range(60)}
+
+
 def test_exec_without_source_gives_the_docstring_only():
     namespace: dict = {}
     exec("def made(a,  # lost: no source\n         b):\n    'Made by exec.'\n", namespace)
@@ -513,6 +556,40 @@ class NoDocs:
     x: int
 
 
+class Keywordish(TypedDict):
+    type: str  # fields may be called like soft keywords
+    match: int  # this one too
+
+
+class MethodsFirst:
+    """Fields after methods, and a nested class with a field of the same name."""
+
+    def method(self) -> None:
+        pass
+
+    @property
+    def computed(self) -> int:
+        return 1
+
+    size: int = 3  # declared after the methods
+
+    class Inner:
+        size: str  # the inner class's, not ours
+
+    colour: str = "red"  #: Sphinx-style comment
+
+
+class EpydocFields:
+    """Fields described in Epydoc.
+
+    @ivar host: the host name
+    @cvar port: the port
+    """
+
+    host: str
+    port: int
+
+
 def test_class_function_docs_joins_class_and_init():
     same(function_docs(Plain), expected(
         "A plain class.\n\nMake one.",
@@ -540,6 +617,9 @@ def test_dataclass_docs():
     (Pair, {"left": "the left item", "right": "the right item"}),
     (Configured, {"host": "the host name", "port": "the port"}),
     (NoDocs, {}),
+    (Keywordish, {"type": "fields may be called like soft keywords", "match": "this one too"}),
+    (MethodsFirst, {"size": "declared after the methods", "colour": "Sphinx-style comment"}),
+    (EpydocFields, {"host": "the host name", "port": "the port"}),
     (Plain, {"size": "from the __init__ comment", "colour": "from the class docstring.",
              "weight": "from the __init__ docstring."}),
 ], ids=lambda value: getattr(value, "__name__", ""))
@@ -615,7 +695,8 @@ def test_compose_description(docs, return_type, wanted):
 @pytest.mark.parametrize("fn", [add, header_hash_in_defaults, header_star_args, header_keyword_only,
                                 header_positional_only, header_multiline_values, header_comment_above,
                                 header_name_line_comment, header_leading_commas, fastcore_style,
-                                arrow_on_its_own_line, mixed, decorated.__wrapped__],
+                                arrow_on_its_own_line, mixed, decorated.__wrapped__, header_async,
+                                make_nested(), header_string_annotations],
                          ids=lambda fn: fn.__name__)
 def test_regex_lexer_matches_tokenize(fn):
     code = fn.__code__
