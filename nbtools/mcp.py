@@ -43,6 +43,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shlex
 import socket
 import sys
@@ -596,7 +597,7 @@ class Connection(list):
         except Exception as error:
             raise ToolCallError(name, f"the MCP server did not answer the call: {_leaf_message(error)}") from None
         if result.is_error:
-            raise ToolCallError(name, _content_text(result.content) or "the server reported an error")
+            raise remote_error(name, _content_text(result.content) or "the server reported an error")
         return result_value(result, self._output_schemas.get(name))
 
     def _tool(self, listed: "mcp_types.Tool") -> Tool:
@@ -726,6 +727,23 @@ def result_value(result: "mcp_types.CallToolResult", output_schema: dict | None 
     return [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
 
 
+def remote_error(name: str, text: str) -> ToolCallError:
+    """A ToolCallError carrying a server's error text, without repeating an "Error calling tool" prefix.
+
+    Servers built by nbtools already write `Error calling tool 'NAME'[, argument 'ARG']: PROBLEM`;
+    that is taken apart so `str()` of the error reads the same as on the server.
+    """
+    prefix = f"Error calling tool {name!r}"
+    if text.startswith(prefix):
+        rest = text[len(prefix):]
+        argument = re.match(r", argument '([^']*)': ", rest)
+        if argument is not None:
+            return ToolCallError(name, rest[argument.end():], argument=argument.group(1))
+        if rest.startswith(": "):
+            return ToolCallError(name, rest[2:])
+    return ToolCallError(name, text)
+
+
 def _is_result_wrapper(schema: dict | None) -> bool:
     """The `{"type":"object","properties":{"result": X},"required":["result"]}` wrapper MCP servers use."""
     if not isinstance(schema, dict):
@@ -799,6 +817,7 @@ def _refuse_own_loop_server(url: str) -> None:
 
 __all__ = [
     "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
-    "success_result", "connect", "Connection", "result_value", "hints_from_annotations", "bind_socket",
+    "success_result", "serve_magic", "connect", "Connection", "result_value", "remote_error",
+    "hints_from_annotations", "bind_socket",
     "as_registry", "MCP_PATH", "HINT_ANNOTATIONS",
 ]

@@ -421,8 +421,13 @@ def check_remote_tools(remote: nbmcp.Connection) -> None:
     local = Registry(remote)
     assert local.call("add", '{"a": 20, "b": 22}') == 42
     # errors: the server's error text comes back as a ToolCallError
-    with pytest.raises(ToolCallError, match="ZeroDivisionError"):
+    with pytest.raises(ToolCallError, match="ZeroDivisionError") as raised:
         tools["divide"].fn(1, 0)
+    assert str(raised.value).startswith("Error calling tool 'divide': the tool raised ZeroDivisionError")
+    # sent as is (no local check): the server's refusal, with the argument it names
+    with pytest.raises(ToolCallError) as raised:
+        remote.call("add", {"a": "five"})
+    assert raised.value.argument == "a" and str(raised.value).count("Error calling tool") == 1
     with pytest.raises(ToolCallError, match="ZeroDivisionError"):
         local.call("divide", {"numerator": 1, "denominator": 0})
     # bad arguments are refused on this side already, before anything is sent
