@@ -57,10 +57,12 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable
 
 from . import ir
-from . import registry as _registry_module
 from .errors import SchemaError, ToolCallError
 from .registry import DEFAULT_LIMITS, Limits, Registry
 from .tool import Tool
+
+# the module, not its `registry` attribute (nbtools/__init__ shadows the submodule's name)
+_registry_module = sys.modules[Registry.__module__]
 
 Converter = Callable[[Any, str], Any]
 """A compiled converter: `(json_value, path) -> python_value`; raises `ConversionError`."""
@@ -207,9 +209,9 @@ def _hint(node: ir.Node, value: Any) -> str:
     """Advice for the common near-misses (a number in quotes, JSON text inside a string, ...)."""
     if isinstance(value, str):
         if isinstance(node, ir.Int) and _INT_TEXT.match(value):
-            return f"; a string is never converted to a number: send {value.strip()} without quotes"
+            return f"; a string, not an integer: send {value.strip()} without quotes"
         if isinstance(node, (ir.Int, ir.Float)) and _NUMBER_TEXT.match(value):
-            return f"; a string is never converted to a number: send {value.strip()} without quotes"
+            return f"; a string, not a number: send {value.strip()} without quotes"
         if isinstance(node, ir.Bool) and value.strip().lower() in ("true", "false"):
             return f"; send {value.strip().lower()} without quotes"
         if isinstance(node, ir.NoneValue) and value.strip().lower() in ("null", "none"):
@@ -496,6 +498,25 @@ def _accepted_kinds(node: ir.Node) -> frozenset[str]:
             kinds |= _accepted_kinds(option)
         return frozenset(kinds)
     return _ALL_KINDS
+
+
+def _accepts_null(node: ir.Node) -> bool:
+    if isinstance(node, (ir.NoneValue, ir.AnyValue)):
+        return True
+    if isinstance(node, (ir.Literal, ir.Enum)):
+        return None in node.values
+    if isinstance(node, ir.Union):
+        return any(_accepts_null(option) for option in node.options)
+    return False
+
+
+def _null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
+    """Optional fields that cannot hold null: a null for them means "left out" (the default applies).
+
+    That is what OpenAI's strict mode makes a model send for an optional property (see
+    `formats.drop_absent_nulls`); a null for a required field is still refused.
+    """
+    return frozenset(item.name for item in fields if not item.required and not _accepts_null(item.type))
 
 
 def _is_scalar(node: ir.Node) -> bool:
@@ -788,6 +809,7 @@ class _Compiler:
         extra = self.compile(node.extra) if node.extra is not None else None
         build = _builder(node)
         field_count = len(fields)
+        absent_if_null = _null_means_absent(node.fields)
         allowed = ", ".join(fields) or "(none)"
         max_items = self.limits.max_items
 
@@ -798,6 +820,8 @@ class _Compiler:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
             for key, item in value.items():
+                if item is None and key in absent_if_null:
+                    continue
                 convert = fields.get(key)
                 if convert is None:
                     if extra is None:
@@ -937,9 +961,13 @@ def _builder(node: ir.Object) -> Callable[[dict, str], Any] | None:
 def _did_you_mean(key: Any, names: Iterable[str]) -> str:
     if not isinstance(key, str):
         return ""
+    names = list(names)
+    folded = [name for name in names if name.lower() == key.lower()]
+    if folded:
+        return f" (did you mean {folded[0]!r}?)"
     import difflib
 
-    close = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -1064,9 +1092,9 @@ def parse_arguments(inputs: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict,
 def _scan(container: Any, depth: int, limits: Limits, check_keys: bool) -> int:
     """Check a parsed container against the limits, recursively; returns how many keys its objects have.
 
-    Checks nesting depth, container sizes, string lengths and the integer range (NaN and values
-    that are not JSON cannot come out of the JSON parser; dict inputs are checked for them by
-    `_check_limits`). `check_keys`: also refuse non-string object keys (dicts from Python callers).
+    Checks nesting depth, container sizes, string lengths, the integer range and finite floats
+    (values that are not JSON cannot come out of the JSON parser; dict inputs are checked for them
+    by `_check_limits`). `check_keys`: also refuse non-string object keys (dicts from Python callers).
     Raises ConversionError, its path pointing at the offending value.
     """
     if depth > limits.max_depth:
@@ -1095,6 +1123,9 @@ def _scan(container: Any, depth: int, limits: Limits, check_keys: bool) -> int:
             if item > max_int or item < -max_int:
                 raise _inside(container, item, f"expected an integer between {-max_int} and {max_int}, "
                                                f"got {got(item)}")
+        elif kind is float:
+            if item - item != 0.0:  # inf or nan: "1e400" parses as inf, dicts may hold anything
+                raise _inside(container, item, f"expected a finite number, got {got(item)}")
         elif kind is dict or kind is list or isinstance(item, (dict, list, tuple)):
             try:
                 keys += _scan(item, depth + 1, limits, check_keys)
@@ -1256,6 +1287,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         raise SchemaError(tool.name, error.parameter, error.reason) from None
     required = tuple(item.name for item in args.fields if item.required)
     field_count = len(fields)
+    absent_if_null = _null_means_absent(args.fields)
     if fields:
         takes = "this tool takes: " + ", ".join(fields) + (" (and other keys)" if extra is not None else "")
     else:
@@ -1264,6 +1296,8 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     def convert_arguments(raw: dict) -> dict:
         out = {}
         for key, value in raw.items():
+            if value is None and key in absent_if_null:
+                continue
             convert = fields.get(key)
             if convert is None:
                 if extra is None:
@@ -1852,7 +1886,13 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
     `str()`) as that text; anything else as JSON (see `jsonable`), `None` as `null`. Text longer
     than `max_chars` is cut, with a marker saying how much was left out.
     """
+    return _rendered(value, max_chars)[1]
+
+
+def _rendered(value: Any, max_chars: int) -> tuple[Any, str]:
+    """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too."""
     if type(value) is str:
+        data: Any = value
         text = value
     else:
         data = jsonable(value)
@@ -1860,7 +1900,8 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
     if len(text) > max_chars:
         text = (text[:max_chars] + f"\n[truncated: {len(text) - max_chars} of {len(text)} characters "
                 "not shown]")
-    return text
+        data = text
+    return data, text
 
 
 # ==================================================================================================
@@ -1872,8 +1913,9 @@ def _result_for(request: Any, value: Any, error: BaseException | None, max_chars
     if error is not None:
         text = str(error) if isinstance(error, ToolCallError) else \
             str(ToolCallError(getattr(request, "name", None), f"internal error: {type(error).__name__}: {error}"))
-        return ToolResult(request, text, None, True)
-    return ToolResult(request, result_text(value, max_chars), value, False)
+        return ToolResult(request, text, text, True)
+    data, text = _rendered(value, max_chars)
+    return ToolResult(request, text, data, False)
 
 
 async def _run_one_async(request: Any, ns: Any, max_chars: int) -> Any:
