@@ -44,13 +44,21 @@ class ToolCallError(Exception):
         self.schema = schema
         super().__init__(self.text())
 
+    # A schema longer than this is cut in the text (the `schema` field keeps all of it): the text
+    # goes back into the model's context, where a huge schema costs more than it helps.
+    MAX_SCHEMA_CHARS = 4000
+
     def text(self) -> str:
+        """`Error calling tool 'name', argument 'path': problem`, then the parameters schema (compact JSON)."""
         head = f"Error calling tool {self.tool!r}" if self.tool else "Error"
         if self.argument:
             head += f", argument {self.argument!r}"
         lines = [f"{head}: {self.problem}"]
         if self.schema is not None:
-            lines.append("Parameters schema: " + json.dumps(self.schema, separators=(",", ":"), default=str))
+            schema = json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False, default=str)
+            if len(schema) > self.MAX_SCHEMA_CHARS:
+                schema = schema[: self.MAX_SCHEMA_CHARS] + f"... [schema cut: {len(schema)} characters]"
+            lines.append("Parameters schema: " + schema)
         return "\n".join(lines)
 
     def __reduce__(self) -> tuple[Any, ...]:
