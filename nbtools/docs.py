@@ -407,54 +407,8 @@ def _looks_like_type(text: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Source reading and lexing
+# Source and comments
 # ---------------------------------------------------------------------------------------------
-# One token: (kind, text, first line, last line, column). Kinds: "name", "op", "str", "comment",
-# "nl" (end of a physical line), "other" (numbers etc.). Whitespace and `\`-continuations vanish.
-Token = tuple[str, str, int, int, int]
-
-# Each match first eats the spaces before a token (fast: no per-space retry of every alternative).
-_LEXER = re.compile(
-    r"""[ \t\f]*+(?:
-    (?P<str>(?:[rRbBuUfF]{1,2})?(?:'''(?:[^'\\]|\\.|'(?!''))*+'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
-                                |'(?:[^'\\\n]|\\.)*+'|"(?:[^"\\\n]|\\.)*+"))
-    |(?P<name>[^\W\d]\w*)
-    |(?P<nl>\r?\n)
-    |(?P<comment>\#[^\r\n]*)
-    |(?P<other>\d[\w.]*)
-    |(?P<cont>\\\r?\n)
-    |(?P<op>->|\*\*|[^\s\w]))
-    """,
-    re.X | re.S,
-)
-
-
-def _lex(text: str, first_line: int) -> Iterator[Token]:
-    """Tokens of Python source `text` whose first line is `first_line` (1-based)."""
-    line = first_line
-    line_start = 0
-    for match in _LEXER.finditer(text):
-        kind = match.lastgroup
-        if kind is None:
-            continue  # trailing spaces at the very end
-        value = match.group(kind)
-        start = match.start(kind)
-        if kind == "nl":
-            yield "nl", value, line, line, start - line_start
-            line += 1
-            line_start = start + len(value)
-            continue
-        if kind == "cont":
-            line += 1
-            line_start = start + len(value)
-            continue
-        newlines = value.count("\n") if kind == "str" else 0
-        yield kind, value, line, line + newlines, start - line_start
-        if newlines:
-            line += newlines
-            line_start = start + value.rindex("\n") + 1
-
-
 def _clean_comment(text: str) -> str | None:
     """`# the sum` -> "the sum"; Sphinx `#:` is accepted; tool pragmas are not descriptions."""
     body = text[1:].strip()
@@ -851,6 +805,53 @@ def _own_field_docs(cls: type) -> dict[str, str]:
         for name, text in _parse_docstring(doc).params.items():
             docs.setdefault(name, text)
     return docs
+
+
+# Class bodies need every token (names, `:`, strings, indentation), unlike `def` headers.
+# One token: (kind, text, first line, last line, column). Kinds: "name", "op", "str", "comment",
+# "nl" (end of a physical line), "other" (numbers etc.). Whitespace and `\`-continuations vanish.
+Token = tuple[str, str, int, int, int]
+
+# Each match first eats the spaces before a token (fast: no per-space retry of every alternative).
+_LEXER = re.compile(
+    r"""[ \t\f]*+(?:
+    (?P<str>(?:[rRbBuUfF]{1,2})?(?:'''(?:[^'\\]|\\.|'(?!''))*+'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*+\"\"\"
+                                |'(?:[^'\\\n]|\\.)*+'|"(?:[^"\\\n]|\\.)*+"))
+    |(?P<name>[^\W\d]\w*)
+    |(?P<nl>\r?\n)
+    |(?P<comment>\#[^\r\n]*)
+    |(?P<other>\d[\w.]*)
+    |(?P<cont>\\\r?\n)
+    |(?P<op>->|\*\*|[^\s\w]))
+    """,
+    re.X | re.S,
+)
+
+
+def _lex(text: str, first_line: int) -> Iterator[Token]:
+    """Tokens of Python source `text` whose first line is `first_line` (1-based)."""
+    line = first_line
+    line_start = 0
+    for match in _LEXER.finditer(text):
+        kind = match.lastgroup
+        if kind is None:
+            continue  # trailing spaces at the very end
+        value = match.group(kind)
+        start = match.start(kind)
+        if kind == "nl":
+            yield "nl", value, line, line, start - line_start
+            line += 1
+            line_start = start + len(value)
+            continue
+        if kind == "cont":
+            line += 1
+            line_start = start + len(value)
+            continue
+        newlines = value.count("\n") if kind == "str" else 0
+        yield kind, value, line, line + newlines, start - line_start
+        if newlines:
+            line += newlines
+            line_start = start + value.rindex("\n") + 1
 
 
 @dataclass(frozen=True)
