@@ -193,13 +193,7 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
     if origin is typing.Annotated:
         return _convert_annotated(args[0], args[1:], ctx)
     if origin in (typing.Union, _UnionType):
-        options: list[ir.Node] = []
-        for arg in args:
-            node = _convert(arg, ctx)
-            for option in node.options if isinstance(node, ir.Union) and not node.description else (node,):
-                if option not in options:
-                    options.append(option)
-        return options[0] if len(options) == 1 else ir.Union(options=tuple(options))
+        return _convert_union(args, ctx)
     if origin is typing.Literal:
         return _convert_literal(args, ctx)
     if origin in (typing.Required, typing.NotRequired, typing.ClassVar, typing.Final):
@@ -229,6 +223,37 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
     if origin in (cabc.Callable, cabc.Awaitable, cabc.Coroutine, cabc.Generator, cabc.AsyncIterator):
         raise ctx.fail(f"the annotation {type_name(tp)} has no JSON form (a model cannot send one)")
     raise ctx.fail(f"the annotation {type_name(tp)} is not a type nbtools can describe")
+
+
+def _convert_union(args: tuple[Any, ...], ctx: Context) -> ir.Node:
+    """`X | Y | None`, flattened, with one written description lifted onto the union.
+
+    `Optional[Annotated[int, "doc"]]` (also what `x: Annotated[int, "doc"] = None` becomes) must
+    describe the parameter, not one branch of its `anyOf`; and `Optional[Annotated[Optional[str],
+    "doc"]]` must not list null twice.
+    """
+    options: list[ir.Node] = []
+    descriptions: list[str] = []
+    for arg in args:
+        node = _convert(arg, ctx)
+        if isinstance(node, ir.Union):
+            if node.description:
+                descriptions.append(node.description)
+            members: tuple[ir.Node, ...] = node.options
+        else:
+            members = (node,)
+        for option in members:
+            if option not in options:
+                options.append(option)
+    non_null = [option for option in options if not isinstance(option, ir.NoneValue)]
+    if not descriptions and len(non_null) == 1 and written_description(non_null[0]) \
+            and all(not option.description for option in options if option is not non_null[0]):
+        descriptions.append(non_null[0].description)  # type: ignore[arg-type]
+        options[options.index(non_null[0])] = dataclasses.replace(non_null[0], description=None)
+    result = options[0] if len(options) == 1 else ir.Union(options=tuple(options))
+    if len(descriptions) == 1:
+        result = dataclasses.replace(result, description=descriptions[0])
+    return result
 
 
 import collections as _collections  # noqa: E402
