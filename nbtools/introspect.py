@@ -63,7 +63,7 @@ def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
     spec = callable_spec(fn)
     name = overrides.get("name") or spec.name
     if not name:
-        raise SchemaError("<lambda>", None, f"a lambda{_defined_at(fn)} has no name a model could call: "
+        raise SchemaError("<lambda>", None, f"a lambda has no name a model could call{_defined_at(fn)}: "
                           "pass name=..., e.g. tool(lambda x: x, name='double') or "
                           "Tool.from_function(f, name='double')")
     hints = normalise_hints(overrides.get("hints"))
@@ -90,11 +90,11 @@ def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
 
 
 def _defined_at(fn: Any) -> str:
-    """' (defined at FILE line N)' for a function (which lambda is meant, when there are several)."""
+    """' (it is defined at FILE line N)' for a function (which lambda is meant, when there are several)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
     code = getattr(fn, "__code__", None)
-    return f" (defined at {code.co_filename} line {code.co_firstlineno})" if code is not None else ""
+    return f" (it is defined at {code.co_filename} line {code.co_firstlineno})" if code is not None else ""
 
 
 def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
