@@ -1675,21 +1675,24 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
     Raises ToolCallError for an unknown, disabled or refused name, TypeError for a value of `ns`
     that is not a namespace (or is a whole globals dict).
     """
+    if ns is None:
+        ns = _registry_module.registry
+    elif type(ns) is dict:
+        _refuse_globals(ns)
+    elif not isinstance(ns, Registry):
+        _check_namespace(ns)
     if type(name) is not str or not name:
         if not isinstance(name, str) or not name:
             raise ToolCallError(None, f"the tool name must be a non-empty string, got {got(name)}")
         name = str.__str__(name)
     if name.startswith("__") and name.endswith("__"):
         raise ToolCallError(name, "names with double underscores are never tools")
-    if ns is None:
-        ns = _registry_module.registry
     if isinstance(ns, Registry):
         found = ns.resolve(name)
         if found is None:
             raise _unknown(name, [tool.name for tool in ns.enabled()])
         return found
     if type(ns) is dict or isinstance(ns, Mapping):
-        _refuse_globals(ns)
         obj = ns.get(name)
         if type(obj) is Tool:
             return obj
@@ -1702,7 +1705,6 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
             raise ToolCallError(name, f"{name!r} is {reason}, not a tool; classes, modules and builtins in a "
                                       "namespace dict are never called (register them explicitly as Tools)")
         return _tool_named(key, obj)
-    _check_namespace(ns)
     tools = _list_tools(ns)
     found = tools.get(name)
     if found is None:
