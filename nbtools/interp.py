@@ -321,25 +321,24 @@ def _ipython_shell() -> Any:
     return get() if get is not None else None
 
 
-_routers: dict[str, _StreamRouter] = {}  # reused while the stream under them stays the same
+_stdout_router = _StreamRouter("stdout", None)  # reused while the stream under it stays the same
+_stderr_router = _StreamRouter("stderr", None)
 _routed_shell: Any = None  # the shell whose display_pub we replaced
 
 
-def _router(name: str, stream: Any) -> _StreamRouter:
-    router = _routers.get(name)
-    if router is None or router._original is not stream:
-        router = _routers[name] = _StreamRouter(name, stream)
-    return router
-
-
 def _start_routing(shell: Any) -> None:
-    global _routing_users, _routed_shell
+    global _routing_users, _routed_shell, _stdout_router, _stderr_router
     with _routing_lock:
-        if _routing_users == 0:
-            if type(sys.stdout) is not _StreamRouter:
-                sys.stdout = _router("stdout", sys.stdout)
-            if type(sys.stderr) is not _StreamRouter:
-                sys.stderr = _router("stderr", sys.stderr)
+        if not _routing_users:
+            stdout, stderr = sys.stdout, sys.stderr
+            if type(stdout) is not _StreamRouter:
+                if _stdout_router._original is not stdout:
+                    _stdout_router = _StreamRouter("stdout", stdout)
+                sys.stdout = _stdout_router
+            if type(stderr) is not _StreamRouter:
+                if _stderr_router._original is not stderr:
+                    _stderr_router = _StreamRouter("stderr", stderr)
+                sys.stderr = _stderr_router
         if shell is not None and _routed_shell is None:
             publisher = getattr(shell, "display_pub", None)
             if publisher is not None and type(publisher) is not _DisplayRouter:
@@ -355,13 +354,15 @@ def _stop_routing() -> None:
         if _routing_users:
             return
         # Put back what we replaced, unless someone replaced our router in the meantime.
-        if type(sys.stdout) is _StreamRouter:
-            sys.stdout = sys.stdout._original
-        if type(sys.stderr) is _StreamRouter:
-            sys.stderr = sys.stderr._original
-        shell, _routed_shell = _routed_shell, None
-        if shell is not None and type(getattr(shell, "display_pub", None)) is _DisplayRouter:
-            shell.display_pub = object.__getattribute__(shell.display_pub, "_original")
+        stdout, stderr = sys.stdout, sys.stderr
+        if type(stdout) is _StreamRouter:
+            sys.stdout = stdout._original
+        if type(stderr) is _StreamRouter:
+            sys.stderr = stderr._original
+        if _routed_shell is not None:
+            shell, _routed_shell = _routed_shell, None
+            if type(getattr(shell, "display_pub", None)) is _DisplayRouter:
+                shell.display_pub = object.__getattribute__(shell.display_pub, "_original")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -708,9 +709,13 @@ def _namespaces(glb: Any, loc: Any, caller: Any) -> tuple[dict, Mapping | None]:
 class _Execution:
     """Set-up and tear-down shared by the sync and async runners (capture, linecache, names)."""
 
-    __slots__ = ("source", "glb", "loc", "timeout", "filename", "started", "capture", "token",
-                 "shell", "added_builtins", "compiled", "run", "value", "exception", "timed_out",
-                 "keep_lines")
+    # Defaults as class attributes: a run only pays for the attributes it changes.
+    compiled: _Compiled | None = None
+    run: _Run | None = None
+    value: Any = None
+    exception: BaseException | None = None
+    timed_out = False
+    keep_lines = False  # keep the source in linecache even though nothing defined there survives
 
     def __init__(self, source: str, glb: dict, loc: Mapping | None, timeout: float | None) -> None:
         if not isinstance(source, str):
@@ -720,12 +725,6 @@ class _Execution:
         self.loc = loc
         self.timeout = timeout
         self.filename = f"<python-input-{next(_filenames)}>"
-        self.compiled: _Compiled | None = None
-        self.run: _Run | None = None
-        self.value: Any = None
-        self.exception: BaseException | None = None
-        self.timed_out = False
-        self.keep_lines = False
 
     def begin(self) -> None:
         self.started = time.perf_counter()
@@ -769,15 +768,18 @@ class _Execution:
             error = _format_error(self.exception, self.filename, self.timed_out, self.timeout)
         elif not self.keep_lines and (self.compiled is None or not _defines_code(self.compiled)):
             linecache.cache.pop(self.filename, None)  # nothing can ask for these lines later
-        chunks = capture.chunks
+        duration = time.perf_counter() - self.started
+        if not capture.chunks:  # the common case, kept cheap
+            value = None if self.exception is not None else self.value
+            return ExecResult(value, "", "", "", error, self.timed_out, duration, (), self.exception)
         return ExecResult(
             value=None if self.exception is not None else self.value,
-            stdout=capture.text("stdout") if chunks else "",
-            stderr=capture.text("stderr") if chunks else "",
-            output=capture.text() if chunks else "",
+            stdout=capture.text("stdout"),
+            stderr=capture.text("stderr"),
+            output=capture.text(),
             error=error,
             timed_out=self.timed_out,
-            duration=time.perf_counter() - self.started,
+            duration=duration,
             displays=tuple(capture.displays),
             exception=self.exception,
         )
