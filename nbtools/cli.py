@@ -88,7 +88,7 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
         return Loaded(module_tools(module))
     value = _lookup_attribute(module, attribute, target)
     if isinstance(value, Registry):
-        return Loaded(value.select())
+        return Loaded(value)  # itself: enabling or disabling its tools later still counts
     if isinstance(value, Tool) or (callable(value) and not isinstance(value, type)):
         return Loaded(Registry([_registered_tool(value)]), single=True)
     if isinstance(value, (list, tuple)):
@@ -343,14 +343,16 @@ def _serve_command(args: argparse.Namespace) -> int:
         loaded = load_target(args.target, progress=_stderr_progress)
     tools = loaded.registry
     names = [tool.name for tool in tools.enabled()]
-    _stderr_progress(f"{len(names)} tools: {', '.join(names) or '(none)'}")
+    if not names:
+        raise TargetError(f"{args.target} defines no tools: nothing to serve")
+    _stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
     name = args.name or _server_name(args.target)
     if args.http is None:
         _stderr_progress("serving MCP over stdio")
         mcp.serve(tools, transport="stdio", name=name)
     else:
         listener_url = f"http://{args.host}:{args.http}{mcp.MCP_PATH}"
-        _stderr_progress(f"serving MCP at {listener_url} (Ctrl+C stops)")
+        _stderr_progress(f"starting the MCP server at {listener_url} (Ctrl+C stops it)")
         mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name)
     return 0
 

@@ -85,7 +85,7 @@ def as_registry(tools: Any = None) -> Registry:
         return registry
     if isinstance(tools, Registry):
         return tools
-    if isinstance(tools, (Tool,)) or callable(tools):
+    if isinstance(tools, Tool) or callable(tools):
         return Registry([tools])
     return Registry(tools)
 
@@ -321,7 +321,7 @@ class RunningServer:
     in_thread: bool
     _uvicorn: Any = field(repr=False)
     _listener: socket.socket = field(repr=False)
-    _loop: asyncio.AbstractEventLoop = field(repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(repr=False)
     _task: Any = field(default=None, repr=False)  # asyncio.Task (loop mode) or concurrent Future
     _thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -335,7 +335,7 @@ class RunningServer:
         if self._task is None or self._task.done():
             self._listener.close()
             return
-        if self.in_thread:
+        if self.in_thread and self._loop is not None:
             self._loop.call_soon_threadsafe(self._request_exit)
             if self._thread is not None:
                 self._thread.join(timeout)
@@ -390,21 +390,22 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
             running = RunningServer(url, host, bound_port, tools, False, uvicorn_server, listener, loop)
             running._task = loop.create_task(uvicorn_server.serve(sockets=[listener]),
                                              name=f"nbtools MCP server on port {bound_port}")
+            running._task.add_done_callback(functools.partial(_report_end, running))
         else:
-            own_loop = asyncio.new_event_loop()
-            running = RunningServer(url, host, bound_port, tools, True, uvicorn_server, listener, own_loop)
+            running = RunningServer(url, host, bound_port, tools, True, uvicorn_server, listener, None)
             ready = threading.Event()
 
-            def run_loop() -> None:
-                asyncio.set_event_loop(own_loop)
-                running._task = own_loop.create_task(uvicorn_server.serve(sockets=[listener]))
+            async def serve_here() -> None:
+                running._loop = asyncio.get_running_loop()
+                running._task = asyncio.current_task()
                 ready.set()
-                try:
-                    own_loop.run_until_complete(running._task)
-                except BaseException:  # noqa: BLE001 - the thread must end quietly on any stop
-                    pass
-                finally:
-                    own_loop.close()
+                await uvicorn_server.serve(sockets=[listener])
+
+            def run_loop() -> None:
+                # asyncio.Runner cancels what the server leaves behind (e.g. SSE watchers) and closes the loop.
+                with contextlib.suppress(BaseException), asyncio.Runner() as runner:
+                    runner.run(serve_here())
+                ready.set()  # also when it failed before serving
 
             thread = threading.Thread(target=run_loop, name=f"nbtools MCP server on port {bound_port}",
                                       daemon=True)
@@ -419,6 +420,17 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
         previous.stop()
     _RUNNING[bound_port] = running
     return running
+
+
+def _report_end(server: RunningServer, task: "asyncio.Task[Any]") -> None:
+    """A loop-mode server that ended by itself says why (nobody awaits its task)."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        _RUNNING.pop(server.port, None)
+        print(f"nbtools: the MCP server at {server.url} stopped: {type(error).__name__}: {error}",
+              file=sys.stderr)
 
 
 def _url_host(host: str) -> str:
@@ -506,13 +518,13 @@ class Connection(list):
         self._url = target if isinstance(target, str) and _is_url(target) else None
         if self._url is not None:
             _refuse_own_loop_server(self._url)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="nbtools MCP client", daemon=True)
-        self._thread.start()
+        transport = self._transport(target, env, cwd, errlog)  # nothing runs until the session enters it
         self._session: Any = None
         self._closing: asyncio.Event | None = None
         self._ready: "asyncio.Future[Any] | None" = None
-        transport = self._transport(target, env, cwd, errlog)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="nbtools MCP client", daemon=True)
+        self._thread.start()
         self._holder = asyncio.run_coroutine_threadsafe(self._hold(transport), self._loop)
         try:
             listed = asyncio.run_coroutine_threadsafe(self._wait_ready(), self._loop).result(timeout + 5)

@@ -242,3 +242,10 @@ def test_installed_console_script():
                             cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == get_schema(examples.add, "anthropic")
+
+
+def test_serve_refuses_a_target_without_tools(tmp_path):
+    notebook = write_notebook(tmp_path / "empty.ipynb", [code("x = 1")])
+    result = run_cli("serve", str(notebook))
+    assert result.returncode == 1
+    assert "defines no tools: nothing to serve" in result.stderr
