@@ -106,7 +106,26 @@ class Renderer:
 
     def _pydantic(self, cls: type) -> dict:
         model_schema = cls.model_json_schema(ref_template="#/$defs/{model}")
-        for name, definition in model_schema.pop("$defs", {}).items():
+        defs = model_schema.pop("$defs", {})
+        # pydantic names its $defs after class names, which may collide with our recursive records
+        # or with another model's different class of the same name: rename those, never overwrite
+        taken = set(self.defs) | set(self.recursive)
+        renames: dict[str, str] = {}
+        for name, definition in defs.items():
+            if name in self.defs and name not in self.recursive and self.defs[name] == definition:
+                continue  # the same model reached twice
+            if name not in taken:
+                taken.add(name)
+                continue
+            counter = 2
+            while f"{name}{counter}" in taken:
+                counter += 1
+            renames[name] = f"{name}{counter}"
+            taken.add(renames[name])
+        if renames:
+            model_schema = _renamed_refs(model_schema, renames)
+            defs = {renames.get(name, name): _renamed_refs(body, renames) for name, body in defs.items()}
+        for name, definition in defs.items():
             self.defs.setdefault(name, definition)
         model_schema.pop("title", None)
         return model_schema
@@ -117,6 +136,19 @@ class Renderer:
         if self.defs:
             schema["$defs"] = dict(self.defs)
         return schema
+
+
+def _renamed_refs(schema: Any, renames: dict[str, str]) -> Any:
+    """A copy of `schema` with `#/$defs/<old>` references pointing to the renamed definitions."""
+    if isinstance(schema, dict):
+        out = {key: _renamed_refs(value, renames) for key, value in schema.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in renames:
+            out["$ref"] = "#/$defs/" + renames[ref[8:]]
+        return out
+    if isinstance(schema, list):
+        return [_renamed_refs(item, renames) for item in schema]
+    return schema
 
 
 def _enum_schema(values: tuple[Any, ...]) -> dict:
