@@ -463,3 +463,29 @@ def test_an_optional_parameter_keeps_its_description_on_the_property() -> None:
     assert properties["name"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "who asks",
                                   "default": None}
     assert properties["box"] == {"anyOf": [corpus.POINT, {"type": "null"}], "default": None}  # class doc stays inside
+
+
+class Leaf(pydantic.BaseModel):
+    weight: int
+
+
+class Branch(pydantic.BaseModel):
+    leaves: list[Leaf]
+
+
+# a recursive record that happens to share the pydantic model's class name (another module's "Leaf")
+OtherLeaf = __import__("dataclasses").make_dataclass("Leaf", [("label", str), ("next", "Leaf | None", None)])
+
+
+def grow(branch: Branch, chain: OtherLeaf):
+    return branch
+
+
+def test_same_named_definitions_from_pydantic_and_records_do_not_collide() -> None:
+    parameters = get_schema(grow)["parameters"]
+    Draft202012Validator.check_schema(parameters)
+    validator = Draft202012Validator(parameters)
+    assert validator.is_valid({"branch": {"leaves": [{"weight": 1}]}, "chain": {"label": "a", "next": {"label": "b"}}})
+    assert not validator.is_valid({"branch": {"leaves": [{"label": "a"}]}, "chain": {"label": "a"}})
+    assert not validator.is_valid({"branch": {"leaves": []}, "chain": {"weight": 1}})
+    assert sorted(parameters["$defs"]) == ["Leaf", "Leaf2"]
