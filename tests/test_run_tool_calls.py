@@ -1,0 +1,285 @@
+"""Whole model replies in, tool-result messages out: all four providers, real SDK objects built offline."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import threading
+import time
+
+import pytest
+
+from nbtools import Registry
+from nbtools.call import arun_tool_calls, run_tool_calls
+
+THREADS: list[int] = []
+
+
+def add(a: int, b: int = 1) -> int:
+    """Add two integers."""
+    THREADS.append(threading.get_ident())
+    return a + b
+
+
+def divide(a: float, b: float) -> float:
+    """Divide."""
+    return a / b
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+def midpoint(p: Point, q: Point) -> Point:
+    """The point halfway between two points."""
+    return Point((p.x + q.x) / 2, (p.y + q.y) / 2)
+
+
+async def nap(seconds: float, label: str) -> str:
+    """Sleep, then say so."""
+    await asyncio.sleep(seconds)
+    return f"{label} slept"
+
+
+def mul(a: int, b: int) -> int:
+    return a * b
+
+
+def registry(**settings) -> Registry:
+    reg = Registry([add, divide, midpoint, nap], **settings)
+    reg.add(mul, name="calc.mul")
+    return reg
+
+
+# The calls every reply below carries, in order: four that succeed (one a dotted tool under its
+# provider-mapped name, one returning a dataclass), then four that fail in different ways.
+CALLS = [
+    ("add", {"a": 2, "b": 3}),
+    ("calc__mul", {"a": 4, "b": 5}),
+    ("midpoint", {"p": {"x": 0, "y": 0}, "q": {"x": 2, "y": 4}}),
+    ("nap", {"seconds": 0.01, "label": "cat"}),
+    ("divide", {"a": 1, "b": 0}),
+    ("add", {"a": "2"}),
+    ("missing_tool", {}),
+    ("add.__globals__", {}),
+]
+SUCCESS_TEXT = ["5", "20", '{"x": 1.0, "y": 2.0}', "cat slept"]
+SUCCESS_VALUE = [5, 20, {"x": 1.0, "y": 2.0}, "cat slept"]
+ERROR_START = [
+    "Error calling tool 'divide': the tool raised ZeroDivisionError: float division by zero",
+    "Error calling tool 'add', argument 'a': expected an integer, got a string (\"2\")",
+    "Error calling tool 'missing_tool': no tool named 'missing_tool'",
+    "Error calling tool 'add.__globals__': no tool named 'add.__globals__'",
+]
+
+
+def check_texts(texts: list[str]) -> None:
+    assert texts[:4] == SUCCESS_TEXT
+    for text, start in zip(texts[4:], ERROR_START):
+        assert text.startswith(start), text
+
+
+# -- the four providers ------------------------------------------------------------------------------
+
+def openai_completion() -> dict:
+    calls = [{"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+             for index, (name, args) in enumerate(CALLS)]
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-4.1",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": None, "tool_calls": calls}}]}
+
+
+def responses_response() -> dict:
+    output = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    output += [{"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}", "name": name,
+                "arguments": json.dumps(args), "status": "completed"} for index, (name, args) in enumerate(CALLS)]
+    return {"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1", "output": output,
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+
+def anthropic_message() -> dict:
+    content = [{"type": "text", "text": "Working on it."}]
+    content += [{"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": args}
+                for index, (name, args) in enumerate(CALLS)]
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": content, "stop_reason": "tool_use", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 20}}
+
+
+def gemini_response() -> dict:
+    # Gemini accepts dots in names, so the dotted tool comes under its own name here
+    parts = [{"functionCall": {"id": f"fc-{index}", "name": "calc.mul" if name == "calc__mul" else name,
+                               "args": args}} for index, (name, args) in enumerate(CALLS)]
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+
+
+def sdk_object(provider: str, data: dict):
+    if provider == "openai":
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion.model_validate(data)
+    if provider == "responses":
+        from openai.types.responses import Response
+
+        return Response.model_validate(data)
+    if provider == "anthropic":
+        from anthropic.types import Message
+
+        return Message.model_validate(data)
+    from google.genai.types import GenerateContentResponse
+
+    return GenerateContentResponse.model_validate(data)
+
+
+REPLIES = {"openai": openai_completion, "responses": responses_response, "anthropic": anthropic_message,
+           "gemini": gemini_response}
+
+
+def check_answer(provider: str, answer) -> None:
+    ids = [f"call_{index}" for index in range(len(CALLS))]
+    if provider == "openai":
+        assert [message["role"] for message in answer] == ["tool"] * len(CALLS)
+        assert [message["tool_call_id"] for message in answer] == ids
+        check_texts([message["content"] for message in answer])
+    elif provider == "responses":
+        assert [item["type"] for item in answer] == ["function_call_output"] * len(CALLS)
+        assert [item["call_id"] for item in answer] == ids
+        check_texts([item["output"] for item in answer])
+    elif provider == "anthropic":
+        assert answer["role"] == "user"
+        blocks = answer["content"]
+        assert [block["tool_use_id"] for block in blocks] == [f"toolu_{index}" for index in range(len(CALLS))]
+        assert [block.get("is_error", False) for block in blocks] == [False] * 4 + [True] * 4
+        check_texts([block["content"] for block in blocks])
+    else:
+        assert answer["role"] == "user"
+        responses = [part["function_response"] for part in answer["parts"]]
+        assert [item["id"] for item in responses] == [f"fc-{index}" for index in range(len(CALLS))]
+        assert [item["response"].get("result") for item in responses[:4]] == SUCCESS_VALUE
+        check_texts([json.dumps(item["response"]["result"]) if isinstance(item["response"]["result"], dict)
+                     else str(item["response"]["result"]) for item in responses[:4]]
+                    + [item["response"]["error"] for item in responses[4:]])
+        json.dumps(answer)  # plain JSON, ready to send
+
+
+@pytest.mark.parametrize("as_sdk", [False, True], ids=["dict", "sdk"])
+@pytest.mark.parametrize("provider", list(REPLIES))
+def test_run_tool_calls(provider, as_sdk):
+    data = REPLIES[provider]()
+    reply = sdk_object(provider, data) if as_sdk else data
+    check_answer(provider, run_tool_calls(reply, ns=registry()))
+
+
+@pytest.mark.parametrize("provider", list(REPLIES))
+async def test_arun_tool_calls(provider):
+    reply = sdk_object(provider, REPLIES[provider]())
+    check_answer(provider, await arun_tool_calls(reply, ns=registry()))
+
+
+@pytest.mark.parametrize("provider", list(REPLIES))
+async def test_sync_run_tool_calls_inside_a_running_loop(provider):
+    """A notebook cell has a running loop: the sync entry point must still work there."""
+    check_answer(provider, run_tool_calls(sdk_object(provider, REPLIES[provider]()), ns=registry()))
+
+
+def test_sdk_message_objects_and_content_lists():
+    completion = sdk_object("openai", openai_completion())
+    check_answer("openai", run_tool_calls(completion.choices[0].message, ns=registry()))
+    message = sdk_object("anthropic", anthropic_message())
+    check_answer("anthropic", run_tool_calls(message.content, ns=registry()))
+    response = sdk_object("responses", responses_response())
+    check_answer("responses", run_tool_calls(response.output, ns=registry()))
+
+
+# -- concurrency and threads --------------------------------------------------------------------------
+
+def parallel_naps() -> dict:
+    calls = [{"type": "tool_use", "id": f"toolu_{index}", "name": "nap", "input": {"seconds": 0.3, "label": str(index)}}
+             for index in range(3)]
+    calls.append({"type": "tool_use", "id": "toolu_add", "name": "add", "input": {"a": 1}})
+    return {"id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": calls,
+            "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def naps_answered(answer) -> None:
+    assert [block["content"] for block in answer["content"]] == ["0 slept", "1 slept", "2 slept", "2"]
+
+
+def test_coroutine_tools_run_concurrently():
+    THREADS.clear()
+    started = time.perf_counter()
+    naps_answered(run_tool_calls(parallel_naps(), ns=registry()))
+    assert time.perf_counter() - started < 0.75  # three 0.3 s naps, together
+    assert THREADS == [threading.get_ident()]  # sync tools run in the caller's thread
+
+
+async def test_coroutine_tools_run_concurrently_async():
+    started = time.perf_counter()
+    naps_answered(await arun_tool_calls(parallel_naps(), ns=registry()))
+    assert time.perf_counter() - started < 0.75
+
+
+async def test_coroutine_tools_run_concurrently_from_a_running_loop():
+    THREADS.clear()
+    started = time.perf_counter()
+    naps_answered(run_tool_calls(parallel_naps(), ns=registry()))
+    assert time.perf_counter() - started < 0.75
+    assert THREADS == [threading.get_ident()]
+
+
+# -- refusals come back as results -------------------------------------------------------------------
+
+def test_denied_calls_are_error_results():
+    deleted = []
+
+    def delete(path: str) -> str:
+        deleted.append(path)
+        return "gone"
+
+    reg = Registry(approve=lambda tool, args: args["path"] != "/")
+    reg.add(delete, hints="destructive")
+    reply = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "delete", "arguments": '{"path": "/"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "delete", "arguments": '{"path": "/tmp/x"}'}},
+    ]}
+    answer = run_tool_calls(reply, ns=reg)
+    assert answer[0]["content"] == "Error calling tool 'delete': refused: the user denied this call"
+    assert answer[1]["content"] == "gone"
+    assert deleted == ["/tmp/x"]
+
+
+def test_reply_without_calls_and_default_namespace():
+    assert run_tool_calls({"role": "assistant", "content": "Hello"}) == []
+    from nbtools.registry import registry as default
+
+    default.add(add, name="test_run_add")
+    try:
+        reply = [{"type": "tool_use", "id": "t", "name": "test_run_add", "input": {"a": 1}}]
+        assert run_tool_calls(reply)["content"][0]["content"] == "2"
+    finally:
+        default.remove("test_run_add")
+
+
+def test_list_and_dict_namespaces():
+    reply = [{"type": "function_call", "call_id": "c", "name": "plus", "arguments": '{"a": 1, "b": 2}'}]
+    assert run_tool_calls(reply, ns={"plus": add})[0]["output"] == "3"
+    reply[0]["name"] = "add"
+    assert run_tool_calls(reply, ns=[add])[0]["output"] == "3"
+    with pytest.raises(TypeError, match="__builtins__"):
+        run_tool_calls(reply, ns=globals())
+
+
+def test_long_results_are_cut_for_the_model():
+    def long_text() -> str:
+        return "x" * 50
+
+    from nbtools import Limits
+
+    reg = Registry([long_text], limits=Limits(max_result_chars=10))
+    reply = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "long_text"}}]}}]}
+    answer = run_tool_calls(reply, ns=reg)
+    result = answer["parts"][0]["function_response"]["response"]["result"]
+    assert result == "x" * 10 + "\n[truncated: 40 of 50 characters not shown]"
