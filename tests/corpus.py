@@ -1,9 +1,13 @@
 """A corpus of callables of every shape, each with the exact neutral parameters schema expected.
 
 Reusable by any test: `from corpus import CASES, ERROR_CASES, TYPE_CASES`. Each `Case` holds the
-callable, the name to pass (`tool_name`, only for lambdas), the expected tool name, the exact
-expected `parameters`, and what strict mode must do with it (`strict_refuses`: the parameter a
-strict rendering must name in its SchemaError, or None when a strict form exists).
+callable, the name to pass (`tool_name`, only for lambdas), the expected tool name, description and
+exact `parameters`, and which renderings must be refused (`Case.refused_by(fmt, strict)`: the
+parameter the SchemaError must name, or None when a faithful form exists).
+
+Also here: checkers of what providers accept (`openai_strict_violations`,
+`anthropic_strict_violations`, `gemini_openapi_violations`), written from the providers'
+documentation independently of `nbtools.formats`, and `parameters_of(definition, fmt)`.
 """
 
 import collections.abc as cabc

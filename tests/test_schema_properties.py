@@ -244,3 +244,33 @@ def test_schemas_are_deterministic_and_cached_per_function(typed: Typed) -> None
     schema = get_schema(first)  # every generated annotation has a neutral form
     assert get_schema(second) == schema  # same annotation, new object: same answer
     assert get_schema(first) == schema
+
+
+@st.composite
+def strict_round_trips(draw: st.DrawFn) -> tuple[Callable[..., Any], dict]:
+    """A function taking a record whose optional fields are not nullable, and arguments as an OpenAI
+    strict model sends them: every key present, null where it means "use the default"."""
+    children = draw(st.lists(st.sampled_from(LEAVES[:5]) | literals(), min_size=1, max_size=4))
+    optional = draw(st.lists(st.booleans(), min_size=len(children), max_size=len(children)))
+    annotations = {f"f{index}": typing.NotRequired[child.annotation] if is_optional else child.annotation
+                   for index, (child, is_optional) in enumerate(zip(children, optional))}
+    record = typing.TypedDict(f"Sent{next(_names)}", annotations)  # type: ignore[operator]
+    sent = {}
+    for index, (child, is_optional) in enumerate(zip(children, optional)):
+        value = draw(child.values)
+        sent[f"f{index}"] = None if is_optional and draw(st.booleans()) else value
+    fn = _fresh_function(record)
+    return fn, {"x": sent}
+
+
+@PROPERTY_SETTINGS
+@given(case=strict_round_trips())
+def test_a_strict_null_means_left_out_and_then_fits_the_neutral_schema(case: tuple[Callable[..., Any], dict]) -> None:
+    from nbtools.formats import drop_absent_nulls
+
+    fn, arguments = case
+    strict = get_schema(fn, "openai", strict=True)["function"]["parameters"]
+    neutral = get_schema(fn)["parameters"]
+    assert _validator(strict).is_valid(arguments), (strict, arguments)
+    restored = drop_absent_nulls(neutral, arguments)
+    assert _validator(neutral).is_valid(restored), (neutral, restored)
