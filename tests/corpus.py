@@ -11,7 +11,6 @@ documentation independently of `nbtools.formats`, and `parameters_of(definition,
 """
 
 import collections.abc as cabc
-import dataclasses
 import datetime as dt
 import decimal
 import enum
@@ -764,4 +763,3 @@ def gemini_openapi_violations(declaration: dict) -> list[str]:
 __all__ = ["Case", "CASES", "ErrorCase", "ERROR_CASES", "TYPE_CASES", "obj", "nullable", "arr", "FORMATS",
            "STRICT_FORMATS", "parameters_of", "openai_strict_violations", "anthropic_strict_violations",
            "gemini_openapi_violations"]
-_ = dataclasses  # re-exported for tests that build extra records
