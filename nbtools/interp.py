@@ -645,6 +645,8 @@ def _format_error(exc: BaseException, filename: str, timed_out: bool, timeout: f
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next  # drop this module's frames above the submitted code
     stack = [frame for frame in traceback.extract_tb(tb) if frame.filename != __file__]
+    if timed_out:  # where the submitted code was when it was stopped; library internals are noise
+        stack = [frame for frame in stack if frame.filename == filename] or stack[-1:]
     lines = _short_stack(stack, filename)
     if lines:
         lines.insert(0, "Traceback (most recent call last):\n")
