@@ -348,7 +348,9 @@ def _serve_command(args: argparse.Namespace) -> int:
     _stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
     name = args.name or _server_name(args.target)
     if args.http is None:
-        _stderr_progress("serving MCP over stdio")
+        hint = " (stdin is a terminal: this waits for an MCP client; --http PORT serves over HTTP)" \
+            if sys.stdin.isatty() else ""
+        _stderr_progress(f"serving MCP over stdio{hint}")
         mcp.serve(tools, transport="stdio", name=name)
     else:
         listener_url = f"http://{args.host}:{args.http}{mcp.MCP_PATH}"

@@ -322,7 +322,7 @@ class RunningServer:
     _uvicorn: Any = field(repr=False)
     _listener: socket.socket = field(repr=False)
     _loop: asyncio.AbstractEventLoop | None = field(repr=False)
-    _task: Any = field(default=None, repr=False)  # asyncio.Task (loop mode) or concurrent Future
+    _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -403,9 +403,15 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
 
             def run_loop() -> None:
                 # asyncio.Runner cancels what the server leaves behind (e.g. SSE watchers) and closes the loop.
-                with contextlib.suppress(BaseException), asyncio.Runner() as runner:
-                    runner.run(serve_here())
-                ready.set()  # also when it failed before serving
+                try:
+                    with asyncio.Runner() as runner:
+                        runner.run(serve_here())
+                except Exception as error:  # nobody awaits this thread: say why it ended
+                    _RUNNING.pop(bound_port, None)
+                    print(f"nbtools: the MCP server at {url} stopped: {type(error).__name__}: {error}",
+                          file=sys.stderr)
+                finally:
+                    ready.set()  # also when it failed before serving
 
             thread = threading.Thread(target=run_loop, name=f"nbtools MCP server on port {bound_port}",
                                       daemon=True)
