@@ -519,6 +519,28 @@ def _null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
     return frozenset(item.name for item in fields if not item.required and not _accepts_null(item.type))
 
 
+def _static_depth(node: ir.Node) -> int | None:
+    """How many levels of arrays/objects a node's values can have, or None when unbounded or open
+    (free-form values, recursive types, pydantic models): those need the limits scan."""
+    if isinstance(node, (ir.Int, ir.Float, ir.Str, ir.Bool, ir.NoneValue, ir.Literal, ir.Enum)):
+        return 0
+    if isinstance(node, ir.Union):
+        depths = [_static_depth(option) for option in node.options]
+        return None if None in depths else max(depths, default=0)  # type: ignore[type-var]
+    if isinstance(node, ir.Array):
+        inner = _static_depth(node.item)
+    elif isinstance(node, ir.Tuple):
+        inner = _static_depth(ir.Union(options=node.items))
+    elif isinstance(node, ir.Map):
+        inner = _static_depth(node.value)
+    elif isinstance(node, ir.Object):
+        parts = [item.type for item in node.fields] + ([node.extra] if node.extra is not None else [])
+        inner = _static_depth(ir.Union(options=tuple(parts)))
+    else:
+        return None
+    return None if inner is None else inner + 1
+
+
 def _is_scalar(node: ir.Node) -> bool:
     """True when every value the node accepts is a JSON scalar (so no nested limits to check)."""
     if isinstance(node, (ir.Int, ir.Float, ir.Str, ir.Bool, ir.NoneValue, ir.Literal, ir.Enum)):
@@ -1166,6 +1188,21 @@ def _string_colons(value: Any) -> int:
     return 0
 
 
+def _count_keys(container: Any) -> int:
+    """How many keys the objects in a parsed JSON value have (for the duplicate-key check)."""
+    if type(container) is dict:
+        count = len(container)
+        items: Iterable[Any] = container.values()
+    else:
+        count = 0
+        items = container
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            count += _count_keys(item)
+    return count
+
+
 def _check_limits(raw: dict, text: str | None, limits: Limits) -> None:
     """Limits on the whole arguments object, and the duplicate-key check for JSON text.
 
@@ -1204,6 +1241,8 @@ class CallPlan:
     Fields:
         convert: the arguments dict -> converted values by parameter name (raises ConversionError).
         flat: every parameter is a scalar, so the nesting scan can be skipped.
+        closed: every parameter has a fixed type of bounded depth (no free-form values, no
+            recursion), so the converters enforce every limit themselves and the scan is skipped.
         keyword_only: every parameter is passed by keyword (no positional-only, no *args).
         positional: positional-only parameter names, in order.
         varargs: the name of the `*args` parameter (a JSON array), or None.
@@ -1214,6 +1253,7 @@ class CallPlan:
 
     convert: Callable[[dict], dict]
     flat: bool
+    closed: bool
     keyword_only: bool
     positional: tuple[str, ...]
     varargs: str | None
@@ -1330,6 +1370,9 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     return CallPlan(
         convert=convert,
         flat=extra is None and all(_is_scalar(item.type) for item in args.fields),
+        closed=(extra is None or _static_depth(args.extra) is not None) and all(
+            depth is not None and depth < limits.max_depth
+            for depth in (_static_depth(item.type) for item in args.fields)),
         keyword_only=not positional and varargs is None,
         positional=positional,
         varargs=varargs,
@@ -1354,12 +1397,20 @@ def _prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict
                     raw, text = parse_arguments(inputs, limits)
         else:
             raw, text = parse_arguments(inputs, limits)
-        if not plan.flat:
-            _check_limits(raw, text, limits)
-        elif text is not None and text.count(":") != len(raw):
+        if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
+            if text is not None and text.count(":") != len(raw):
+                _check_limits(raw, text, limits)
+            converted = plan.convert(raw)
+        elif plan.closed:
+            # converters check every limit of a closed type; once they accepted the value, its
+            # depth is bounded, so counting its keys for the duplicate check cannot run away
+            converted = plan.convert(raw)
+            if text is not None and text.count(":") != _count_keys(raw):
+                _check_limits(raw, text, limits)
+        else:
             _check_limits(raw, text, limits)
-        converted = plan.convert(raw)
+            converted = plan.convert(raw)
         if plan.keyword_only:
             return (), converted, raw
         positional, kwargs = plan.arguments(converted)
