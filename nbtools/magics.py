@@ -30,15 +30,16 @@ from .tool import Tool, normalise_hints
 MAGIC_NAMES: dict[str, tuple[str, ...]] = {"line": ("tool", "untool", "tools"), "cell": ("tool",)}
 
 # Statements whose bodies still run at the cell's top level, so a `def` inside them defines a
-# module-level name. Loops are left out on purpose: a def in a loop body is redefined per iteration.
+# module-level name; fields in source order ("handlers" and "cases" hold lists of blocks).
+# Loops are left out on purpose: a def in a loop body is redefined per iteration.
 _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
     ast.If: ("body", "orelse"),
-    ast.Try: ("body", "orelse", "finalbody"),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+    ast.TryStar: ("body", "handlers", "orelse", "finalbody"),
     ast.With: ("body",),
     ast.AsyncWith: ("body",),
+    ast.Match: ("cases",),
 }
-if sys.version_info >= (3, 11):
-    _BLOCK_FIELDS[ast.TryStar] = ("body", "orelse", "finalbody")
 
 
 class MagicError(Exception):
@@ -67,20 +68,16 @@ def defined_functions(source: str) -> list[str]:
     return list(names)
 
 
-def _collect_defs(statements: Iterable[ast.stmt], names: dict[str, None]) -> None:
+def _collect_defs(statements: Iterable[Any], names: dict[str, None]) -> None:
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.pop(statement.name, None)  # a later redefinition moves the name to its new place
             names[statement.name] = None
-            continue
-        for field_name in _BLOCK_FIELDS.get(type(statement), ()):
-            _collect_defs(getattr(statement, field_name), names)
-        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            for handler in statement.handlers:
-                _collect_defs(handler.body, names)
-        if isinstance(statement, ast.Match):
-            for case in statement.cases:
-                _collect_defs(case.body, names)
+        elif isinstance(statement, (ast.ExceptHandler, ast.match_case)):
+            _collect_defs(statement.body, names)
+        else:
+            for field_name in _BLOCK_FIELDS.get(type(statement), ()):
+                _collect_defs(getattr(statement, field_name), names)
 
 
 # -- registering -----------------------------------------------------------------------------------

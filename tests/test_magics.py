@@ -1,0 +1,475 @@
+"""The magics in a real kernel (one kernel for the whole module, driven by nbclient), plus the pure
+helpers they are built from."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from nbtools.magics import defined_functions, parameter_summary, first_line
+
+
+# -- pure helpers (no kernel) ------------------------------------------------------------------------
+
+def test_defined_functions_counts_defs_in_blocks_but_not_other_bindings():
+    source = textwrap.dedent('''
+        import os
+        from math import sqrt
+        def top(): pass
+        async def atop(): pass
+        if os:
+            def in_if(): pass
+        elif sqrt:
+            def in_elif(): pass
+        else:
+            def in_else(): pass
+        try:
+            def in_try(): pass
+        except ValueError:
+            def in_except(): pass
+        else:
+            def in_try_else(): pass
+        finally:
+            def in_finally(): pass
+        with open(__file__) as handle:
+            def in_with(): pass
+        match 1:
+            case 1:
+                def in_case(): pass
+        for loop_variable in range(3):
+            def in_loop(): pass
+        while False:
+            def in_while(): pass
+        class Klass:
+            def method(self): pass
+        def outer():
+            def nested(): pass
+        lam = lambda: 1
+        top2 = top
+        def top(): pass
+    ''')
+    assert defined_functions(source) == [
+        "atop", "in_if", "in_elif", "in_else", "in_try", "in_except", "in_try_else", "in_finally",
+        "in_with", "in_case", "outer", "top"]
+
+
+def test_defined_functions_rejects_non_python():
+    with pytest.raises(SyntaxError):
+        defined_functions("!ls")
+
+
+def test_parameter_summary_and_first_line():
+    schema = {"properties": {"a": {}, "b": {"default": 1}, "c": {"default": "x"}, "d": {}}, "required": ["a"]}
+    assert parameter_summary(schema) == 'a, b=1, c="x", d?'
+    assert first_line("\n\n  First line.  \nSecond") == "First line."
+    assert first_line("x" * 100, limit=10) == "xxxxxxxxx…"
+
+
+# -- a real kernel -----------------------------------------------------------------------------------
+
+class Kernel:
+    """Runs cells one by one in one kernel, as nbclient runs a notebook."""
+
+    def __init__(self, client: NotebookClient):
+        self.client = client
+
+    def run(self, source: str) -> list[dict]:
+        """Run a cell; return its outputs (CellExecutionError if the cell ends with an error)."""
+        cell = nbformat.v4.new_code_cell(textwrap.dedent(source))
+        self.client.nb.cells.append(cell)
+        self.client.execute_cell(cell, len(self.client.nb.cells) - 1)
+        return cell.outputs
+
+    def fails(self, source: str) -> str:
+        """Run a cell that must end with an error; return everything it showed, as text."""
+        with pytest.raises(CellExecutionError) as failure:
+            self.run(source)
+        cell = self.client.nb.cells[-1]
+        return text_of(cell.outputs) + "\n" + str(failure.value)
+
+    def value(self, expression: str):
+        """The JSON value of a Python expression evaluated in the kernel."""
+        outputs = self.run(f"import json as _json; print(_json.dumps({expression}))")
+        return json.loads(stdout_of(outputs))
+
+
+def stdout_of(outputs: list[dict]) -> str:
+    return "".join(output.get("text", "") for output in outputs
+                   if output["output_type"] == "stream" and output["name"] == "stdout")
+
+
+def stderr_of(outputs: list[dict]) -> str:
+    return "".join(output.get("text", "") for output in outputs
+                   if output["output_type"] == "stream" and output["name"] == "stderr")
+
+
+def text_of(outputs: list[dict]) -> str:
+    parts = []
+    for output in outputs:
+        if output["output_type"] == "stream":
+            parts.append(output["text"])
+        elif output["output_type"] in ("display_data", "execute_result"):
+            parts.append(output["data"].get("text/plain", ""))
+        elif output["output_type"] == "error":
+            parts.append(output["ename"] + ": " + output["evalue"] + "\n" + "\n".join(output["traceback"]))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    client = NotebookClient(nbformat.v4.new_notebook(), kernel_name="python3", timeout=60)
+    with client.setup_kernel():
+        runner = Kernel(client)
+        runner.run("%load_ext nbtools")
+        yield runner
+
+
+@pytest.fixture
+def fresh(kernel):
+    """The kernel with an empty registry."""
+    kernel.run("from nbtools import registry as _registry; _registry.clear()")
+    return kernel
+
+
+def names(kernel) -> list[str]:
+    return kernel.value("_registry.names()")
+
+
+def test_tool_cell_registers_the_functions_the_cell_defines(fresh):
+    outputs = fresh.run('''
+        %%tool --group math --hints read-only idempotent
+        import os
+        from math import sqrt
+        def add(a: int, b: int = 1) -> int:
+            """Add two integers."""
+            return a + b
+        if True:
+            async def later(seconds: float) -> str:
+                """Wait, then say so."""
+                return "done"
+        try:
+            def guarded(x: int) -> int:
+                return x
+        except Exception:
+            pass
+        def _helper(): pass
+        double = lambda x: 2 * x
+        class Point: pass
+        for loop_variable in range(2): pass
+    ''')
+    assert text_of(outputs) == ""  # a clean registration shows nothing
+    assert names(fresh) == ["add", "later", "guarded"]
+    assert fresh.value("[_registry['add'].group, sorted(_registry['add'].hints)]") == [
+        "math", ["idempotent", "read-only"]]
+    assert fresh.value("_registry['later'].is_async") is True
+
+
+def test_tool_cell_stores_the_function_object(fresh):
+    fresh.run('''
+        %%tool
+        def triple(x: int) -> int:
+            return 3 * x
+    ''')
+    fresh.run("triple = None")  # rebinding the name later changes nothing
+    assert fresh.value("_registry.call('triple', {'x': 2})") == 6
+
+
+def test_tool_cell_runs_like_a_normal_cell(fresh):
+    outputs = fresh.run('''
+        %%tool
+        !echo shell-says-hi
+        %time _unused = 1
+        from IPython.display import display, Markdown
+        display(Markdown("**shown**"))
+        def shout(text: str) -> str:
+            return text.upper()
+        shout("last value")
+    ''')
+    shown = text_of(outputs)
+    assert "shell-says-hi" in shown and "Wall time" in shown
+    assert any(output["output_type"] == "display_data" and "text/markdown" in output["data"] for output in outputs)
+    assert any(output["output_type"] == "execute_result" and output["data"]["text/plain"] == "'LAST VALUE'"
+               for output in outputs)
+    assert names(fresh) == ["shout"]
+
+
+def test_failing_tool_cell_errors_and_registers_nothing(fresh):
+    shown = fresh.fails('''
+        %%tool
+        def early(x: int) -> int:
+            return x
+        raise ValueError("boom in the cell")
+    ''')
+    assert "boom in the cell" in shown  # the body's own traceback
+    assert "%%tool: the cell failed, so no tools were registered" in shown
+    assert names(fresh) == []
+    shown = fresh.fails('''
+        %%tool
+        def broken(:
+            pass
+    ''')
+    assert "SyntaxError" in shown and names(fresh) == []
+
+
+def test_top_level_await_in_a_tool_cell_fails_cleanly(fresh):
+    fresh.fails('''
+        %%tool
+        import asyncio
+        async def pause() -> None:
+            await asyncio.sleep(0)
+        await pause()
+    ''')
+    assert names(fresh) == []
+    doc = fresh.value("get_ipython().find_cell_magic('tool').__doc__")
+    assert "Top-level `await`" in doc and "`async def` tools are fine" in doc
+
+
+def test_failing_tool_cell_stops_a_notebook_run(kernel):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from nbtools import registry\nregistry.clear()"),
+        nbformat.v4.new_code_cell("%%tool\ndef first(x: int) -> int:\n    return x"),
+        nbformat.v4.new_code_cell("%%tool\ndef second(x: int) -> int:\n    return x\n1 / 0"),
+        nbformat.v4.new_code_cell("print('never runs')"),
+    ])
+    # The whole notebook through nbclient's `execute`, as `jupyter execute` runs it (same kernel).
+    client, own_notebook = kernel.client, kernel.client.nb
+    client.nb = notebook
+    try:
+        with pytest.raises(CellExecutionError):
+            client.execute(cleanup_kc=False)
+    finally:
+        client.nb = own_notebook
+    assert notebook.cells[3].outputs == []
+    assert notebook.cells[2].outputs[-1]["output_type"] == "error"
+    assert kernel.value("registry.names()") == ["first"]
+
+
+def test_a_function_that_cannot_be_described_is_reported_and_the_others_register(fresh):
+    outputs = fresh.run('''
+        %%tool
+        def fine(x: int) -> int:
+            return x
+        def unresolvable(x: "NoSuchType") -> int:
+            return 1
+        def also_fine(y: str) -> str:
+            return y
+    ''')
+    problems = stderr_of(outputs).strip().splitlines()
+    assert len(problems) == 1
+    assert problems[0].startswith("%%tool: 'unresolvable' not registered:") and "NoSuchType" in problems[0]
+    assert names(fresh) == ["fine", "also_fine"]
+
+
+def test_a_cell_without_functions_says_so(fresh):
+    outputs = fresh.run("%%tool\nvalue = 41 + 1")
+    assert "defined no functions" in stderr_of(outputs)
+    assert names(fresh) == []
+
+
+def test_a_def_in_a_branch_not_taken_does_not_register_an_older_function(fresh):
+    fresh.run("def maybe(): return 'old'")
+    fresh.run('''
+        %%tool
+        if False:
+            def maybe(): return 'new'
+        def sure() -> str: return 'sure'
+    ''')
+    assert names(fresh) == ["sure"]
+
+
+def test_redefinition_replaces_quietly(fresh):
+    fresh.run("%%tool\ndef version() -> int:\n    return 1")
+    outputs = fresh.run("%%tool -g v2\ndef version() -> int:\n    return 2")
+    assert text_of(outputs) == ""  # no "already registered" warning for an edited cell
+    assert fresh.value("_registry.call('version', {})") == 2
+    assert fresh.value("_registry['version'].group") == "v2"
+    assert names(fresh) == ["version"]
+
+
+def test_tool_cell_strict_refuses_what_strict_mode_cannot_express(fresh):
+    outputs = fresh.run('''
+        %%tool --strict
+        def count(words: list[str]) -> int:
+            return len(words)
+        def tally(counts: dict[str, int]) -> int:
+            return sum(counts.values())
+    ''')
+    assert "'tally' not registered" in stderr_of(outputs) and "counts" in stderr_of(outputs)
+    assert names(fresh) == ["count"]
+    assert fresh.value("_registry['count'].strict") is True
+
+
+def test_bad_options_are_usage_errors_and_nothing_runs(fresh):
+    shown = fresh.fails("%%tool --hints dangerous\nran = True\ndef nope(): pass")
+    assert "unknown tool hint 'dangerous'" in shown
+    assert fresh.value("'ran' in globals()") is False
+    shown = fresh.fails("%%tool --frobnicate\ndef nope(): pass")
+    assert "unrecognized arguments" in shown
+    assert names(fresh) == []
+
+
+def test_tool_line_registers_existing_functions(fresh):
+    fresh.run('''
+        import types
+        def area(width: float, height: float) -> float:
+            """Area of a rectangle."""
+            return width * height
+        helpers = types.SimpleNamespace(perimeter=lambda: 0)
+        def perimeter(width: float, height: float) -> float:
+            return 2 * (width + height)
+        helpers.perimeter = perimeter
+    ''')
+    outputs = fresh.run("%tool area helpers.perimeter -g geometry --hints read-only")
+    assert text_of(outputs) == ""
+    assert names(fresh) == ["area", "perimeter"]
+    assert fresh.value("_registry['perimeter'].group") == "geometry"
+    shown = fresh.fails("%tool area no_such_function")
+    assert "no variable named 'no_such_function'" in shown
+    fresh.run("value = 3")
+    shown = fresh.fails("%tool value")
+    assert "'value' not registered: it is a int, not a function" in shown
+
+
+def test_untool_by_name_and_glob(fresh):
+    fresh.run('''
+        %%tool
+        def math_add(a: int, b: int) -> int: return a + b
+        def math_sub(a: int, b: int) -> int: return a - b
+        def greet(name: str) -> str: return "hi " + name
+    ''')
+    assert stdout_of(fresh.run("%untool greet")) == "Removed 1 tool: greet\n"
+    assert "math_add" in fresh.value("list(globals())")  # the function itself stays
+    shown = fresh.fails("%untool math_* nothing_*")
+    assert "no tool matches 'nothing_*'" in shown and names(fresh) == ["math_add", "math_sub"]
+    assert stdout_of(fresh.run("%untool math_*")) == "Removed 2 tools: math_add, math_sub\n"
+    assert names(fresh) == []
+
+
+@pytest.fixture
+def listed(fresh):
+    fresh.run('''
+        %%tool -g math --hints read-only
+        def add(a: int, b: int = 1) -> int:
+            """Add two integers.
+
+            Longer text that the table leaves out.
+            """
+            return a + b
+    ''')
+    fresh.run('''
+        %%tool --hints destructive
+        def wipe(path: str) -> str:
+            """Delete <everything> under a path."""
+            return path
+    ''')
+    return fresh
+
+
+def test_tools_table_text_and_html(listed):
+    outputs = listed.run("%tools")
+    (display,) = [output for output in outputs if output["output_type"] == "display_data"]
+    text = display["data"]["text/plain"]
+    assert text.splitlines()[0].split() == ["name", "group", "hints", "description", "parameters"]
+    rows = [re.split(r"\s{2,}", line) for line in text.splitlines()[2:]]
+    assert rows == [["add", "math", "read-only", "Add two integers.", "a, b=1"],
+                    ["wipe", "destructive", "Delete <everything> under a path.", "path"]]
+    assert "Longer text" not in text
+    page = display["data"]["text/html"]
+    assert "&lt;everything&gt;" in page and "<everything>" not in page
+    listed.run("_registry.disable('wipe')")
+    assert "wipe (disabled)" in text_of(listed.run("%tools"))
+
+
+def test_tools_glob_and_group_filters(listed):
+    assert "wipe" not in text_of(listed.run("%tools a*")) and "add" in text_of(listed.run("%tools a*"))
+    assert "wipe" not in text_of(listed.run("%tools -g math"))
+    assert "No tools match name 'zzz*'." in text_of(listed.run("%tools zzz*"))
+
+
+def test_tools_fmt_prints_the_definitions(listed):
+    definitions = json.loads(stdout_of(listed.run("%tools --fmt openai")))
+    assert [item["function"]["name"] for item in definitions] == ["add", "wipe"]
+    anthropic = json.loads(stdout_of(listed.run("%tools a* --fmt anthropic --strict")))
+    assert anthropic[0]["name"] == "add" and anthropic[0]["input_schema"]["additionalProperties"] is False
+    listed.run("_registry.disable('wipe')")
+    neutral = json.loads(stdout_of(listed.run("%tools --fmt neutral")))
+    assert [item["name"] for item in neutral] == ["add"]  # disabled tools are not offered
+    assert "--fmt klingon" in listed.fails("%tools --fmt klingon")
+    assert "--strict needs --fmt" in listed.fails("%tools --strict")
+
+
+def test_tools_panel(listed):
+    outputs = listed.run("%tools --panel")
+    (display,) = [output for output in outputs if output["output_type"] == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in display["data"]
+    assert display["data"]["text/plain"] == "ToolsPanel(2 of 2 tools shown: add, wipe)"
+
+
+def test_in_kernel_calls_use_the_registry_and_refuse_unregistered_globals(listed):
+    listed.run('''
+        from nbtools import call_func, ToolCallError
+        def secret() -> str:
+            return "kernel global, never registered"
+        refusals = []
+        for name in ("secret", "get_ipython", "open", "__builtins__", "_registry.clear", "os"):
+            try:
+                call_func(name, {})
+            except ToolCallError as error:
+                refusals.append(name)
+    ''')
+    assert listed.value("refusals") == ["secret", "get_ipython", "open", "__builtins__", "_registry.clear", "os"]
+    assert listed.value("call_func('add', '{\"a\": 2, \"b\": 3}')") == 5
+    listed.run("_registry.disable('add')")
+    refused = listed.value("call_func('add', {'a': 1}, raise_on_err=False)")
+    assert refused.startswith("Error calling tool 'add'")  # a disabled tool is refused
+    assert listed.value("_registry.schemas() and [schema['name'] for schema in _registry.schemas()]") == ["wipe"]
+
+
+def test_in_kernel_run_tool_calls_defaults_to_the_registry(listed):
+    listed.run('''
+        from nbtools import run_tool_calls
+        reply = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": "{\\"a\\": 40, \\"b\\": 2}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "secret", "arguments": "{}"}}]}
+        results = run_tool_calls(reply)
+    ''')
+    results = listed.value("results")
+    assert results[0] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    assert results[1]["tool_call_id"] == "call_2" and "secret" in results[1]["content"]
+
+
+def test_in_kernel_python_defaults_to_the_kernel_namespace(kernel):
+    kernel.run("kernel_number = 21")
+    assert kernel.value("__import__('nbtools').python('kernel_number * 2')") == 42
+    kernel.run("__import__('nbtools').python('made_by_python = 7')")
+    assert kernel.value("made_by_python") == 7
+
+
+def test_reload_ext_keeps_tools_and_magics(listed):
+    outputs = listed.run("%reload_ext nbtools")
+    assert text_of(outputs) == ""
+    assert names(listed) == ["add", "wipe"]
+    listed.run("%%tool\ndef after_reload() -> int:\n    return 1")
+    assert names(listed) == ["add", "wipe", "after_reload"]
+    assert listed.value("sorted(get_ipython().magics_manager.registry).count('ToolMagics')") == 1
+
+
+def test_unload_ext_removes_every_magic_and_keeps_tools(listed):
+    listed.run("%unload_ext nbtools")
+    try:
+        magics = listed.value("{kind: sorted(table) for kind, table in get_ipython().magics_manager.magics.items()}")
+        assert "tool" not in magics["cell"]
+        assert not {"tool", "tools", "untool"} & set(magics["line"])
+        assert "ToolMagics" not in listed.value("list(get_ipython().magics_manager.registry)")
+        assert "Cell magic `%%tool` not found" in listed.fails("%%tool\ndef orphan(): pass")
+        assert "%tools` not found" in listed.fails("%tools")
+        assert names(listed) == ["add", "wipe"]  # the registry is untouched
+    finally:
+        listed.run("%load_ext nbtools")
+    assert "add" in text_of(listed.run("%tools"))

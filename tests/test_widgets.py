@@ -1,0 +1,231 @@
+"""The tools panel and the approval prompt, headless: widget state, clicks from Python and from a
+simulated browser, and the exact messages a browser would receive (recorded by a fake comm)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import comm
+import pytest
+from comm.base_comm import BaseComm
+
+from nbtools import Registry
+from nbtools.widgets import ApprovalPrompt, ToolsPanel, name_matches, panel
+
+
+class RecordingComm(BaseComm):
+    """A comm that keeps every message the kernel would send to the browser."""
+
+    sent: list[tuple[str, dict]] = []
+
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        RecordingComm.sent.append((msg_type, data or {}))
+
+
+@pytest.fixture(autouse=True)
+def recording_comm(monkeypatch):
+    RecordingComm.sent = []
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    return RecordingComm.sent
+
+
+def from_browser(widget, **state):
+    """Deliver a state update exactly as the browser sends it when the person changes a control."""
+    widget.comm.handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
+
+
+def area(width: float, height: float = 1.0) -> float:
+    """Area of a rectangle <script>alert(1)</script>."""
+    return width * height
+
+
+def delete_file(path: str) -> str:
+    """Delete a file (pretend)."""
+    return f"deleted {path}"
+
+
+async def remove_all(folder: str) -> str:
+    """Remove a folder (pretend)."""
+    return f"removed {folder}"
+
+
+@pytest.fixture
+def tools():
+    local = Registry()
+    local.add(area, group="geo<metry>", hints="read-only")
+    local.add(delete_file, hints="destructive")
+    return local
+
+
+def test_one_row_per_tool_with_enabled_checkboxes(tools):
+    shown = panel(tools)
+    assert isinstance(shown, ToolsPanel)
+    assert list(shown.rows) == ["area", "delete_file"]
+    assert all(row.enabled.value for row in shown.rows.values())
+    assert "2 of 2 tools shown; 2 enabled" in shown.status.value
+    assert repr(shown) == "ToolsPanel(2 of 2 tools shown: area, delete_file)"
+
+
+def test_user_text_is_escaped_and_badges_shown(tools):
+    summary = panel(tools).rows["area"].summary.value
+    assert "<script>" not in summary and "&lt;script&gt;" in summary
+    assert "geo&lt;metry&gt;" in summary and "read-only" in summary
+    assert "area</b>(width, height=1.0)" in summary
+
+
+def test_browser_unchecking_disables_the_tool_everywhere(tools, recording_comm):
+    shown = panel(tools)
+    checkbox = shown.rows["delete_file"].enabled
+    from_browser(checkbox, value=False)
+    assert not tools.is_enabled("delete_file")
+    assert [schema["name"] for schema in tools.schemas()] == ["area"]
+    # The browser is told the new count in the status line.
+    status_updates = [data["state"]["value"] for msg_type, data in recording_comm
+                      if msg_type == "comm_msg" and "value" in data.get("state", {})
+                      and "tools shown" in str(data["state"]["value"])]
+    assert status_updates and "1 enabled" in status_updates[-1]
+    from_browser(checkbox, value=True)
+    assert tools.is_enabled("delete_file")
+
+
+def test_checkbox_reflects_changes_made_elsewhere_after_refresh(tools):
+    shown = panel(tools)
+    tools.disable("area")
+    shown.refresh_button.click()
+    assert shown.rows["area"].enabled.value is False
+
+
+def test_schema_is_rendered_only_on_demand_and_follows_the_format(tools, recording_comm):
+    shown = panel(tools)
+    row = shown.rows["area"]
+    assert row.schema.value == "" and row.schema.layout.display == "none"
+    from_browser(row.schema_toggle, value=True)
+    assert row.schema.layout.display is None
+    assert "&quot;width&quot;" in row.schema.value and "<script>" not in row.schema.value
+    assert any(msg_type == "comm_msg" and "&quot;width&quot;" in str(data.get("state", {}).get("value", ""))
+               for msg_type, data in recording_comm)
+    # A dropdown's browser-side state is the selected index.
+    from_browser(shown.format_picker, index=shown.format_picker.options.index("anthropic"))
+    assert shown.format_picker.value == "anthropic"
+    assert "input_schema" in row.schema.value
+    from_browser(row.schema_toggle, value=False)
+    assert row.schema.layout.display == "none"
+
+
+def test_glob_filter_and_plain_text_filter(tools):
+    shown = panel(tools)
+    from_browser(shown.filter_text, value="del*")
+    assert list(shown.rows) == ["delete_file"]
+    shown.filter_text.value = "rea"  # no wildcard: matches inside the name
+    assert list(shown.rows) == ["area"]
+    shown.filter_text.value = "nothing*"
+    assert shown.rows == {} and "0 of 2 tools shown" in shown.status.value
+    assert list(panel(tools, filter="a*").rows) == ["area"]
+    assert list(panel(tools, group="geo<metry>").rows) == ["area"]
+
+
+def test_name_matches():
+    assert name_matches("math_add", "math_*") and name_matches("math_add", "add")
+    assert not name_matches("math_add", "str_*") and name_matches("x", "  ")
+
+
+def test_new_tools_appear_after_refresh_and_removed_ones_go(tools):
+    shown = panel(tools)
+    tools.add(remove_all, hints="destructive")
+    tools.remove("area")
+    shown.refresh()
+    assert list(shown.rows) == ["delete_file", "remove_all"]
+
+
+def test_clicking_a_row_of_a_tool_removed_meanwhile_rebuilds(tools):
+    shown = panel(tools)
+    checkbox = shown.rows["area"].enabled
+    tools.remove("area")
+    from_browser(checkbox, value=False)
+    assert list(shown.rows) == ["delete_file"]
+
+
+def test_empty_registry_says_how_to_add_tools():
+    shown = panel(Registry())
+    assert shown.rows == {} and "%%tool" in shown.status.value
+
+
+# -- approval prompt -------------------------------------------------------------------------------
+
+async def answer(prompt: ApprovalPrompt, button_name: str) -> None:
+    while prompt.widget is None:
+        await asyncio.sleep(0)
+    getattr(prompt, button_name).click()
+
+
+async def test_approval_prompt_approve_and_deny(tools):
+    tool = tools.get("delete_file")
+    prompt = ApprovalPrompt()
+    decision = asyncio.create_task(prompt(tool, {"path": "<b>/tmp/x</b>"}))
+    await answer(prompt, "approve_button")
+    assert await decision is True
+    question = prompt.widget.children[0].value
+    assert "&lt;b&gt;/tmp/x&lt;/b&gt;" in question and "delete_file" in question
+    assert prompt.approve_button.disabled and prompt.deny_button.disabled
+    assert "Approved" in prompt.widget.children[2].value
+
+    prompt.widget = None
+    decision = asyncio.create_task(prompt(tool, {"path": "/tmp/y"}))
+    await answer(prompt, "deny_button")
+    assert await decision is False
+    assert "Denied" in prompt.widget.children[2].value
+
+
+async def test_approval_click_from_the_browser(tools):
+    prompt = ApprovalPrompt()
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
+    while prompt.widget is None:
+        await asyncio.sleep(0)
+    # What the browser sends when the person clicks the button.
+    prompt.deny_button.comm.handle_msg({"content": {"data": {"method": "custom", "content": {"event": "click"}}},
+                                        "buffers": []})
+    assert await decision is False
+
+
+async def test_approval_times_out_as_deny(tools):
+    prompt = ApprovalPrompt(timeout=0.05)
+    assert await prompt(tools.get("delete_file"), {"path": "/tmp/x"}) is False
+    assert "No answer within 0.05 s" in prompt.widget.children[2].value
+    prompt.approve_button.click()  # a late click changes nothing
+    assert prompt.approve_button.disabled
+
+
+async def test_registry_asks_the_prompt_before_a_destructive_tool(tools):
+    pytest.importorskip("nbtools.call")
+    prompt = ApprovalPrompt()
+    guarded = Registry([tools.get("area"), tools.get("delete_file")], approve=prompt)
+    assert await guarded.acall("area", {"width": 2}) == 2.0  # not destructive: no prompt
+    assert prompt.widget is None
+    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
+    await answer(prompt, "approve_button")
+    assert await call == "deleted /tmp/x"
+    prompt.widget = None
+    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
+    await answer(prompt, "deny_button")
+    from nbtools import ToolCallError
+
+    with pytest.raises(ToolCallError):
+        await call
+
+
+def test_panel_is_not_imported_by_nbtools():
+    import subprocess
+    import sys
+
+    code = "import nbtools, sys; print(any(m in sys.modules for m in ('ipywidgets', 'IPython', 'nbtools.widgets')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_schema_json_is_valid_inside_the_pre(tools):
+    import html
+
+    row = panel(tools).rows["area"]
+    row.schema_toggle.value = True
+    body = row.schema.value.split(">", 1)[1].rsplit("</pre>", 1)[0]
+    assert json.loads(html.unescape(body))["name"] == "area"
