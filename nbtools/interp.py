@@ -625,7 +625,9 @@ def _check_timeout(timeout: Any) -> float | None:
             return timeout
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    import numbers
+
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
         raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
     if not timeout > 0:  # also refuses NaN
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -653,6 +655,10 @@ def _format_error(exc: BaseException, filename: str, timed_out: bool, timeout: f
     if timed_out:
         lines.append(f"TimeoutError: the code did not finish within {timeout:g} s and was stopped\n")
     else:
+        cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        if cause is not None:  # one line instead of a second traceback
+            cause_text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+            lines.append(f"  [raised while handling {cause_text.splitlines()[-1]}]\n")
         lines.extend(traceback.format_exception_only(type(exc), exc))
     return "".join(lines).rstrip("\n")
 

@@ -211,6 +211,14 @@ def test_library_frames_are_counted_not_shown():
     assert text.splitlines()[-1].startswith("json.decoder.JSONDecodeError")
 
 
+def test_chained_exception_is_one_line_not_a_second_traceback():
+    text = python("try:\n    {}['key']\nexcept KeyError:\n    raise ValueError('no key')", {})
+    assert text.count("Traceback") == 1
+    assert text.endswith("  [raised while handling KeyError: 'key']\nValueError: no key")
+    text = python("try:\n    {}['key']\nexcept KeyError:\n    raise ValueError('no key') from None", {})
+    assert "KeyError" not in text
+
+
 def test_printed_output_comes_before_the_error():
     text = python("print('step 1')\nraise ValueError('bad input')", {})
     assert text.startswith("step 1\nTraceback")
@@ -663,6 +671,8 @@ def kernel():
     manager, client = start_new_kernel(kernel_name="python3")
     client.parent = manager  # for the interrupt test
     try:
+        status, outputs = run_in_kernel(client, "from nbtools.interp import python")
+        assert status == "ok", outputs
         yield client
     finally:
         client.stop_channels()
@@ -681,7 +691,7 @@ def run_in_kernel(client, code):
 
 
 def test_kernel_user_ns_is_the_default_namespace(kernel):
-    status, outputs = run_in_kernel(kernel, "from nbtools.interp import python\nx = 5\npython('x*2')")
+    status, outputs = run_in_kernel(kernel, "x = 5\npython('x*2')")
     assert status == "ok"
     assert outputs == [("execute_result", {"data": {"text/plain": "10"}, "metadata": {},
                                            "execution_count": outputs[0][1]["execution_count"]})]
