@@ -28,7 +28,13 @@ Conversion decisions (applied everywhere, also inside lists, dicts and nested ob
 * mapping keys are JSON strings; for `int` keys the canonical decimal form (`"12"`, not `"012"`) is
   converted, the one place digits in a string become a number.
 * objects are closed unless the type says otherwise; missing optional parameters are not passed,
-  so the function's own default applies.
+  so the function's own default applies. A null for an optional parameter that cannot be null
+  means "left out" too (OpenAI's strict mode sends exactly that); for a required one it is refused.
+
+Limits (`registry.Limits`, per registry): `max_bytes` bounds JSON text, and a dict's JSON size when
+the arguments hold free-form values (for fixed types every string and array is bounded anyway);
+`max_depth`, `max_string`, `max_items` and `max_int` apply everywhere, before any conversion of
+free-form values and during the conversion of typed ones.
 """
 
 from __future__ import annotations
@@ -1280,7 +1286,7 @@ class CallPlan:
                 positional.append(kwargs.pop(name))
                 continue
             default = self.defaults.get(name, ir.MISSING)
-            if default is ir.MISSING or type(default).__name__ == "_Factory":
+            if default is ir.MISSING:
                 raise ConversionError(name, "this argument must be given when a later positional argument is")
             positional.append(default)
         positional.extend(extra_positional)
@@ -1797,7 +1803,7 @@ def mk_ns(fs: Any = None) -> dict[str, Tool]:
             if _not_a_tool(value) is None:
                 out[key] = _tool_named(key, value)
         return out
-    if isinstance(fs, (Tool,)) or callable(fs):
+    if callable(fs):  # a single callable or Tool
         fs = [fs]
     return _list_tools(fs)
 

@@ -375,3 +375,41 @@ def test_refused_calls_leave_the_namespace_alone():
         refused(name, args, reg)
     assert (reg.names(), [tool.fn for tool in reg]) == before
     assert Tool.from_function(add).fn is add
+
+
+# -- fuzzing: whatever arrives, the answer is a result or a ToolCallError, and nothing else runs --------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["add", "record", "plot", "nope", "__class__", "add.__globals__"]),
+       arguments=st.dictionaries(st.sampled_from(["a", "b", "p", "label", "text", "data", "n", "blob", "x"]),
+                                 JSON_VALUES, max_size=4))
+def test_fuzzed_calls_answer_or_refuse(name, arguments):
+    for sent in (arguments, json.dumps(arguments)):
+        CALLS.clear()
+        try:
+            result = call_func(name, sent, ns=[add, record, plot])
+        except ToolCallError as error:
+            assert CALLS == [], (name, sent, CALLS)
+            assert str(error).startswith(f"Error calling tool {name!r}")
+        else:
+            assert len(CALLS) == 1 and CALLS[0][0] == name
+            assert result in ("recorded", "plotted") or isinstance(result, int)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet='{}[]":,0123456789.eE-+ abtrufnlsNI\\\\u', max_size=60))
+def test_fuzzed_json_text_answers_or_refuses(text):
+    CALLS.clear()
+    answer = call_func("record", text, ns=[record], raise_on_err=False)
+    assert answer == "recorded" or answer.startswith("Error calling tool 'record'")
+    assert len(CALLS) == (answer == "recorded")
