@@ -121,16 +121,32 @@ def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, 
                 overrides["strict"] = True
             built = Tool.from_function(candidate, **{key: value for key, value in overrides.items()
                                                      if value is not None})
-            if strict:
-                built.schema("openai", strict=True)  # fail now, not when a model needs the schema
         except (SchemaError, TypeError, ValueError) as error:
             problems.append((name, str(error)))
+            continue
+        strict_problem = _strict_problem(built) if strict else None
+        if strict_problem:  # fail now, not later when a model needs the schema
+            problems.append((name, strict_problem))
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             registry.add(built)
         registered.append(built.name)
     return Registration(tuple(registered), tuple(problems))
+
+
+# The providers with a strict mode; their strict forms differ (e.g. Anthropic refuses recursion).
+_STRICT_CHECKED = ("openai", "anthropic")
+
+
+def _strict_problem(built: Tool) -> str | None:
+    """Why `built` has no strict definition for some provider, or None when every one renders."""
+    for fmt in _STRICT_CHECKED:
+        try:
+            built.schema(fmt, strict=True)
+        except SchemaError as error:
+            return f"--strict: no strict {fmt} definition: {error}"
+    return None
 
 
 # -- listing ---------------------------------------------------------------------------------------

@@ -302,6 +302,22 @@ def test_tool_cell_strict_refuses_what_strict_mode_cannot_express(fresh):
     ''')
     assert "'tally' not registered" in stderr_of(outputs) and "counts" in stderr_of(outputs)
     assert names(fresh) == ["count"]
+    # OpenAI's strict mode takes a recursive type, Anthropic's does not: --strict needs both.
+    outputs = fresh.run('''
+        from __future__ import annotations
+        import dataclasses
+        @dataclasses.dataclass
+        class TreeNode:
+            value: int
+            children: list[TreeNode]
+    ''')
+    outputs = fresh.run('''
+        %%tool --strict
+        def total(tree: TreeNode) -> int:
+            return tree.value + sum(total(child) for child in tree.children)
+    ''')
+    assert "'total' not registered: --strict: no strict anthropic definition" in stderr_of(outputs)
+    assert names(fresh) == ["count"]
     assert fresh.value("_registry['count'].strict") is True
 
 
