@@ -244,7 +244,7 @@ def _mismatch(node: ir.Node, value: Any, path: str) -> ConversionError:
 # ==================================================================================================
 # String-borne conversions (a fixed list)
 # ==================================================================================================
-_DECIMAL_TEXT = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?\Z|[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
+_DECIMAL_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")  # the schema's pattern
 _DECIMAL_MAX_EXPONENT = 4300  # the same bound Python puts on int <-> str digits
 
 
