@@ -233,6 +233,17 @@ def panel(registry: Registry | None = None, filter: str = "", group: str | None 
     return ToolsPanel(registry, filter=filter, group=group)
 
 
+class ApprovalBox(widgets.VBox):
+    """The widget one approval question shows: the question, the two buttons, then the verdict."""
+
+    def __init__(self, tool_name: str, children: list[widgets.Widget]):
+        self.tool_name = tool_name
+        super().__init__(children=children)
+
+    def __repr__(self) -> str:
+        return f"ApprovalBox(tool={self.tool_name!r})"
+
+
 class ApprovalPrompt:
     """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
 
@@ -248,7 +259,7 @@ class ApprovalPrompt:
 
     def __init__(self, timeout: float | None = 300.0):
         self.timeout = timeout
-        self.widget: widgets.VBox | None = None
+        self.widget: ApprovalBox | None = None
         self.approve_button: widgets.Button | None = None
         self.deny_button: widgets.Button | None = None
 
@@ -274,7 +285,7 @@ class ApprovalPrompt:
 
         approve.on_click(lambda button: decide(True))
         deny.on_click(lambda button: decide(False))
-        self.widget = widgets.VBox([question, widgets.HBox([approve, deny]), outcome])
+        self.widget = ApprovalBox(name, [question, widgets.HBox([approve, deny]), outcome])
         self.approve_button, self.deny_button = approve, deny
         _display(self.widget)
         try:
@@ -294,5 +305,5 @@ def _display(widget: widgets.Widget) -> None:
     display(widget)
 
 
-__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "FORMAT_CHOICES",
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "FORMAT_CHOICES",
            "tool_summary_html", "schema_html", "name_matches"]

@@ -169,6 +169,7 @@ async def test_approval_prompt_approve_and_deny(tools):
     assert "&lt;b&gt;/tmp/x&lt;/b&gt;" in question and "delete_file" in question
     assert prompt.approve_button.disabled and prompt.deny_button.disabled
     assert "Approved" in prompt.widget.children[2].value
+    assert repr(prompt.widget) == "ApprovalBox(tool='delete_file')"  # what nbval compares
 
     prompt.widget = None
     decision = asyncio.create_task(prompt(tool, {"path": "/tmp/y"}))
