@@ -310,7 +310,8 @@ class ToolMagics(Magics):
         The cell runs exactly as a normal cell (magics, `!commands`, display, tracebacks). After it
         succeeds, every function it defines with `def` or `async def` at the top level (also inside
         `if`/`try`/`with` blocks) is registered, and the function object itself is stored: rebinding
-        the name later does not change the tool. Names starting with `_` are helpers and are not
+        the name later does not change the tool. A function the cell already registered with
+        `@tool(...)` keeps the name and options its decorator gave it. Names starting with `_` are helpers and are not
         registered; imports, lambdas, classes and loop variables never are. Running the cell again
         replaces the tools with the new definitions.
 
@@ -333,11 +334,15 @@ class ToolMagics(Magics):
             raise MagicError("%%tool: the cell failed, so no tools were registered")
         # A name still bound to the object it had before the run was not defined by this run
         # (its `def` sits in a branch that did not execute); leave it alone.
-        objects = [(name, shell.user_ns[name]) for name in names
+        defined = [(name, shell.user_ns[name]) for name in names
                    if name in shell.user_ns and shell.user_ns[name] is not before[name]]
-        if not objects:
+        if not defined:
             print("%%tool: this cell defined no functions, so no tools were registered", file=sys.stderr)
             return
+        # A function the cell registered itself (`@tool(name=..., ...)` inside the cell) keeps the
+        # name and options its decorator gave it.
+        already_tools = {id(tool.fn) for tool in self.registry}
+        objects = [(name, obj) for name, obj in defined if id(obj) not in already_tools]
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
         for problem in registration.problem_lines("%%tool"):

@@ -199,6 +199,30 @@ def test_tool_cell_runs_like_a_normal_cell(fresh):
     assert names(fresh) == ["shout"]
 
 
+def test_tool_decorator_inside_a_tool_cell_keeps_its_options(fresh):
+    outputs = fresh.run('''
+        %%tool -g cell-group
+        from nbtools import tool
+
+        @tool(name="renamed", group="decorator-group")
+        def original(x: int) -> int:
+            return x
+
+        def plain(x: int) -> int:
+            return x
+    ''')
+    assert text_of(outputs) == ""
+    assert names(fresh) == ["renamed", "plain"]
+    assert fresh.value("[_registry['renamed'].group, _registry['plain'].group]") == ["decorator-group", "cell-group"]
+    outputs = fresh.run('''
+        %%tool
+        @tool(name="only_decorated")
+        def inner(x: int) -> int:
+            return x
+    ''')
+    assert text_of(outputs) == ""  # not "defined no functions": the decorator registered it
+
+
 def test_failing_tool_cell_errors_and_registers_nothing(fresh):
     shown = fresh.fails('''
         %%tool
@@ -425,6 +449,15 @@ def test_tools_panel(listed):
     (display,) = [output for output in outputs if output["output_type"] == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" in display["data"]
     assert display["data"]["text/plain"] == "ToolsPanel(2 of 2 tools shown: add, wipe)"
+
+
+def test_a_panel_follows_tools_defined_in_later_cells(fresh):
+    fresh.run("import nbtools\nlive_panel = nbtools.panel()")
+    assert fresh.value("repr(live_panel)") == "ToolsPanel(0 of 0 tools shown: )"
+    fresh.run("%%tool\ndef appears_later(x: int) -> int:\n    return x")
+    assert fresh.value("repr(live_panel)") == "ToolsPanel(1 of 1 tools shown: appears_later)"
+    fresh.run("_registry.disable('appears_later')")
+    assert fresh.value("live_panel.rows['appears_later'].enabled.value") is False
 
 
 def test_in_kernel_calls_use_the_registry_and_refuse_unregistered_globals(listed):
