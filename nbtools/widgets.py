@@ -271,10 +271,10 @@ class ApprovalPrompt:
             shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
         except (TypeError, ValueError):
             shown_args = repr(args)
-        question = widgets.HTML(
-            f"Run tool <code><b>{html.escape(name)}</b></code> "
-            f"{badge('destructive', _HINT_COLOURS['destructive']) if 'destructive' in getattr(tool, 'hints', ()) else ''}"
-            f" with these arguments?<pre style='margin:4px 0'>{html.escape(shown_args)}</pre>")
+        destructive = "destructive" in getattr(tool, "hints", ())
+        warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
+        question = widgets.HTML(f"Run tool <code><b>{html.escape(name)}</b></code> {warning} with these arguments?"
+                                f"<pre style='margin:4px 0'>{html.escape(shown_args)}</pre>")
         approve = widgets.Button(description="Approve", button_style="success", icon="check")
         deny = widgets.Button(description="Deny", button_style="danger", icon="times")
         outcome = widgets.HTML()
