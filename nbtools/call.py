@@ -1747,6 +1747,9 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
     if isinstance(ns, Registry):
         found = ns.resolve(name)
         if found is None:
+            known = ns.get(name)
+            if known is not None:
+                raise ToolCallError(name, f"the tool {known.name!r} is disabled; it cannot be called now")
             raise _unknown(name, [tool.name for tool in ns.enabled()])
         return found
     if type(ns) is dict or isinstance(ns, Mapping):

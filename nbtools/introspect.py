@@ -148,7 +148,10 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     unwrapped = inspect.unwrap(target) if not isinstance(target, type) else target
     code_owner = unwrapped.__init__ if isinstance(unwrapped, type) else unwrapped
     try:
-        signature = inspect.signature(code_owner)
+        if code_owner is object.__init__:  # a class without its own __init__ takes no arguments
+            signature = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)])
+        else:
+            signature = inspect.signature(code_owner)
     except (TypeError, ValueError) as error:
         raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
                                          "Python function with annotated parameters") from None

@@ -170,3 +170,20 @@ def test_tools_from_module():
         tools_from(object())
     tools = tools_from(json_module)
     assert {"json.dumps", "json.loads"} <= {t.name for t in tools}
+
+
+def test_class_without_own_init_takes_no_arguments():
+    class Marker:
+        """A marker."""
+
+    assert get_schema(Marker)["parameters"] == {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def test_calling_a_disabled_tool_says_it_is_disabled():
+    from nbtools import ToolCallError, call_func
+
+    local = Registry([add])
+    local.disable("add")
+    with pytest.raises(ToolCallError, match="the tool 'add' is disabled"):
+        call_func("add", {"a": 1}, ns=local)
+    assert call_func("nothing", {}, ns=local, raise_on_err=False).startswith("Error calling tool 'nothing': no tool named")
