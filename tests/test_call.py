@@ -631,7 +631,7 @@ def test_mk_ns_from_list_dict_and_registry():
 def test_disabled_tools_are_refused():
     reg = Registry([add])
     reg.disable("add")
-    with pytest.raises(ToolCallError, match="no tool named 'add'"):
+    with pytest.raises(ToolCallError, match="the tool .add. is disabled"):
         reg.call("add", {"a": 1})
 
 
