@@ -503,6 +503,10 @@ def unload_ipython_extension(shell: Any) -> None:
                 del table[name]
     if isinstance(manager.registry.get(ToolMagics.__name__), ToolMagics):
         del manager.registry[ToolMagics.__name__]
+    # `%tools --stop` goes away with the magics, so servers started by `%tools --serve` go too
+    mcp_module = sys.modules.get("nbtools.mcp")
+    if mcp_module is not None:
+        mcp_module.stop()
 
 
 __all__ = [

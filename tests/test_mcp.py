@@ -551,3 +551,20 @@ def test_tools_serve_magic_in_a_real_kernel():
     finally:
         kernel.stop_channels()
         kernel_manager.shutdown_kernel(now=True)
+
+
+def test_unloading_the_extension_stops_servers_started_by_tools_serve():
+    from IPython.testing.globalipapp import get_ipython
+
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "nbtools")
+    try:
+        server = nbmcp.start(examples.example_tools, port=0)
+        assert server.running
+        shell.run_line_magic("unload_ext", "nbtools")
+        assert not server.running and server not in nbmcp.running_servers()
+    finally:
+        nbmcp.stop()
+        from IPython.core.interactiveshell import InteractiveShell
+
+        InteractiveShell.clear_instance()  # later tests must not find a shell in this process
