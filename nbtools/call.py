@@ -42,10 +42,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import dataclasses
 import datetime as dt
 import decimal
-import enum
 import functools
 import inspect
 import json
@@ -66,6 +64,7 @@ from . import ir
 from .errors import SchemaError, ToolCallError
 from .registry import DEFAULT_LIMITS, Limits, Registry
 from .tool import Tool
+from .values import to_json
 
 # the module, not its `registry` attribute (nbtools/__init__ shadows the submodule's name)
 _registry_module = sys.modules[Registry.__module__]
@@ -1865,80 +1864,10 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
 # Results for the model
 # ==================================================================================================
 def jsonable(value: Any) -> Any:
-    """`value` as plain JSON data: dataclasses, NamedTuples and pydantic models become objects,
-    Enums their values, datetimes/UUIDs/Decimals/Paths text, bytes base64, sets sorted lists,
-    non-finite floats text ("NaN"); anything else its `str()`. Cycles become "<cycle>"."""
-    return _jsonable(value, set(), 0)
-
-
-def _jsonable(value: Any, active: set[int], depth: int) -> Any:
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        return value if math.isfinite(value) else _FLOAT_WORDS.get(repr(value), repr(value))
-    if depth > 200:
-        return "<nested too deeply>"
-    if isinstance(value, enum.Enum):
-        return _jsonable(value.value, active, depth + 1)
-    if isinstance(value, str):  # subclasses of the scalars, as the plain scalars
-        return str.__str__(value)
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, float):
-        return _jsonable(float(value), active, depth)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        from .types import duration_text
-
-        return duration_text(value)
-    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    marker = id(value)
-    if marker in active:
-        return "<cycle>"
-    active.add(marker)
-    try:
-        if isinstance(value, Mapping):
-            return {_json_key(key): _jsonable(item, active, depth + 1) for key, item in value.items()}
-        if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple: an object of its fields
-            return {name: _jsonable(item, active, depth + 1) for name, item in zip(value._fields, value)}
-        if isinstance(value, (list, tuple)):
-            return [_jsonable(item, active, depth + 1) for item in value]
-        if isinstance(value, (set, frozenset)):
-            items = [_jsonable(item, active, depth + 1) for item in value]
-            try:
-                return sorted(items)
-            except TypeError:
-                return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=str))
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return {item.name: _jsonable(getattr(value, item.name), active, depth + 1)
-                    for item in dataclasses.fields(value)}
-        model_dump = getattr(value, "model_dump", None)
-        if callable(model_dump) and hasattr(type(value), "model_fields"):
-            return model_dump(mode="json")
-        if type(value).__module__.split(".")[0] == "numpy" and hasattr(value, "tolist"):
-            return _jsonable(value.tolist(), active, depth + 1)
-        return str(value)
-    finally:
-        active.discard(marker)
-
-
-_FLOAT_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _json_key(key: Any) -> str:
-    if isinstance(key, str):
-        return str.__str__(key)
-    if isinstance(key, enum.Enum):
-        return _json_key(key.value)
-    if key is None or isinstance(key, (bool, int, float)):
-        return json.dumps(key)
-    converted = _jsonable(key, set(), 0)
-    return converted if isinstance(converted, str) else json.dumps(converted, sort_keys=True)
+    """`value` as plain JSON data (see `values.to_json`): dataclasses, NamedTuples and pydantic
+    models become objects, Enums their values, datetimes/UUIDs/Decimals/Paths text, bytes base64,
+    sets sorted lists; what JSON cannot hold becomes text ("NaN", "<cycle>", the object's `str()`)."""
+    return to_json(value)
 
 
 def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) -> str:

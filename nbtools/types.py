@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
+from .values import duration_text, to_json
 
 _NoneType = type(None)
 _JSON_SCALARS = (str, int, float, bool, _NoneType)
@@ -549,75 +550,7 @@ def json_default(value: Any) -> Any:
             value = value.factory()
         else:
             return ir.MISSING  # calling arbitrary factories at describe time could have effects
-    return _jsonable(value, 0)
-
-
-def _jsonable(value: Any, depth: int) -> Any:
-    if depth > 32:
-        return ir.MISSING
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, enum.Enum):
-        return _jsonable(value.value, depth + 1)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else ir.MISSING
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = list(value)
-        if isinstance(value, (set, frozenset)):
-            try:
-                items = sorted(items)
-            except TypeError:
-                return ir.MISSING
-        out = [_jsonable(item, depth + 1) for item in items]
-        return ir.MISSING if any(item is ir.MISSING for item in out) else out
-    if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            if isinstance(key, enum.Enum):
-                key = key.value
-            if not isinstance(key, (str, int)) or isinstance(key, bool):
-                return ir.MISSING
-            converted = _jsonable(item, depth + 1)
-            if converted is ir.MISSING:
-                return ir.MISSING
-            result[str(key)] = converted
-        return result
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return duration_text(value)
-    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        import base64
-
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable({item.name: getattr(value, item.name) for item in dataclasses.fields(value)}, depth + 1)
-    return ir.MISSING
-
-
-def duration_text(value: dt.timedelta) -> str:
-    """ISO 8601 duration of a timedelta (`P1DT2H3M4.5S`), what JSON Schema's `duration` format means."""
-    total = value.total_seconds()
-    sign = "-" if total < 0 else ""
-    total = abs(total)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    out = f"{sign}P"
-    if days:
-        out += f"{int(days)}D"
-    time_part = ""
-    if hours:
-        time_part += f"{int(hours)}H"
-    if minutes:
-        time_part += f"{int(minutes)}M"
-    if seconds or not (days or hours or minutes):
-        time_part += (f"{seconds:.6f}".rstrip("0").rstrip(".") if seconds != int(seconds) else str(int(seconds))) + "S"
-    return out + ("T" + time_part if time_part else "")
+    return to_json(value, strict=True)
 
 
 __all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints", "written_description"]
