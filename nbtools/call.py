@@ -1522,14 +1522,28 @@ def _run_awaitable(awaitable: Awaitable[Any]) -> Any:
     return outcome.get("value")
 
 
-def _ask(tool: Tool, raw: dict, approve: Any, refuse_destructive: bool) -> Any:
-    """Refuse, or return the approval callback's answer (maybe an awaitable)."""
-    if refuse_destructive:
-        raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
-    try:
-        return approve(tool, raw)
-    except Exception as error:
-        raise _refused(tool, f"the approval check failed ({type(error).__name__}: {_short(str(error), 200)})") from error
+def _begin(tool: Tool, inputs: Any, limits: Limits, approve: Any,
+           refuse_destructive: bool) -> tuple[Callable, tuple, dict, Any]:
+    """Everything before the call: the function, its converted arguments, and the approval answer
+    (`True` when none is needed; maybe an awaitable, which `_call`/`_acall` each wait for their way)."""
+    fn = tool.fn
+    if fn is None:
+        raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
+    positional, kwargs, raw = _prepare(tool, inputs, limits)
+    answer: Any = True
+    if "destructive" in tool.hints:
+        if refuse_destructive:
+            raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
+        if approve is not None:
+            try:
+                answer = approve(tool, raw)
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+    return fn, positional, kwargs, answer
+
+
+def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
+    return _refused(tool, f"the approval check failed ({type(error).__name__}: {_short(str(error), 200)})")
 
 
 def _verdict(tool: Tool, answer: Any) -> None:
@@ -1541,19 +1555,13 @@ _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 
 def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
-    fn = tool.fn
-    if fn is None:
-        raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
-    positional, kwargs, raw = _prepare(tool, inputs, limits)
-    if "destructive" in tool.hints and (refuse_destructive or approve is not None):
-        answer = _ask(tool, raw, approve, refuse_destructive)
-        if inspect.isawaitable(answer):
-            try:
-                answer = _run_awaitable(answer)
-            except Exception as error:
-                raise _refused(tool, f"the approval check failed ({type(error).__name__}: "
-                                     f"{_short(str(error), 200)})") from error
-        _verdict(tool, answer)
+    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
+    if inspect.isawaitable(answer):
+        try:
+            answer = _run_awaitable(answer)
+        except Exception as error:
+            raise _approval_failed(tool, error) from error
+    _verdict(tool, answer)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -1567,19 +1575,13 @@ def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destruct
 
 
 async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
-    fn = tool.fn
-    if fn is None:
-        raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
-    positional, kwargs, raw = _prepare(tool, inputs, limits)
-    if "destructive" in tool.hints and (refuse_destructive or approve is not None):
-        answer = _ask(tool, raw, approve, refuse_destructive)
-        if inspect.isawaitable(answer):
-            try:
-                answer = await answer
-            except Exception as error:
-                raise _refused(tool, f"the approval check failed ({type(error).__name__}: "
-                                     f"{_short(str(error), 200)})") from error
-        _verdict(tool, answer)
+    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
+    if inspect.isawaitable(answer):
+        try:
+            answer = await answer
+        except Exception as error:
+            raise _approval_failed(tool, error) from error
+    _verdict(tool, answer)
     try:
         result = fn(*positional, **kwargs)
         if type(result) not in _PLAIN_TYPES:
