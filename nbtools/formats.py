@@ -277,10 +277,11 @@ def _is_untyped(schema: dict) -> bool:
 
 
 class _Walker:
-    """State shared by the two schema transforms: the tool, the root's `$defs`, error reporting."""
+    """What the two schema transforms share: the tool, the root's `$defs`, error reporting, arrays."""
 
     form = ""
     advice = ""
+    empty_array_items = "null"  # item type written for an always-empty array (`maxItems: 0`)
 
     def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
         self.tool = tool_name
@@ -328,6 +329,22 @@ class _Walker:
         for keyword in keys:
             if keyword in _NO_FORM:
                 self.fail(where, _NO_FORM[keyword])
+
+    def array_into(self, out: dict, keys: dict, where: tuple[str, ...]) -> None:
+        """`items` of an array schema; a tuple of one repeated item type becomes a plain array."""
+        if "prefixItems" in keys:
+            item = _homogeneous_tuple(keys)
+            if item is None:
+                self.fail(where, _MIXED_TUPLE)
+            keys.pop("prefixItems")
+            keys.pop("items", None)
+            keys["items"] = item
+        items = keys.pop("items", _MISSING)
+        if items is _MISSING and keys.get("maxItems") == 0:
+            items = {"type": self.empty_array_items}  # an always-empty array: its item type is irrelevant
+        if items is _MISSING:
+            self.fail(where, _UNTYPED)
+        out["items"] = self.node(items, where + ("[]",))
 
 
 def _homogeneous_tuple(keys: dict) -> dict | None:
@@ -563,21 +580,6 @@ class _Strict(_Walker):
         child = self.node(prop, where + (name,), note=note)
         return _nullable(child) if make_nullable else child
 
-    def array_into(self, out: dict, keys: dict, where: tuple[str, ...]) -> None:
-        if "prefixItems" in keys:
-            item = _homogeneous_tuple(keys)
-            if item is None:
-                self.fail(where, _MIXED_TUPLE)
-            keys.pop("prefixItems")
-            keys.pop("items", None)
-            keys["items"] = item
-        items = keys.pop("items", _MISSING)
-        if items is _MISSING and keys.get("maxItems") == 0:
-            items = {"type": "null"}  # an always-empty array: its item type is irrelevant
-        if items is _MISSING:
-            self.fail(where, _UNTYPED)
-        out["items"] = self.node(items, where + ("[]",))
-
     # -- checks ----------------------------------------------------------------------------------
     def check_limits(self, out: dict) -> None:
         rules = self.rules
@@ -688,6 +690,7 @@ def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = No
 class _OpenAPI(_Walker):
     form = "form in Gemini's OpenAPI schema subset"
     advice = ", or render with fmt='gemini' (parametersJsonSchema), which takes full JSON Schema"
+    empty_array_items = "string"
 
     def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
         super().__init__(root, tool_name, extras_name)
@@ -848,21 +851,6 @@ class _OpenAPI(_Walker):
         out["properties"] = {name: self.node(prop, where + (name,)) for name, prop in properties.items()}
         if required:
             out["required"] = [name for name in required if name in properties]
-
-    def array_into(self, out: dict, keys: dict, where: tuple[str, ...]) -> None:
-        if "prefixItems" in keys:
-            item = _homogeneous_tuple(keys)
-            if item is None:
-                self.fail(where, _MIXED_TUPLE)
-            keys.pop("prefixItems")
-            keys.pop("items", None)
-            keys["items"] = item
-        items = keys.pop("items", _MISSING)
-        if items is _MISSING and keys.get("maxItems") == 0:
-            items = {"type": "string"}  # an always-empty array: its item type is irrelevant
-        if items is _MISSING:
-            self.fail(where, _UNTYPED)
-        out["items"] = self.node(items, where + ("[]",))
 
     @staticmethod
     def bounds_into(out: dict, keys: dict, kind: str, notes: dict) -> None:
@@ -1130,20 +1118,19 @@ def _openai_calls(message: dict) -> list[ToolCallRequest]:
 
 
 def _responses_calls(items: Iterable[Any]) -> list[ToolCallRequest]:
-    calls = []
-    for item in items:
-        item = _plain(item)
-        if isinstance(item, dict) and item.get("type") == "function_call":
-            calls.append(ToolCallRequest(item.get("call_id"), item.get("name", ""), item.get("arguments")))
-    return calls
+    return _typed_calls(items, "function_call", "call_id", "arguments")
 
 
 def _anthropic_calls(blocks: Iterable[Any]) -> list[ToolCallRequest]:
+    return _typed_calls(blocks, "tool_use", "id", "input")
+
+
+def _typed_calls(items: Iterable[Any], kind: str, id_key: str, arguments_key: str) -> list[ToolCallRequest]:
+    """The calls among `items` (dicts or SDK objects) whose "type" is `kind`."""
     calls = []
-    for block in blocks:
-        block = _plain(block)
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            calls.append(ToolCallRequest(block.get("id"), block.get("name", ""), block.get("input")))
+    for item in map(_plain, items):
+        if isinstance(item, dict) and item.get("type") == kind:
+            calls.append(ToolCallRequest(item.get(id_key), item.get("name", ""), item.get(arguments_key)))
     return calls
 
 
