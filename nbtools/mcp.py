@@ -633,12 +633,15 @@ class Connection(list):
         properties = (definition.get("inputSchema") or {}).get("properties") or {}
         fn: Any = function
         if any(py_name(prop) != prop for prop in properties):
-            # Tool calls pass the schema's own property names as keywords; those names are not all
-            # Python identifiers here, so the Tool forwards them as they are (the function `mk_tool`
-            # made, with its Python parameter names, stays reachable as `__wrapped__`).
+            # Tool calls pass the schema's own property names as keywords (`**{"city-name": ...}`),
+            # which are not all Python identifiers here: those are forwarded as they are. A person
+            # calling the function uses the signature they see (`city_name=...`, positional
+            # arguments), which the `mk_tool` function maps back to the property names.
             @functools.wraps(function)
-            def fn(**arguments: Any) -> Any:
-                return dispatch(name, **arguments)
+            def fn(*args: Any, **arguments: Any) -> Any:
+                if not args and all(key in properties for key in arguments):
+                    return dispatch(name, **arguments)
+                return function(*args, **arguments)
 
         returns = _unwrapped_output(output_schema) if output_schema else None
         return Tool.from_schema(name, definition.get("description") or "", definition.get("inputSchema"), fn,

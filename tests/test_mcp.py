@@ -568,3 +568,36 @@ def test_unloading_the_extension_stops_servers_started_by_tools_serve():
         from IPython.core.interactiveshell import InteractiveShell
 
         InteractiveShell.clear_instance()  # later tests must not find a shell in this process
+
+
+def test_connected_tool_with_property_names_that_are_not_identifiers():
+    """Tool calls send `city-name`; a person calls `fn(city_name=...)` or positionally: both reach the server as `city-name`."""
+    from nbtools import Tool
+
+    received = []
+
+    def forecast(**arguments):
+        received.append(arguments)
+        return f"{arguments['city-name']}: {arguments.get('class', 0)}"
+
+    served = Registry([Tool.from_schema(
+        "forecast", "Weather for a city.",
+        {"type": "object", "properties": {"city-name": {"type": "string"}, "class": {"type": "integer"}},
+         "required": ["city-name"]}, forecast)])
+    server = nbmcp.start(served, port=0)
+    try:
+        with nbmcp.connect(server.url, timeout=DEADLINE) as remote:
+            remote_tool = remote[0]
+            import inspect
+
+            assert str(inspect.signature(remote_tool.fn)) == "(city_name: str, class_: int | None = None)"
+            assert remote_tool.call({"city-name": "Oslo", "class": 2}) == "Oslo: 2"
+            assert remote_tool.fn(city_name="Bergen", class_=3) == "Bergen: 3"
+            assert remote_tool.fn("Tromsø") == "Tromsø: 0"
+            assert remote_tool("Oslo", 1) == "Oslo: 1"
+            with pytest.raises(TypeError, match=r"forecast\(\): missing a required argument: 'city_name'"):
+                remote_tool.fn(town="Oslo")
+    finally:
+        server.stop()
+    assert received == [{"city-name": "Oslo", "class": 2}, {"city-name": "Bergen", "class": 3},
+                        {"city-name": "Tromsø"}, {"city-name": "Oslo", "class": 1}]
