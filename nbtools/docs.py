@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from types import FunctionType, MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
+from .types import is_typeddict
+
 __all__ = ["FunctionDocs", "function_docs", "field_docs", "compose_description"]
 
 
@@ -743,19 +745,15 @@ def _doc_classes(cls: type) -> list[type]:
         if klass in chain or klass is object or klass.__module__ in ("builtins", "typing", "typing_extensions"):
             continue
         chain.append(klass)
-        if _is_typeddict(klass):
+        if is_typeddict(klass):
             bases = klass.__dict__.get("__orig_bases__")
             if bases is None:
                 body = _class_body(klass)
                 bases = _resolve_names(klass, body.bases) if body is not None else ()
-            queue.extend(base for base in bases if isinstance(base, type) and _is_typeddict(base))
+            queue.extend(base for base in bases if isinstance(base, type) and is_typeddict(base))
         else:
             queue.extend(klass.__mro__[1:])
     return chain
-
-
-def _is_typeddict(cls: type) -> bool:
-    return isinstance(getattr(cls, "__required_keys__", None), frozenset) and issubclass(cls, dict)
 
 
 def _resolve_names(cls: type, names: tuple[str, ...]) -> list[Any]:

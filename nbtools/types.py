@@ -219,7 +219,7 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
         return ir.Map(key=key, value=value)
     if origin is type:
         raise ctx.fail(f"the annotation {type_name(tp)} (a class) has no JSON form")
-    if isinstance(origin, type) and hasattr(origin, "__dataclass_fields__") or _is_typeddict(origin):
+    if isinstance(origin, type) and hasattr(origin, "__dataclass_fields__") or is_typeddict(origin):
         return _convert_class(origin, ctx)  # generic dataclass/TypedDict: parameters treated as Any
     if origin in (cabc.Callable, cabc.Awaitable, cabc.Coroutine, cabc.Generator, cabc.AsyncIterator):
         raise ctx.fail(f"the annotation {type_name(tp)} has no JSON form (a model cannot send one)")
@@ -327,7 +327,7 @@ def _convert_enum(cls: type[enum.Enum], ctx: Context) -> ir.Node:
     return ir.Enum(cls=cls, values=values)
 
 
-def _is_typeddict(tp: Any) -> bool:
+def is_typeddict(tp: Any) -> bool:
     # duck-typed so typing.TypedDict and typing_extensions.TypedDict both count on every Python
     return (isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
             and hasattr(tp, "__optional_keys__"))
@@ -378,7 +378,7 @@ def _convert_class(cls: type, ctx: Context) -> ir.Node:
         name = ctx.building[cls]
         ctx.recursive.add(name)
         return ir.Ref(name=name, target=_Target(ctx.done, name))
-    if not (dataclasses.is_dataclass(cls) or _is_typeddict(cls) or _is_namedtuple(cls) or _has_own_init(cls)):
+    if not (dataclasses.is_dataclass(cls) or is_typeddict(cls) or _is_namedtuple(cls) or _has_own_init(cls)):
         raise ctx.fail(f"the annotation {cls.__module__}.{cls.__qualname__} has no JSON form "
                        "(use a dataclass, TypedDict, NamedTuple, pydantic model, or a class whose "
                        "__init__ has annotated parameters)")
@@ -452,7 +452,7 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
                     add(item.name, hints.get(item.name, Any), False, _Factory(item.default_factory))
                 else:
                     add(item.name, hints.get(item.name, Any), True, ir.MISSING)
-        elif _is_typeddict(cls):
+        elif is_typeddict(cls):
             hints = class_hints(cls, ctx)
             kind = "typeddict"
             required_keys = cls.__required_keys__
