@@ -196,8 +196,7 @@ def got(value: Any) -> str:
     if isinstance(value, float):
         return f"a number ({value!r})" if math.isfinite(value) else f"the non-JSON number {value!r}"
     if isinstance(value, str):
-        excerpt = value if len(value) <= 60 else value[:57] + "..."
-        return f"a string ({json.dumps(excerpt, ensure_ascii=False)})"
+        return f"a string ({json.dumps(_short(value, 60), ensure_ascii=False)})"
     if isinstance(value, (list, tuple)):
         return f"an array of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
