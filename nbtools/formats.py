@@ -330,6 +330,18 @@ class _Walker:
             if keyword in _NO_FORM:
                 self.fail(where, _NO_FORM[keyword])
 
+    def const_and_one_of(self, keys: dict, where: tuple[str, ...]) -> None:
+        """`const` as a one-value `enum` (empty when it contradicts `enum`), `oneOf` as `anyOf`."""
+        if "const" in keys:
+            value = keys.pop("const")
+            enum = keys.pop("enum", [value])
+            keys["enum"] = [value] if value in enum else []
+        if "oneOf" in keys:
+            # Disjoint alternatives (tagged unions) mean the same as anyOf; dispatch still checks them.
+            if "anyOf" in keys:
+                self.fail(where, "a schema with both anyOf and oneOf has no {form}{advice}")
+            keys["anyOf"] = keys.pop("oneOf")
+
     def array_into(self, out: dict, keys: dict, where: tuple[str, ...]) -> None:
         """`items` of an array schema; a tuple of one repeated item type becomes a plain array."""
         if "prefixItems" in keys:
@@ -472,15 +484,7 @@ class _Strict(_Walker):
             return self.annotate({"$ref": f"#/$defs/{name}"}, description, title, notes)
 
         out: dict[str, Any] = {}
-        if "const" in keys:
-            value = keys.pop("const")
-            enum = keys.pop("enum", [value])
-            keys["enum"] = [value] if value in enum else []
-        if "oneOf" in keys:
-            # Disjoint alternatives (tagged unions) mean the same as anyOf; dispatch still checks them.
-            if "anyOf" in keys:
-                self.fail(where, "a schema with both anyOf and oneOf has no {form}{advice}")
-            keys["anyOf"] = keys.pop("oneOf")
+        self.const_and_one_of(keys, where)
         kind = keys.pop("type", None)
         if kind is None and "anyOf" not in keys and "enum" not in keys:
             kind = "object" if "properties" in keys else "array"
@@ -720,14 +724,7 @@ class _OpenAPI(_Walker):
                     notes[keyword] = value
             return self.finish(out, description or out.pop("description", None), title, notes, False)
 
-        if "const" in keys:
-            value = keys.pop("const")
-            enum = keys.pop("enum", [value])
-            keys["enum"] = [value] if value in enum else []
-        if "oneOf" in keys:
-            if "anyOf" in keys:
-                self.fail(where, "a schema with both anyOf and oneOf has no {form}{advice}")
-            keys["anyOf"] = keys.pop("oneOf")
+        self.const_and_one_of(keys, where)
         kind = keys.pop("type", None)
         kinds = [kind] if isinstance(kind, str) else list(kind or ())
         nullable = "null" in kinds
