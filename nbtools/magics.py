@@ -102,27 +102,30 @@ def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, 
                      hints: frozenset[str] = frozenset(), strict: bool = False) -> Registration:
     """Add each (name, object) to `registry`; an object that cannot be described is reported, not raised.
 
-    Redefinition replaces silently: re-running a notebook cell makes new function objects under the
-    same names, which is the normal way to edit a tool.
+    A function is registered under `name`, the name it is bound to in the notebook (for `mod.fn`,
+    the last part): a lambda, a `functools.partial` or a decorator's wrapper has no usable name of
+    its own, and taking the wrapped function's name would silently replace that function's tool.
+    A `Tool` object keeps its own name. Redefinition replaces silently: re-running a notebook cell
+    makes new function objects under the same names, which is the normal way to edit a tool.
     """
     registered: list[str] = []
     problems: list[tuple[str, str]] = []
     for name, obj in objects:
-        if isinstance(obj, Tool):
-            candidate: Any = obj
-        elif callable(obj):
-            candidate = obj
-        else:
-            problems.append((name, f"it is a {type(obj).__name__}, not a function"))
+        if not callable(obj):
+            hint = (f"; for every function of a module: `for each in tools_from({name}): registry.add(each)`"
+                    if type(obj).__name__ == "module" else "")
+            problems.append((name, f"it is a {type(obj).__name__}, not a function{hint}"))
             continue
+        overrides: dict[str, Any] = {"group": group, "hints": hints or None, "strict": strict or None}
+        if not isinstance(obj, Tool):
+            overrides["name"] = name.rsplit(".", 1)[-1]
         try:
-            overrides: dict[str, Any] = {"group": group, "hints": hints or None}
-            if strict:
-                overrides["strict"] = True
-            built = Tool.from_function(candidate, **{key: value for key, value in overrides.items()
-                                                     if value is not None})
+            built = Tool.from_function(obj, **{key: value for key, value in overrides.items() if value is not None})
         except (SchemaError, TypeError, ValueError) as error:
             problems.append((name, str(error)))
+            continue
+        except Exception as error:  # a broken object must not stop the cell's other tools
+            problems.append((name, f"describing it raised {type(error).__name__}: {error}"))
             continue
         strict_problem = _strict_problem(built) if strict else None
         if strict_problem:  # fail now, not later when a model needs the schema

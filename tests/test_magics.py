@@ -290,6 +290,45 @@ def test_a_function_that_cannot_be_described_is_reported_and_the_others_register
     assert names(fresh) == ["fine", "also_fine"]
 
 
+def test_tool_cell_names_tools_after_the_def_not_a_decorator_wrapper(fresh):
+    outputs = fresh.run('''
+        %%tool
+        def logged(function):
+            def wrapper(*args, **kwargs):  # no functools.wraps: its __name__ is "wrapper"
+                return function(*args, **kwargs)
+            return wrapper
+
+        @logged
+        def search(query: str) -> str:
+            return query
+    ''')
+    assert text_of(outputs) == ""
+    assert names(fresh) == ["logged", "search"]
+    assert fresh.value("_registry.call('search', {'args': ['hi']})") == "hi"
+
+
+def test_an_object_that_breaks_introspection_is_reported_and_the_others_register(fresh):
+    outputs = fresh.run('''
+        %%tool
+        class Hostile:
+            "A proxy whose attribute lookups fail with something other than AttributeError."
+            def __call__(self, x: int) -> int:
+                return x
+            def __getattr__(self, attribute):
+                raise RuntimeError(f"remote object has no {attribute}")
+
+        def proxied(x: int) -> int:
+            return x
+        proxied = Hostile()
+
+        def fine(x: int) -> int:
+            return x
+    ''')
+    (problem,) = stderr_of(outputs).strip().splitlines()
+    assert problem.startswith("%%tool: 'proxied' not registered: describing it raised RuntimeError: remote object")
+    assert names(fresh) == ["fine"]
+
+
 def test_a_cell_without_functions_says_so(fresh):
     outputs = fresh.run("%%tool\nvalue = 41 + 1")
     assert "defined no functions" in stderr_of(outputs)
@@ -374,6 +413,25 @@ def test_tool_line_registers_existing_functions(fresh):
     fresh.run("value = 3")
     shown = fresh.fails("%tool value")
     assert "'value' not registered: it is a int, not a function" in shown
+    shown = fresh.fails("import math\n%tool math")
+    assert "'math' not registered: it is a module, not a function" in shown and "tools_from(math)" in shown
+
+
+def test_tool_line_names_each_tool_after_the_name_typed(fresh):
+    fresh.run('''
+        import functools
+        def add(a: int, b: int = 1) -> int:
+            return a + b
+        add_ten = functools.partial(add, b=10)
+        double = lambda x: 2 * x
+    ''')
+    outputs = fresh.run("%tool add add_ten double")
+    assert text_of(outputs) == ""
+    # The partial does not take over `add`'s name (which would replace that tool silently), and a
+    # lambda, which has no name of its own, gets the variable's.
+    assert names(fresh) == ["add", "add_ten", "double"]
+    assert fresh.value("[_registry.call('add', {'a': 1}), _registry.call('add_ten', {'a': 1}), "
+                       "_registry.call('double', {'x': 4})]") == [2, 11, 8]
 
 
 def test_untool_by_name_and_glob(fresh):
