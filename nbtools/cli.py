@@ -297,11 +297,21 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Serve the tools of TARGET over MCP: stdio by default, "
                                             "streamable HTTP at http://HOST:PORT/mcp with --http.")
     serve.add_argument("target", metavar="TARGET", help=target_help)
-    serve.add_argument("--http", type=int, metavar="PORT", default=None,
-                       help="serve streamable HTTP on this port instead of stdio")
+    serve.add_argument("--http", type=_port, metavar="PORT", default=None,
+                       help="serve streamable HTTP on this port instead of stdio (0: a free port)")
     serve.add_argument("--host", default="127.0.0.1", help="address for --http (default 127.0.0.1)")
     serve.add_argument("--name", default=None, help="server name shown to clients (default: from TARGET)")
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (an integer from 0 to 65535; 0 picks a free one)")
+    return port
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -353,9 +363,8 @@ def _serve_command(args: argparse.Namespace) -> int:
         _stderr_progress(f"serving MCP over stdio{hint}")
         mcp.serve(tools, transport="stdio", name=name)
     else:
-        listener_url = f"http://{args.host}:{args.http}{mcp.MCP_PATH}"
-        _stderr_progress(f"starting the MCP server at {listener_url} (Ctrl+C stops it)")
-        mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name)
+        mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name,
+                  on_listening=lambda url: _stderr_progress(f"serving MCP at {url} (Ctrl+C stops it)"))
     return 0
 
 

@@ -50,7 +50,7 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .errors import ToolCallError
 from .registry import Registry
@@ -210,16 +210,20 @@ def _output_problem(tool: Tool, structured: Any) -> str | None:
 # serve(): blocking, stdio or HTTP
 # ================================================================================================
 def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = DEFAULT_PORT, *, name: str = "nbtools", log_level: str = "warning") -> None:
+          port: int = DEFAULT_PORT, *, name: str = "nbtools", log_level: str = "warning",
+          on_listening: Callable[[str], Any] | None = None) -> None:
     """Serve the registry's enabled tools over MCP until the client leaves or the process is stopped.
 
     Args:
         registry: a Registry (default: `nbtools.registry`), or Tools/callables.
         transport: "stdio" (the process's stdin/stdout carry the protocol; anything the tools print
             goes to stderr) or "http" (streamable HTTP at `http://HOST:PORT/mcp`).
-        host, port: where the HTTP transport listens (default 127.0.0.1: this machine only).
+        host, port: where the HTTP transport listens (default 127.0.0.1: this machine only; port 0
+            picks a free port).
         name: the server name clients see.
         log_level: uvicorn's log level for the HTTP transport.
+        on_listening: HTTP only: called with the URL (`http://HOST:PORT/mcp`, the real port) once
+            the socket listens, before the first request is served.
 
     Blocks, running its own event loop; in a notebook use `start` (or `%tools --serve`) instead.
     """
@@ -235,6 +239,8 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
         listener = bind_socket(host, port)
         uvicorn_server = _uvicorn_server(server, host, log_level=log_level, embedded=False)
         with listener:
+            if on_listening is not None:
+                on_listening(_listener_url(host, listener))
             anyio.run(functools.partial(uvicorn_server.serve, sockets=[listener]))
 
 
@@ -262,6 +268,9 @@ def _refuse_running_loop(what: str) -> None:
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0: a free one), with an error that says which address failed."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"cannot serve MCP on port {port!r}: a TCP port is an integer from 0 to 65535 "
+                         "(0 picks a free one)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -379,7 +388,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     server = build_server(tools, name=name)
     listener = bind_socket(host, port)
     bound_port = listener.getsockname()[1]
-    url = f"http://{_url_host(host)}:{bound_port}{MCP_PATH}"
+    url = _listener_url(host, listener)
     try:
         uvicorn_server = _uvicorn_server(server, host, log_level=log_level, embedded=True)
         try:
@@ -437,6 +446,10 @@ def _report_end(server: RunningServer, task: "asyncio.Task[Any]") -> None:
         _RUNNING.pop(server.port, None)
         print(f"nbtools: the MCP server at {server.url} stopped: {type(error).__name__}: {error}",
               file=sys.stderr)
+
+
+def _listener_url(host: str, listener: socket.socket) -> str:
+    return f"http://{_url_host(host)}:{listener.getsockname()[1]}{MCP_PATH}"
 
 
 def _url_host(host: str) -> str:

@@ -249,3 +249,39 @@ def test_serve_refuses_a_target_without_tools(tmp_path):
     result = run_cli("serve", str(notebook))
     assert result.returncode == 1
     assert "defines no tools: nothing to serve" in result.stderr
+
+
+def test_serve_http_on_port_0_says_which_port_it_chose():
+    from nbtools.mcp import connect
+
+    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "serve", "tests.mcp_example_tools:add",
+                                "--http", "0"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    import threading
+
+    watchdog = threading.Timer(DEADLINE, process.kill)  # never wait forever for the announcement
+    watchdog.start()
+    try:
+        seen = []
+        for line in process.stderr:  # ends if the server exits (or the watchdog kills it)
+            seen.append(line)
+            if "serving MCP at " in line:
+                break
+        announced = "".join(seen)
+        url = announced.rsplit("serving MCP at ", 1)[-1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and not url.startswith("http://127.0.0.1:0/"), announced
+        with connect(url, timeout=DEADLINE) as remote:
+            assert remote[0].fn(2, 3) == 5
+    finally:
+        watchdog.cancel()
+        process.terminate()
+        process.wait(timeout=DEADLINE)
+        process.stderr.close()
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "eighty"])
+def test_serve_refuses_a_port_that_is_not_a_port(port, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "tests.mcp_example_tools:add", "--http", port])
+    assert exit_info.value.code == 2
+    assert f"argument --http: '{port}' is not a TCP port" in capsys.readouterr().err

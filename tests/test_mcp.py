@@ -390,6 +390,15 @@ def test_serve_reports_a_busy_port():
             nbmcp.serve(examples.example_tools, transport="http", port=port)
 
 
+@pytest.mark.parametrize("port", [70000, -1, "8000"])
+def test_start_and_serve_refuse_a_port_that_is_not_a_port(port):
+    with pytest.raises(ValueError, match=f"cannot serve MCP on port {port!r}: a TCP port is an integer"):
+        nbmcp.start(examples.example_tools, port=port)
+    with pytest.raises(ValueError, match="a TCP port is an integer"):
+        nbmcp.serve(examples.example_tools, transport="http", port=port)
+    assert not nbmcp.running_servers()
+
+
 def test_serve_rejects_an_unknown_transport():
     with pytest.raises(ValueError, match="'stdio' or 'http'"):
         nbmcp.serve(examples.example_tools, transport="sse")
