@@ -330,6 +330,23 @@ class _Walker:
             if keyword in _NO_FORM:
                 self.fail(where, _NO_FORM[keyword])
 
+    def opened(self, schema: Any, where: tuple[str, ...]) -> tuple[dict, Any, Any]:
+        """A copy of one schema's keys ready to transform (one-part `allOf` merged, `$id`/`examples`
+        and the like dropped, keywords with no form refused), and its description and title."""
+        if schema is False:
+            self.fail(where, "a schema that accepts no value has no {form}")
+        if not isinstance(schema, dict) or _is_untyped(schema):
+            self.fail(where, _UNTYPED)
+        keys = dict(schema)
+        if "allOf" in keys:
+            return self.opened(self.merged_all_of(keys, where), where)
+        description = keys.pop("description", None)
+        title = keys.pop("title", None)
+        for keyword in _DROPPED_ANNOTATIONS:
+            keys.pop(keyword, None)
+        self.check_no_form(keys, where)
+        return keys, description, title
+
     def const_and_one_of(self, keys: dict, where: tuple[str, ...]) -> None:
         """`const` as a one-value `enum` (empty when it contradicts `enum`), `oneOf` as `anyOf`."""
         if "const" in keys:
@@ -462,18 +479,7 @@ class _Strict(_Walker):
     # -- one schema ---------------------------------------------------------------------------
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False, note: str | None = None) -> dict:
         """One schema in strict form; `note` is extra text for its description (about defaults)."""
-        if schema is False:
-            self.fail(where, "a schema that accepts no value has no {form}")
-        if not isinstance(schema, dict) or _is_untyped(schema):
-            self.fail(where, _UNTYPED)
-        keys = dict(schema)
-        if "allOf" in keys:
-            return self.node(self.merged_all_of(keys, where), where, root, note)
-        description = keys.pop("description", None)
-        title = keys.pop("title", None)
-        for keyword in _DROPPED_ANNOTATIONS:
-            keys.pop(keyword, None)
-        self.check_no_form(keys, where)
+        keys, description, title = self.opened(schema, where)
         notes: dict[str, Any] = {}
 
         if "$ref" in keys:
@@ -701,18 +707,7 @@ class _OpenAPI(_Walker):
         self.expanding: list[str] = []  # $defs being inlined, to detect recursion
 
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
-        if schema is False:
-            self.fail(where, "a schema that accepts no value has no {form}")
-        if not isinstance(schema, dict) or _is_untyped(schema):
-            self.fail(where, _UNTYPED)
-        keys = dict(schema)
-        if "allOf" in keys:
-            return self.node(self.merged_all_of(keys, where), where, root)
-        description = keys.pop("description", None)
-        title = keys.pop("title", None)
-        for keyword in _DROPPED_ANNOTATIONS:
-            keys.pop(keyword, None)
-        self.check_no_form(keys, where)
+        keys, description, title = self.opened(schema, where)
         notes: dict[str, Any] = {}
 
         if "$ref" in keys:
