@@ -494,11 +494,16 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
                          "disable tools (registry.disable(name) or the panel) to hide them")
     if port is not None and not 0 <= port <= 65535:
         raise UsageError(f"%tools --serve: {port} is not a TCP port (0-65535; 0 or none picks a free one)")
+    count = len(registry.enabled())
+    # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
+    for server in running_servers():
+        if server.registry is registry and port in (None, 0, server.port):
+            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
+                    "(`%tools --stop` ends it).")
     try:
         server = start(registry, port=port or 0)
     except OSError as error:
         raise UsageError(f"%tools --serve: {error.strerror or error}") from None
-    count = len(registry.enabled())
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "

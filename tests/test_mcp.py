@@ -537,6 +537,8 @@ def test_tools_serve_magic_in_a_real_kernel():
             "    return {'thread': threading.current_thread().name, 'x': x, 'seen': counter}")
         run("counter = 1")
         assert f"MCP server for 1 tool at http://127.0.0.1:{port}/mcp" in run(f"%tools --serve {port}")
+        # running the cell again (Run All) keeps the one server instead of failing on its own port
+        assert f"Already serving 1 tool at http://127.0.0.1:{port}/mcp" in run(f"%tools --serve {port}")
         # the kernel is idle: the call runs at once, on the main thread, seeing `counter`
         idle = subprocess.run([sys.executable, "-c", client_code, "0"], capture_output=True, text=True,
                               timeout=DEADLINE, cwd=ROOT)
@@ -560,6 +562,23 @@ def test_tools_serve_magic_in_a_real_kernel():
     finally:
         kernel.stop_channels()
         kernel_manager.shutdown_kernel(now=True)
+
+
+def test_tools_serve_again_reuses_the_running_server():
+    first = nbmcp.serve_magic(examples.example_tools, None, False)
+    try:
+        [server] = nbmcp.running_servers()
+        assert first.startswith(f"MCP server for 6 tools at {server.url}")
+        for again in (None, 0, server.port):
+            assert nbmcp.serve_magic(examples.example_tools, again, False) == \
+                f"Already serving 6 tools at {server.url} (`%tools --stop` ends it)."
+        assert nbmcp.running_servers() == [server]
+        other = Registry(examples.example_tools)  # another registry: a server of its own
+        assert nbmcp.serve_magic(other, None, False).startswith("MCP server for 6 tools at")
+        assert len(nbmcp.running_servers()) == 2
+    finally:
+        assert nbmcp.serve_magic(examples.example_tools, None, True).startswith("Stopped the MCP servers at")
+    assert not nbmcp.running_servers()
 
 
 def test_unloading_the_extension_stops_servers_started_by_tools_serve():
