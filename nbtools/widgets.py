@@ -15,6 +15,7 @@ import asyncio
 import fnmatch
 import html
 import json
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -244,6 +245,11 @@ class ApprovalBox(widgets.VBox):
         return f"ApprovalBox(tool={self.tool_name!r})"
 
 
+# Kept short: the call's error text quotes at most 200 characters of it.
+NEEDS_ASYNC = ("ApprovalPrompt needs an async call (await arun_tool_calls(...), await registry.acall(...)): "
+               "a synchronous call blocks the kernel, so no click can arrive")
+
+
 class ApprovalPrompt:
     """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
 
@@ -251,7 +257,8 @@ class ApprovalPrompt:
     Deny buttons and returns True or False; no answer within `timeout` seconds means Deny. The
     buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
     with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
-    call blocks the kernel and the prompt can only time out.
+    call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
+    refuses at once with an error saying to use the async form.
 
     Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt (for tests
     and for closing it).
@@ -264,6 +271,11 @@ class ApprovalPrompt:
         self.deny_button: widgets.Button | None = None
 
     async def __call__(self, tool: Any, args: Any) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            # A synchronous `call_func`/`run_tool_calls` in a cell waits for us on a helper thread
+            # while the kernel's main thread is blocked, so no click could ever arrive: say so now
+            # instead of showing buttons that can only time out (and then report a denial).
+            raise RuntimeError(NEEDS_ASYNC)
         loop = asyncio.get_running_loop()
         decision: asyncio.Future[bool] = loop.create_future()
         name = getattr(tool, "name", None) or str(tool)
@@ -288,14 +300,16 @@ class ApprovalPrompt:
         self.widget = ApprovalBox(name, [question, widgets.HBox([approve, deny]), outcome])
         self.approve_button, self.deny_button = approve, deny
         _display(self.widget)
+        verdict = "Cancelled: not run."  # the call was interrupted while waiting
         try:
             approved = await asyncio.wait_for(decision, self.timeout)
             verdict = "Approved." if approved else "Denied."
         except asyncio.TimeoutError:
             approved = False
             verdict = f"No answer within {self.timeout:g} s: denied."
-        approve.disabled = deny.disabled = True
-        outcome.value = f"<b>{html.escape(verdict)}</b>"
+        finally:  # never leave live buttons behind a question nobody is waiting for
+            approve.disabled = deny.disabled = True
+            outcome.value = f"<b>{html.escape(verdict)}</b>"
         return approved
 
 

@@ -230,3 +230,79 @@ def test_schema_json_is_valid_inside_the_pre(tools):
     row.schema_toggle.value = True
     body = row.schema.value.split(">", 1)[1].rsplit("</pre>", 1)[0]
     assert json.loads(html.unescape(body))["name"] == "area"
+
+
+async def test_a_synchronous_call_refuses_at_once_instead_of_waiting_for_a_click(tools):
+    # In a cell (a loop is running) a synchronous call waits on a helper thread while the kernel is
+    # blocked: no click could arrive, so the prompt must not sit there until its time-out.
+    import time
+
+    from nbtools import ToolCallError
+
+    prompt = ApprovalPrompt(timeout=30)
+    guarded = Registry([tools.get("delete_file")], approve=prompt)
+    started = time.perf_counter()
+    with pytest.raises(ToolCallError) as refused:
+        guarded.call("delete_file", {"path": "/tmp/x"})
+    assert time.perf_counter() - started < 5
+    assert "ApprovalPrompt needs an async call" in str(refused.value) and "delete_file" in str(refused.value)
+    assert prompt.widget is None  # no buttons that could never work
+
+
+async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
+    prompt = ApprovalPrompt()
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
+    while prompt.widget is None:
+        await asyncio.sleep(0)
+    decision.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await decision
+    assert prompt.approve_button.disabled and prompt.deny_button.disabled
+    assert "Cancelled" in prompt.widget.children[2].value
+
+
+def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel():
+    """The kernel handles the click's comm message while the cell awaits the prompt; a synchronous
+    call in the same kernel is refused at once."""
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    try:
+        client.execute_interactive(
+            "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
+            "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
+            "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
+            timeout=60)
+        started = time.perf_counter()
+        request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
+        approve_comm, printed, clicked = None, [], False
+        while True:
+            message = client.get_iopub_msg(timeout=30)
+            if message["parent_header"].get("msg_id") != request:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "comm_open" and content["data"]["state"].get("description") == "Approve":
+                approve_comm = content["comm_id"]
+            elif kind == "display_data" and approve_comm and not clicked:
+                # Exactly what the browser sends when the person clicks Approve.
+                client.shell_channel.send(client.session.msg("comm_msg", {
+                    "comm_id": approve_comm, "data": {"method": "custom", "content": {"event": "click"}}}))
+                clicked = True
+            elif kind == "stream":
+                printed.append(content["text"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        assert clicked and "".join(printed) == "wiped x\n"
+        assert time.perf_counter() - started < 20  # answered by the click, not by the time-out
+
+        printed.clear()
+        reply = client.execute_interactive(
+            "print(guarded.call('wipe', {'path': 'x'}, raise_on_err=False))", timeout=20,
+            output_hook=lambda message: printed.append(message["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok"
+        assert "ApprovalPrompt needs an async call" in "".join(printed)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
