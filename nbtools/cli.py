@@ -93,6 +93,9 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
         return Loaded(Registry([_registered_tool(value)]), single=True)
     if isinstance(value, (list, tuple)):
         return Loaded(Registry([_registered_tool(item) for item in value]))
+    if isinstance(value, type):
+        raise TargetError(f"{target!r} is a class: name a function, a Tool, a Registry or a list of them "
+                          "(for its methods, name a module variable set to `tools_from(an_instance)`)")
     raise TargetError(f"{target!r} is a {type(value).__name__}: expected a function, a Tool, a Registry "
                       "or a list of them")
 

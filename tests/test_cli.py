@@ -128,6 +128,7 @@ def test_module_output_on_import_stays_off_stdout(tmp_path, capsys):
     ("no_such_package.module", "no module named 'no_such_package'"),
     ("tests.mcp_example_tools:missing", "has no attribute 'missing'"),
     ("tests.mcp_example_tools:notes", "is a dict: expected a function"),
+    ("tests.mcp_example_tools:Stats", "is a class: name a function, a Tool, a Registry or a list of them"),
     ("tests/does_not_exist.py", "no such file"),
     ("not a module", "is not a module name"),
     ("tests/missing.ipynb", "no such notebook"),
