@@ -719,9 +719,11 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
 
     `command_or_url`: an `http(s)://` URL of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`),
     or a command that starts a stdio server, as one string (split like a shell would) or a list of
-    arguments, e.g. `"nbtools serve tools.ipynb"`; `env`/`cwd` apply to that command and `errlog`
-    receives its stderr (default: this process's real stderr). `timeout` bounds connecting and each
-    request, in seconds.
+    arguments, e.g. `"nbtools serve tools.ipynb"`; `cwd` is its working folder and `errlog`
+    receives its stderr (default: this process's real stderr). The command does not inherit this
+    process's whole environment: the `mcp` package passes on only a few variables (PATH, HOME,
+    USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`, or
+    `env=dict(os.environ)` for all of yours). `timeout` bounds connecting and each request, in seconds.
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
     docstring); calling it (or `Tool.call`) sends `tools/call` and returns the structured result

@@ -629,3 +629,25 @@ def test_connected_tool_with_property_names_that_are_not_identifiers():
         server.stop()
     assert received == [{"city-name": "Oslo", "class": 2}, {"city-name": "Bergen", "class": 3},
                         {"city-name": "Tromsø"}, {"city-name": "Oslo", "class": 1}]
+
+
+def test_connect_passes_env_on_top_of_a_minimal_environment(monkeypatch):
+    """As documented on `connect`: the server gets PATH & co. plus `env`, not this process's secrets."""
+    monkeypatch.setenv("NBTOOLS_TEST_SECRET", "s3cret")
+    server_code = textwrap.dedent('''
+        import os
+        from nbtools import Registry
+        from nbtools.mcp import serve
+
+        def variable(name: str) -> str:
+            "An environment variable of the server process."
+            return os.environ.get(name, "<unset>")
+
+        serve(Registry([variable]))
+    ''')
+    with nbmcp.connect([sys.executable, "-c", server_code], env={"NBTOOLS_TEST_EXTRA": "yes"}, cwd=str(ROOT),
+                       timeout=DEADLINE, errlog=subprocess.DEVNULL) as remote:
+        variable = remote[0].fn
+        assert variable("NBTOOLS_TEST_EXTRA") == "yes"
+        assert variable("NBTOOLS_TEST_SECRET") == "<unset>"
+        assert variable("PATH") != "<unset>"
