@@ -312,11 +312,12 @@ class ToolMagics(Magics):
 
         The cell runs exactly as a normal cell (magics, `!commands`, display, tracebacks). After it
         succeeds, every function it defines with `def` or `async def` at the top level (also inside
-        `if`/`try`/`with` blocks) is registered, and the function object itself is stored: rebinding
-        the name later does not change the tool. A function the cell already registered with
-        `@tool(...)` keeps the name and options its decorator gave it. Names starting with `_` are helpers and are not
-        registered; imports, lambdas, classes and loop variables never are. Running the cell again
-        replaces the tools with the new definitions.
+        `if`/`try`/`with` blocks) is registered under the name its `def` gives it (also when a
+        decorator returned a wrapper with another `__name__`), and the function object itself is
+        stored: rebinding the name later does not change the tool. A function the cell already
+        registered with `@tool(...)` keeps the name and options its decorator gave it. Names
+        starting with `_` are helpers and are not registered; imports, lambdas, classes and loop
+        variables never are. Running the cell again replaces the tools with the new definitions.
 
         A cell that fails registers nothing and ends with an error, so a notebook run stops there.
         A function nbtools cannot describe gets one line saying which and why; the others register.
@@ -362,8 +363,10 @@ class ToolMagics(Magics):
     def tool_line(self, line: str) -> None:
         """Register functions that already exist in the notebook: `%tool NAME [NAME ...] [-g G] [--hints H ...]`.
 
-        A dotted name (`%tool helpers.area`) follows attributes from a notebook variable. Every name
-        is looked up before anything is registered; an unknown name registers nothing. A function
+        A dotted name (`%tool helpers.area`) follows attributes from a notebook variable. Each tool
+        is named after what you typed (the last part of a dotted name), so a lambda or a
+        `functools.partial` gets a name of its own. Every name is looked up before anything is
+        registered; an unknown name registers nothing. A function
         nbtools cannot describe is reported and the magic fails after registering the others.
         """
         args = parse_argstring(self.tool_line, line)
