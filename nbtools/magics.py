@@ -263,25 +263,34 @@ def tool_table(registry: Registry, glob: str | None = None, group: str | None = 
     return ToolTable(rows, f"No tools match {wanted}.")
 
 
-def _format_name(fmt: str | None) -> str | None:
-    return None if fmt is None or fmt.lower() in ("neutral", "none") else fmt
+def _format_name(fmt: str | None, strict: bool) -> str | None:
+    """The `Tool.schema` format for a `--fmt` word (any case; "neutral" is None); UsageError if unknown,
+    checked before any tool is rendered so a typo fails even when nothing is registered yet."""
+    from .formats import FORMATS, STRICT_FORMATS
+
+    wanted = None if fmt is None else fmt.strip().lower()
+    if wanted in ("neutral", "none"):
+        wanted = None
+    if wanted not in FORMATS:
+        raise UsageError(f"%tools --fmt {fmt}: unknown format; use one of neutral, {', '.join(FORMATS[1:])}")
+    if strict and wanted not in STRICT_FORMATS:
+        raise UsageError(f"%tools --strict: {fmt} has no strict mode; only {', '.join(sorted(STRICT_FORMATS))} have one")
+    return wanted
 
 
 def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: str | None = None,
                      group: str | None = None) -> list[dict]:
     """Definitions of the enabled tools that match, as a model would get them (MagicError on failure)."""
+    fmt_name = _format_name(fmt, strict)
     definitions = []
     for tool in matching_tools(registry, glob, group):
         if not registry.is_enabled(tool.name):
             continue
         try:
-            definitions.append(tool.schema(_format_name(fmt), strict or None))
+            definitions.append(tool.schema(fmt_name, strict or None))
         except SchemaError as error:
             raise MagicError(f"%tools: tool {tool.name!r} has no {'strict ' if strict else ''}"
                              f"{fmt} definition: {error}") from None
-        except (KeyError, ValueError) as error:
-            reason = error.args[0] if error.args else error
-            raise UsageError(f"%tools --fmt {fmt}: {reason}") from None
     return definitions
 
 

@@ -499,6 +499,10 @@ def test_tools_fmt_prints_the_definitions(listed):
     neutral = json.loads(stdout_of(listed.run("%tools --fmt neutral")))
     assert [item["name"] for item in neutral] == ["add"]  # disabled tools are not offered
     assert "--fmt klingon" in listed.fails("%tools --fmt klingon")
+    assert json.loads(stdout_of(listed.run("%tools --fmt Gemini")))[0]["name"] == "add"  # any case
+    assert "no strict mode" in listed.fails("%tools --fmt gemini --strict")  # not silently ignored
+    listed.run("_registry.clear()")
+    assert "unknown format; use one of neutral, openai" in listed.fails("%tools --fmt klingon")
     assert "--strict needs --fmt" in listed.fails("%tools --strict")
 
 
