@@ -338,9 +338,10 @@ class ToolMagics(Magics):
         hints = _parse_hints(args.hints, "%%tool")
         shell = self.shell
         try:
-            names = [name for name in defined_functions(shell.transform_cell(cell)) if not name.startswith("_")]
+            found = defined_functions(shell.transform_cell(cell))
         except SyntaxError:
-            names = []  # running the cell reports the syntax error properly
+            found = []  # running the cell reports the syntax error properly
+        names = [name for name in found if not name.startswith("_")]
         before = {name: shell.user_ns.get(name, _MISSING) for name in names}
         result = shell.run_cell(cell, store_history=False)
         if not result.success:
@@ -350,7 +351,8 @@ class ToolMagics(Magics):
         defined = [(name, shell.user_ns[name]) for name in names
                    if name in shell.user_ns and shell.user_ns[name] is not before[name]]
         if not defined:
-            print("%%tool: this cell defined no functions, so no tools were registered", file=sys.stderr)
+            what = "only helpers (names starting with _)" if found and not names else "no functions"
+            print(f"%%tool: this cell defined {what}, so no tools were registered", file=sys.stderr)
             return
         # A function the cell registered itself (`@tool(name=..., ...)` inside the cell) keeps the
         # name and options its decorator gave it.

@@ -332,6 +332,8 @@ def test_an_object_that_breaks_introspection_is_reported_and_the_others_register
 def test_a_cell_without_functions_says_so(fresh):
     outputs = fresh.run("%%tool\nvalue = 41 + 1")
     assert "defined no functions" in stderr_of(outputs)
+    outputs = fresh.run("%%tool\ndef _private_helper(x): return x")
+    assert "defined only helpers (names starting with _), so no tools were registered" in stderr_of(outputs)
     assert names(fresh) == []
 
 
