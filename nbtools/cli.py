@@ -105,17 +105,15 @@ def _import_target_module(spec: str) -> pytypes.ModuleType:
         path = Path(spec)
         if not path.is_file():
             raise TargetError(f"{spec!r}: no such file")
-        name = path.stem
+        name = _file_module_name(path.stem)
         module_spec = importlib.util.spec_from_file_location(name, path)
         if module_spec is None or module_spec.loader is None:
             raise TargetError(f"{spec!r}: cannot import this file as a Python module")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
-        folder = str(path.resolve().parent)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)  # so the file's own sibling imports work
         try:
-            module_spec.loader.exec_module(module)
+            with _on_sys_path(str(path.resolve().parent)):  # so the file's own sibling imports work
+                module_spec.loader.exec_module(module)
         except Exception as error:
             sys.modules.pop(name, None)
             raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
@@ -128,6 +126,17 @@ def _import_target_module(spec: str) -> pytypes.ModuleType:
         raise TargetError(f"{spec!r}: no module named {error.name!r} (is it installed, or on PYTHONPATH?)") from error
     except Exception as error:
         raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
+
+
+def _file_module_name(stem: str) -> str:
+    """The module name for a target file: its stem, unless that would replace or hide a real module.
+
+    A file called `mcp.py`, `uuid.py` or `json.py` must not take the place of the module of that
+    name that nbtools (or anything else in this process) imports.
+    """
+    if stem.isidentifier() and stem not in sys.modules and importlib.util.find_spec(stem) is None:
+        return stem
+    return f"nbtools_target_{stem if stem.isidentifier() else 'module'}"
 
 
 def _lookup_attribute(module: pytypes.ModuleType, dotted: str, target: str) -> Any:
@@ -260,11 +269,28 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _on_sys_path(folder: str) -> Iterator[None]:
-    # Jupyter runs kernels in the notebook's folder with '' on sys.path: local modules import.
-    # Left in place afterwards, because tools may import lazily when they are called.
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    yield
+    """Put `folder` first on sys.path meanwhile (as `python file.py` and Jupyter do), then last.
+
+    Kept afterwards, because tools may import sibling modules lazily when they are called; but
+    moved to the end, so a file there called `mcp.py` or `uvicorn.py` cannot hide the modules that
+    serving imports next.
+    """
+    _load_nbtools_internals()  # before the folder can hide a module they import (a `uuid.py` there)
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+        sys.path.append(folder)
+
+
+def _load_nbtools_internals() -> None:
+    importlib.import_module("nbtools.introspect")
+    importlib.import_module("nbtools.formats")
+    importlib.import_module("nbtools.call")
 
 
 def _say(progress: Any, message: str) -> None:

@@ -234,7 +234,10 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
     import anyio
 
     if transport == "stdio":
-        anyio.run(_serve_stdio, server)
+        try:
+            anyio.run(_serve_stdio, server)
+        except* (BrokenPipeError, ConnectionResetError):
+            pass  # the client closed its end of the pipe before reading every reply: it has left
     else:
         listener = bind_socket(host, port)
         uvicorn_server = _uvicorn_server(server, host, log_level=log_level, embedded=False)

@@ -286,3 +286,59 @@ def test_serve_refuses_a_port_that_is_not_a_port(port, capsys):
         main(["serve", "tests.mcp_example_tools:add", "--http", port])
     assert exit_info.value.code == 2
     assert f"argument --http: '{port}' is not a TCP port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("file_name", ["uuid.py", "mcp.py", "json.py"])
+def test_a_target_file_named_like_a_module_hides_nothing(tmp_path, file_name):
+    """`nbtools serve mcp.py` must not make `import mcp` (or nbtools' own `import uuid`) find the user's file."""
+    write_module(tmp_path, file_name.removesuffix(".py"), '''
+        from helper_next_to_it import suffix  # a sibling module still imports
+
+        def shout(text: str) -> str:
+            "Upper-case the text."
+            return text.upper() + suffix()
+    ''')
+    write_module(tmp_path, "helper_next_to_it", '''
+        def suffix() -> str:
+            return "!"
+    ''')
+    result = run_cli("schema", str(tmp_path / file_name))
+    assert result.returncode == 0, result.stderr
+    assert [item["name"] for item in json.loads(result.stdout)] == ["shout"]
+    from nbtools.mcp import connect
+
+    with connect([sys.executable, "-m", "nbtools.cli", "serve", str(tmp_path / file_name)], cwd=str(ROOT),
+                 timeout=DEADLINE, errlog=subprocess.DEVNULL) as remote:
+        assert remote[0].fn("hi") == "HI!"
+
+
+def test_a_stdio_client_that_leaves_early_ends_the_server_quietly():
+    """A client that closes the pipe before reading a reply: exit status 0 and no traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "serve", "tests.mcp_example_tools:example_tools"],
+                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+
+    def send(message: dict) -> None:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "leaver", "version": "1"}}})
+        assert '"id":1' in process.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        process.stdout.close()  # gone before the answer to the next request is written
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "x"}}})
+        import time
+
+        time.sleep(1)  # let the server try to answer into the closed pipe
+        process.stdin.close()
+        assert process.wait(timeout=DEADLINE) == 0
+        errors = process.stderr.read()
+        assert "Traceback" not in errors and "error" not in errors, errors
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
