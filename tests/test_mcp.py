@@ -257,6 +257,25 @@ async def test_registry_is_read_live_and_disabled_tools_are_neither_listed_nor_c
             assert result.structured_content == {"result": 8}
 
 
+async def test_async_tools_interleave_at_their_awaits():
+    """As the docs say: concurrent calls to an `async def` tool overlap instead of queueing."""
+    local = Registry()
+    inside = []
+
+    @tool(registry=local)
+    async def nap(seconds: float) -> int:
+        inside.append(1)
+        peak = len(inside)
+        await asyncio.sleep(seconds)
+        inside.pop()
+        return peak
+
+    with anyio.fail_after(DEADLINE):
+        async with session_for(local) as session:
+            results = await asyncio.gather(*(session.call_tool("nap", {"seconds": 0.3}) for _ in range(3)))
+    assert max(result.structured_content["result"] for result in results) == 3
+
+
 async def test_results_without_annotation_and_with_a_lying_annotation():
     local = Registry()
 
