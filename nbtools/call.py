@@ -104,9 +104,19 @@ class ConversionError(ValueError):
 
 
 def _key_segment(key: Any) -> str:
-    if isinstance(key, str) and key.isidentifier():
+    if isinstance(key, str) and key.isidentifier() and len(key) <= _KEY_MAX_CHARS:
         return "." + key
-    return "[" + json.dumps(key, ensure_ascii=False) + "]"
+    return "[" + _key_text(key) + "]"
+
+
+_KEY_MAX_CHARS = 80  # a key a model invented is quoted in error text up to this length
+
+
+def _key_text(key: Any) -> str:
+    """A key as JSON text for an error message, cut when long (keys can be as long as any string)."""
+    if isinstance(key, str) and len(key) > _KEY_MAX_CHARS:
+        key = key[: _KEY_MAX_CHARS - 3] + "..."
+    return json.dumps(key, ensure_ascii=False)
 
 
 # ==================================================================================================
@@ -206,12 +216,17 @@ def got(value: Any) -> str:
 
 
 _INT_TEXT = re.compile(r"\s*-?\d+\s*\Z")
-_NUMBER_TEXT = re.compile(r"\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\Z")
+# written so no two parts can match the same digits: `\d+\.?\d*` backtracks quadratically on a long
+# run of digits followed by a non-digit, which a model can send in a megabyte string
+_NUMBER_TEXT = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*\Z")
+_HINT_MAX_CHARS = 100  # longer strings are not near-misses worth advice (and the advice quotes them)
 
 
 def _hint(node: ir.Node, value: Any) -> str:
     """Advice for the common near-misses (a number in quotes, JSON text inside a string, ...)."""
     if isinstance(value, str):
+        if len(value) > _HINT_MAX_CHARS:
+            return ""
         if isinstance(node, ir.Int) and _INT_TEXT.match(value):
             return f"; a string, not an integer: send {value.strip()} without quotes"
         if isinstance(node, (ir.Int, ir.Float)) and _NUMBER_TEXT.match(value):
@@ -242,7 +257,8 @@ def _mismatch(node: ir.Node, value: Any, path: str) -> ConversionError:
 # ==================================================================================================
 # String-borne conversions (a fixed list)
 # ==================================================================================================
-_DECIMAL_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")  # the schema's pattern
+# the language of the schema's pattern, written to match in linear time (see _NUMBER_TEXT)
+_DECIMAL_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
 _DECIMAL_MAX_EXPONENT = 4300  # the same bound Python puts on int <-> str digits
 
 
@@ -813,7 +829,12 @@ class _Compiler:
                         pass
                 if numeric and _CANONICAL_INT.match(key):
                     try:
-                        return inner(int(key), path)
+                        number = int(key)
+                    except ValueError:  # beyond Python's int/str digit limit: far out of any range
+                        raise ConversionError(path, f"key: expected {describe(node)} within "
+                                                    f"+-{self.limits.max_int}, got <{len(key)} digits>") from None
+                    try:
+                        return inner(number, path)
                     except ConversionError as error:
                         raise ConversionError(path, f"key: {error.problem}") from None
                 digits = " (integers written in decimal digits, e.g. \"12\")" if numeric else ""
@@ -851,7 +872,7 @@ class _Compiler:
                 convert = fields.get(key)
                 if convert is None:
                     if extra is None:
-                        raise ConversionError(path, f"unexpected key {json.dumps(key, ensure_ascii=False)}"
+                        raise ConversionError(path, f"unexpected key {_key_text(key)}"
                                                     f"{_did_you_mean(key, fields)}; allowed keys: {allowed}")
                     if type(key) is not str:
                         raise ConversionError(path, f"object keys must be strings, got {got(key)}")
@@ -1015,7 +1036,8 @@ def _collision(value: dict, key_of: Converter, path: str) -> str:
     for key in value:
         converted = key_of(key, path)
         if converted in seen:
-            return f"keys {json.dumps(seen[converted])} and {json.dumps(key)} mean the same key {converted!r}"
+            return (f"keys {_key_text(seen[converted])} and {_key_text(key)} mean the same key "
+                    f"{_short(repr(converted), _KEY_MAX_CHARS)}")
         seen[converted] = key
     return "two keys mean the same key"
 
@@ -1105,8 +1127,9 @@ def parse_arguments(inputs: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict,
                                   f"(line {error.lineno}, column {error.colno})") from None
     except RecursionError:
         raise ConversionError("", f"the arguments are nested too deeply (the limit is {limits.max_depth} levels)") from None
-    except ValueError as error:  # integers beyond Python's int/str digit limit
-        raise ConversionError("", f"the arguments are not usable JSON: {_short(str(error), 120)}") from None
+    except ValueError:  # an integer beyond Python's int/str digit limit (thousands of digits)
+        raise ConversionError("", f"the arguments hold an integer with too many digits; integers must lie "
+                                  f"within +-{limits.max_int}") from None
     if end != len(text) and not text[end:].isspace():
         raise ConversionError("", f"the arguments are not valid JSON: extra data after the object "
                                   f"(character {end + 1})")
@@ -1231,7 +1254,7 @@ def _check_limits(raw: dict, text: str | None, limits: Limits) -> None:
     try:
         _STRICT_DECODER.decode(text)
     except _Duplicate as duplicate:
-        raise ConversionError("", f"the key {json.dumps(duplicate.key, ensure_ascii=False)} appears twice in "
+        raise ConversionError("", f"the key {_key_text(duplicate.key)} appears twice in "
                                   "one object of the arguments JSON; send each key once") from None
 
 
@@ -1345,7 +1368,8 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
             convert = fields.get(key)
             if convert is None:
                 if extra is None:
-                    raise ConversionError(str(key), f"unexpected argument{_did_you_mean(key, fields)}; {takes}")
+                    raise ConversionError(_short(str(key), _KEY_MAX_CHARS),
+                                          f"unexpected argument{_did_you_mean(key, fields)}; {takes}")
                 if type(key) is not str:
                     raise ConversionError(str(key), f"argument names must be strings, got {got(key)}")
                 convert = extra

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import decimal
 import functools
 import json
 import operator
@@ -292,7 +293,7 @@ def fast(seconds: float = 0.5):
     ({"n": 2**63 + 1}, "n", "between"),
     ('{"n": 9223372036854775809}', "n", "between"),
     ({"data": [-(2**63) - 1]}, "data[0]", "between"),
-    ('{"n": 1' + "0" * 5000 + "}", None, "not usable JSON"),
+    ('{"n": 1' + "0" * 5000 + "}", None, "an integer with too many digits"),
     ('{"data": 1e400}', "data", "finite"),
     ('{"data": NaN}', None, "NaN is not a JSON number"),
     ('{"data": [Infinity]}', None, "Infinity is not a JSON number"),
@@ -413,3 +414,35 @@ def test_fuzzed_json_text_answers_or_refuses(text):
     answer = call_func("record", text, ns=[record], raise_on_err=False)
     assert answer == "recorded" or answer.startswith("Error calling tool 'record'")
     assert len(CALLS) == (answer == "recorded")
+
+
+# -- time: no input makes a refusal slow (regular expressions, digit conversions) ------------------------
+
+def measure(n: int = 0, x: float = 0.0, amount: decimal.Decimal = decimal.Decimal(0),
+            counts: dict[int, int] | None = None) -> str:
+    CALLS.append(("measure", (n, x, amount, counts)))
+    return "measured"
+
+
+DIGITS = "1" * 200_000  # a backtracking number pattern takes minutes on this; a linear one, milliseconds
+
+
+@pytest.mark.parametrize(("args", "argument", "fragment"), [
+    ({"n": DIGITS + "x"}, "n", "expected an integer, got a string"),
+    ({"x": DIGITS + "x"}, "x", "expected a number, got a string"),
+    ({"x": " " + DIGITS + ".5e"}, "x", "expected a number, got a string"),
+    ({"amount": DIGITS + "x"}, "amount", "expected a decimal number"),
+    ({"amount": DIGITS + ".1.1"}, "amount", "expected a decimal number"),
+    ({"counts": {"7" * 5000: 1}}, "counts", "digits"),
+    ('{"counts": {"' + "7" * 5000 + '": 1}}', "counts", "digits"),
+])
+def test_long_digit_strings_are_refused_quickly(args, argument, fragment):
+    with fast(2.0):
+        error = refused("measure", args, [measure])
+    assert error.argument.startswith(argument) and fragment in error.problem
+    assert len(str(error)) < 2000  # the text for the model quotes an excerpt, not the megabytes
+
+
+def test_a_number_in_quotes_still_gets_the_hint():
+    assert "send 12 without quotes" in refused("measure", {"n": "12"}, [measure]).problem
+    assert "send 1.5e3 without quotes" in refused("measure", {"x": " 1.5e3"}, [measure]).problem
