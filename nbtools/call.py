@@ -1570,8 +1570,18 @@ def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
 
 
 def _verdict(tool: Tool, answer: Any) -> None:
-    if not answer:
+    """Only a yes runs the tool: True (or 1, a numpy True); a non-boolean answer such as "no" or
+    a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
+    if answer is True:
+        return
+    if answer is False or answer is None:
         raise _refused(tool, "the user denied this call")
+    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
+        if answer == 1:
+            return
+        raise _refused(tool, "the user denied this call")
+    raise _refused(tool, f"the approval callback answered {_short(repr(answer), 80)} instead of "
+                         "True or False, which counts as a denial")
 
 
 _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))

@@ -726,3 +726,19 @@ def test_parse_duration():
     for bad in ("P", "PT", "1D", "P1M", "P-1D", "PT1H2D"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+@pytest.mark.parametrize("answer", ["no", "False", {"approved": False}, [False], 0.5, object()])
+def test_an_approval_answer_that_is_not_a_boolean_is_a_denial(answer):
+    reg, recorder = destructive_registry(approve=lambda tool, args: answer)
+    with pytest.raises(ToolCallError, match="instead of True or False, which counts as a denial"):
+        reg.call("delete", {"path": "x"})
+    assert recorder.calls == []
+
+
+@pytest.mark.parametrize(("answer", "runs"), [(True, True), (1, True), (False, False), (0, False), (None, False)])
+def test_boolean_approval_answers(answer, runs):
+    reg, recorder = destructive_registry(approve=lambda tool, args: answer)
+    text = reg.call("delete", {"path": "x"}, raise_on_err=False)
+    assert (recorder.calls == ["x"]) is runs
+    assert runs or "the user denied this call" in text
