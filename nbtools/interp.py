@@ -164,16 +164,14 @@ def _silenced(source: str, statement: ast.Expr) -> bool:
 
 
 def _guard_bare_excepts(tree: ast.AST) -> bool:
-    """Put `except <guard>: raise` before every bare `except:` / `except BaseException:`."""
+    """Put `except <guard>: raise` before every handler that would catch `BaseException`."""
     changed = False
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Try):
+        if not isinstance(node, _TRY_NODES):
             continue
         handlers: list[ast.ExceptHandler] = []
         for handler in node.handlers:
-            catches_all = handler.type is None or (
-                isinstance(handler.type, ast.Name) and handler.type.id == "BaseException")
-            if catches_all:
+            if _catches_all(handler.type):
                 guard = ast.ExceptHandler(type=ast.Constant(_GUARD_SENTINEL), name=None,
                                           body=[ast.Raise(exc=None, cause=None)])
                 ast.copy_location(guard, handler)
@@ -183,6 +181,22 @@ def _guard_bare_excepts(tree: ast.AST) -> bool:
             handlers.append(handler)
         node.handlers = handlers
     return changed
+
+
+# `try` and (3.11+) `try`/`except*`: in the latter a bare `raise` re-raises the matched sub-group.
+_TRY_NODES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
+def _catches_all(kind: ast.expr | None) -> bool:
+    """Whether a handler's class expression is bare or names `BaseException` (also inside a tuple,
+    or as `builtins.BaseException`): such a handler would catch the time-out."""
+    if kind is None:
+        return True
+    if isinstance(kind, ast.Tuple):
+        return any(_catches_all(element) for element in kind.elts)
+    if isinstance(kind, ast.Name):
+        return kind.id == "BaseException"
+    return isinstance(kind, ast.Attribute) and kind.attr == "BaseException"
 
 
 def _swap_sentinel(code: CodeType) -> CodeType:
@@ -663,20 +677,37 @@ def _format_error(exc: BaseException, filename: str, timed_out: bool, timeout: f
     return "".join(lines).rstrip("\n")
 
 
+_MOST_FRAMES = 20  # a longer traceback (deep recursion) keeps its first and last frames only
+
+
 def _short_stack(stack: list[traceback.FrameSummary], filename: str) -> list[str]:
     """Formatted frames of the submitted code and the innermost frame; library frames in between
-    are counted, not shown."""
+    are counted, not shown. Runs of one repeated line (recursion) are folded into one line, as
+    Python does, and a stack still too deep keeps only its ends: a model reads all of it."""
     lines: list[str] = []
+    kept: list[traceback.FrameSummary] = []
     skipped = 0
+
+    def flush() -> None:
+        # One StackSummary per run of kept frames, so repeats fold ("Previous line repeated").
+        if kept:
+            lines.extend(traceback.StackSummary.from_list(kept).format())
+            kept.clear()
+
     for index, frame in enumerate(stack):
         if frame.filename == filename or index == len(stack) - 1:
             if skipped:
+                flush()
                 plural = "s" if skipped > 1 else ""
                 lines.append(f"  [... {skipped} frame{plural} in library code ...]\n")
                 skipped = 0
-            lines.extend(traceback.StackSummary.from_list([frame]).format())
+            kept.append(frame)
         else:
             skipped += 1
+    flush()
+    if len(lines) > _MOST_FRAMES:
+        half = _MOST_FRAMES // 2
+        lines[half:-half] = [f"  [... {len(lines) - 2 * half} more frames ...]\n"]
     return lines
 
 
@@ -712,6 +743,15 @@ def _namespaces(glb: Any, loc: Any, caller: Any) -> tuple[dict, Mapping | None]:
     if loc is not None and not isinstance(loc, Mapping):
         raise TypeError(f"loc must be a mapping (the code's local namespace), got {type(loc).__name__}")
     return glb, loc
+
+
+def _leaf(group: BaseExceptionGroup, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of class `kind` inside `group` (however deeply nested), or None."""
+    for inner in group.exceptions:
+        found = _leaf(inner, kind) if isinstance(inner, BaseExceptionGroup) else inner
+        if isinstance(found, kind):
+            return found
+    return None
 
 
 class _Execution:
@@ -754,6 +794,8 @@ class _Execution:
 
     def caught(self, exc: BaseException) -> None:
         """Record an exception from the code; re-raise what must not become a tool result."""
+        if isinstance(exc, BaseExceptionGroup):  # `except*` wraps what it lets through in a group
+            exc = _leaf(exc, KeyboardInterrupt) or _leaf(exc, TimeoutInterrupt) or exc
         if isinstance(exc, KeyboardInterrupt):
             self.keep_lines = True  # the traceback a person sees shows these lines
             raise exc  # a person interrupting the kernel
