@@ -6,9 +6,9 @@ How a run goes:
    cheapest). Anything else is parsed once; when the last statement is an expression that is not
    silenced by a trailing `;` (IPython's rule, comments allowed after it), it is split off and
    compiled in `eval` mode, so its value comes back without assigning any name in the namespace.
-   Bare `except:` (and `except BaseException:`) handlers get a handler in front of them that re-raises
-   the time-out and `KeyboardInterrupt`; the class is put into the code object's constants after
-   compilation, so no name is needed for it. The source is registered in `linecache` so tracebacks
+   Handlers that catch everything (bare `except:`, `BaseException`, also in a tuple or `except*`)
+   get a handler in front of them that re-raises the time-out and `KeyboardInterrupt`; the class
+   is put into the code object's constants after compilation, so no name is needed for it. The source is registered in `linecache` so tracebacks
    show its lines and `inspect.getsource` works on functions it defines.
 2. Capture. `sys.stdout`/`sys.stderr` (and, inside IPython, the shell's display publisher) are
    replaced by routers that send text to the capture of the run whose context is current (a
@@ -21,8 +21,10 @@ How a run goes:
    `except Exception:` cannot swallow it; if the code swallows it anyway it is raised again every
    few milliseconds. Nested runs keep the outer deadline. The previous `SIGALRM` handler and timer
    are restored exactly (a timer someone else had armed keeps running, with its remaining time).
-4. Isolated mode (`isolated=True`): the code runs in a forked child process that is killed at the
-   deadline. This is the only way to stop a loop that stays inside C (`sum(range(10**10))`).
+4. Isolated mode (`isolated=True`): the code runs in a forked child process, which stops Python
+   code at the deadline itself and is killed shortly after if it is still running. This is the only
+   way to stop a loop that stays inside C (`sum(range(10**10))`). Its output reaches the parent as
+   it is written, so it survives the kill.
 
 `run_code` returns the structured `ExecResult`; `python` is the model-facing tool that formats it.
 """
@@ -238,6 +240,28 @@ class _Capture:
         return "".join(text for name, text in self.chunks if stream is None or name == stream)
 
 
+class _ChildStream:
+    """In an isolated run's child process: sends the output of the child's run to the parent as
+    it is written, so what was printed survives the child being killed."""
+
+    __slots__ = ("capture", "writer")
+
+    def __init__(self, writer: int) -> None:
+        self.capture: _Capture | None = None  # the child's outermost run (nested runs are not sent)
+        self.writer = writer
+
+    def send(self, message: tuple) -> None:
+        import pickle
+
+        payload = pickle.dumps(message)
+        view = memoryview(len(payload).to_bytes(4, "big") + payload)
+        while view:
+            view = view[os.write(self.writer, view):]
+
+
+_child_stream: _ChildStream | None = None  # set only in the child process of an isolated run
+
+
 _current_capture: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar(
     "nbtools_interp_capture", default=None)
 _routing_lock = threading.Lock()
@@ -264,6 +288,8 @@ class _StreamRouter:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         capture.chunks.append((self._name, text))
+        if _child_stream is not None and _child_stream.capture is capture:
+            _child_stream.send(("chunk", self._name, text))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -296,7 +322,10 @@ class _DisplayRouter:
             return self._original.publish(data, metadata, *args, **kwargs)
         capture.displays.append(dict(data))
         text = _bundle_text(data)
-        capture.chunks.append(("stdout", text if text.endswith("\n") else text + "\n"))
+        text = text if text.endswith("\n") else text + "\n"
+        capture.chunks.append(("stdout", text))
+        if _child_stream is not None and _child_stream.capture is capture:
+            _child_stream.send(("chunk", "stdout", text))
 
     def clear_output(self, wait: bool = False) -> None:
         if _active_capture() is None:
@@ -780,6 +809,8 @@ class _Execution:
                                           self.source.splitlines(True), self.filename)
         self.added_builtins = "__builtins__" not in self.glb
         self.capture = _Capture()
+        if _child_stream is not None and _child_stream.capture is None:
+            _child_stream.capture = self.capture
         self.shell = _ipython_shell() if "IPython" in sys.modules else None
         _start_routing(self.shell)
         self.token = _current_capture.set(self.capture)
@@ -842,7 +873,7 @@ def run_code(code: str, glb: dict | None = None, loc: Mapping | None = None,
     `glb`/`loc` are the namespaces (default: the kernel's `user_ns` inside IPython, else the
     caller's globals); nothing but what the code itself assigns is added to them. `timeout` is in
     seconds (fractions allowed; None for no limit). `isolated=True` runs the code in a forked child
-    process that is killed at the deadline (see `_run_isolated` for its limits). Exceptions from
+    process, killed if it overruns the deadline (see `_run_isolated` for its limits). Exceptions from
     the code are returned in the result, except `KeyboardInterrupt`, which propagates.
     """
     limit = _check_timeout(timeout)
@@ -1034,8 +1065,15 @@ class _ReprOnly:
         return self.text
 
 
+_KILL_GRACE = 0.05  # seconds the child gets past the deadline to stop itself before it is killed
+
+
 def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | None) -> ExecResult:
-    """Run in a forked child that is killed at the deadline.
+    """Run in a forked child process.
+
+    The child enforces the deadline itself like an in-process run (so Python code stops with a
+    traceback); a child still running `_KILL_GRACE` seconds later (a loop inside C) is killed.
+    Output is sent to the parent as it is written, so it survives the kill.
 
     Limits: POSIX only (fork). The child works on a copy of the namespace, so assignments,
     imports and definitions do not reach the caller; the value comes back pickled (or, when it
@@ -1043,13 +1081,14 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
     returned (its text is). Only the forking thread exists in the child. Each run costs a fork
     (a few milliseconds, more with a big process).
     """
+    global _child_stream
     import pickle
     import select
 
     if not hasattr(os, "fork"):
         raise RuntimeError("isolated=True needs os.fork (POSIX); it is not available on this platform")
     started = time.perf_counter()
-    deadline = time.monotonic() + timeout if timeout is not None else math.inf
+    kill_at = time.monotonic() + timeout + _KILL_GRACE if timeout is not None else math.inf
     reader, writer = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -1058,56 +1097,78 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
         status = 0
         try:
             os.close(reader)
-            result = run_code(code, glb, loc, timeout=None)
+            _child_stream = _ChildStream(writer)
+            result = run_code(code, glb, loc, timeout=timeout)
             value = result.value
             try:
                 pickle.dumps(value)
             except Exception:
                 value = _ReprOnly(repr(value))
-            payload = pickle.dumps((value, result.stdout, result.stderr, result.output,
-                                    result.error, result.displays))
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(writer, view):]
+            _child_stream.send(("result", value, result.error, result.timed_out, result.displays))
         except BaseException:
             status = 1
         finally:
             os._exit(status)
     os.close(writer)
-    chunks: list[bytes] = []
-    timed_out = False
+    received = bytearray()
+    killed = False
     try:
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = kill_at - time.monotonic()
             if remaining <= 0:
-                timed_out = True
+                killed = True
                 break
             ready, _, _ = select.select([reader], [], [], None if remaining == math.inf else remaining)
             if ready:
                 data = os.read(reader, 1 << 16)
                 if not data:
                     break
-                chunks.append(data)
+                received += data
     finally:
         os.close(reader)
-        if timed_out or sys.exc_info()[0] is not None:
+        if killed or sys.exc_info()[0] is not None:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         _, status = os.waitpid(pid, 0)
+    chunks: list[tuple[str, str]] = []
+    outcome = None
+    for message in _messages(received):
+        if message[0] == "chunk":
+            chunks.append(message[1:])
+        else:
+            outcome = message[1:]
+    capture = _Capture()
+    capture.chunks = chunks
+    output = {"stdout": capture.text("stdout"), "stderr": capture.text("stderr"), "output": capture.text()}
     duration = time.perf_counter() - started
-    if timed_out:
-        return ExecResult(error=f"TimeoutError: the code did not finish within {timeout:g} s; "
-                                "its process was killed", timed_out=True, duration=duration)
-    try:
-        value, stdout, stderr, output, error, displays = pickle.loads(b"".join(chunks))
-    except Exception:
-        return ExecResult(error="Error: the isolated process ended without a result "
-                                f"(exit status {os.waitstatus_to_exitcode(status)})",
-                          duration=duration)
-    return ExecResult(value=value, stdout=stdout, stderr=stderr, output=output, error=error,
-                      duration=duration, displays=displays)
+    if outcome is None:
+        if killed:
+            error = (f"TimeoutError: the code did not finish within {timeout:g} s; "
+                     "its process was killed")
+        else:
+            error = ("Error: the isolated process ended without a result "
+                     f"(exit status {os.waitstatus_to_exitcode(status)})")
+        return ExecResult(error=error, timed_out=killed, duration=duration, **output)
+    value, error, timed_out, displays = outcome
+    return ExecResult(value=value, error=error, timed_out=timed_out, duration=duration,
+                      displays=displays, **output)
+
+
+def _messages(data: bytes) -> list[tuple]:
+    """The messages a child sent (4-byte length, then a pickle); a message cut short is dropped."""
+    import pickle
+
+    messages = []
+    position = 0
+    while position + 4 <= len(data):
+        size = int.from_bytes(data[position:position + 4], "big")
+        if position + 4 + size > len(data):
+            break
+        messages.append(pickle.loads(data[position + 4:position + 4 + size]))
+        position += 4 + size
+    return messages
 
 
 # ------------------------------------------------------------------------------------------------

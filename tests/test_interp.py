@@ -650,6 +650,17 @@ def test_isolated_run_stops_a_loop_inside_c():
     assert "killed" in result.error
 
 
+def test_isolated_run_keeps_what_was_printed_before_the_kill():
+    text = python("print('started')\nsum(range(10 ** 12))", {}, isolated=True, timeout=0.2)
+    assert text == "started\nTimeoutError: the code did not finish within 0.2 s; its process was killed"
+
+
+def test_isolated_python_loop_stops_itself_with_a_traceback():
+    result, elapsed = timed(run_code, "print('a')\nwhile True:\n    pass", {}, isolated=True, timeout=0.1)
+    assert result.timed_out and elapsed < 1 and result.output == "a\n"
+    assert "while True:" in result.error and result.error.endswith("and was stopped")
+
+
 def test_isolated_run_leaves_the_namespace_alone():
     namespace = {"x": 1}
     assert python("x = 99\nx", namespace, isolated=True) == 99
@@ -663,8 +674,9 @@ def test_isolated_run_reports_errors_and_unpicklable_values():
 
 
 def test_isolated_child_that_dies():
-    result = run_code("import os\nos._exit(7)", {}, isolated=True)
+    result = run_code("import os\nprint('last words')\nos._exit(7)", {}, isolated=True)
     assert "ended without a result (exit status 7)" in result.error
+    assert result.output == "last words\n" and not result.timed_out
 
 
 # --------------------------------------------------------------------------------------------
