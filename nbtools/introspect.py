@@ -50,7 +50,8 @@ class Spec:
 
 
 # One cache per callable shape: the same function object has a different spec as a plain function
-# (with `self`) and as the function behind a bound method (without it).
+# (with `self`) and as the function behind a bound method (without it). Callable instances are
+# keyed by their class, not by `__call__`: a subclass inherits `__call__` but has its own name.
 _PLAIN: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
 _BOUND: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
 _INSTANCE: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
@@ -115,12 +116,57 @@ def callable_spec(fn: Callable[..., Any]) -> Spec:
         except (KeyError, TypeError):
             pass
     spec = _build_spec(fn, drop_first)
-    if key is not None:
+    if key is not None and not _keeps_alive(spec, key):
         try:
             cache[key] = spec
         except TypeError:  # not weak-referenceable: just don't cache
             pass
     return spec
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class created by a class statement
+
+
+def _keeps_alive(spec: Spec, key: Any) -> bool:
+    """Whether `spec` refers (through a class it describes) to its own cache key.
+
+    A weak-key cache entry whose value holds its key never dies: a class whose `__init__` takes
+    its own type, or a method taking an instance of its class (`def merge(self, other: "Point")`).
+    Such specs are rebuilt on demand instead; the Tools built from them keep their own renders.
+    """
+    for cls in _classes_in(spec.args, set()):
+        if cls is key:
+            return True
+        for klass in getattr(cls, "__mro__", (cls,)):
+            if not klass.__flags__ & _HEAP_TYPE:
+                continue  # a built-in (static) type such as object or dict holds no user function
+            for member in vars(klass).values():
+                if member is key or getattr(member, "__func__", None) is key:
+                    return True
+    return False
+
+
+def _classes_in(node: ir.Node, found: set[type]) -> set[type]:
+    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types)."""
+    cls = getattr(node, "cls", None)
+    if isinstance(cls, type):
+        found.add(cls)
+    if isinstance(node, ir.Object):
+        for item in node.fields:
+            if item.default is not ir.MISSING and type(item.default).__module__ != "builtins":
+                found.add(type(item.default))
+            _classes_in(item.type, found)
+        if node.extra is not None:
+            _classes_in(node.extra, found)
+    elif isinstance(node, ir.Array):
+        _classes_in(node.item, found)
+    elif isinstance(node, ir.Map):
+        _classes_in(node.value, found)
+    elif isinstance(node, (ir.Tuple, ir.Union)):
+        for child in node.items if isinstance(node, ir.Tuple) else node.options:
+            _classes_in(child, found)
+    # an ir.Ref points back to an Object that encloses it, already visited
+    return found
 
 
 def _shape(fn: Any) -> tuple[Any, Any, bool]:
@@ -134,7 +180,7 @@ def _shape(fn: Any) -> tuple[Any, Any, bool]:
     if callable(fn) and not isinstance(fn, pytypes.BuiltinFunctionType):
         call = getattr(type(fn), "__call__", None)
         if isinstance(call, pytypes.FunctionType):
-            return _INSTANCE, call, True
+            return _INSTANCE, type(fn), True
     return _PLAIN, None, False
 
 

@@ -375,6 +375,46 @@ def test_the_cache_does_not_keep_dead_functions_alive() -> None:
     assert alive() is None
 
 
+SELF_REFERENCING = {
+    # a class tool whose __init__ takes its own type: the spec holds the class it is keyed by
+    "class": ("__name__ = 'scratch'\n"  # exec'd classes otherwise claim the module 'builtins'
+              "class Chain:\n"
+              "    def __init__(self, links: 'list[Chain]' = (), size: int = 0):\n"
+              "        self.size = size\n", "Chain", lambda cls: cls),
+    # a method taking an instance of its own class: the class holds the function it is keyed by
+    "method": ("__name__ = 'scratch'\n"
+               "class Point:\n"
+               "    def __init__(self, x: int = 0):\n"
+               "        self.x = x\n"
+               "    def merge(self, other: 'Point') -> int:\n"
+               "        return self.x + other.x\n", "Point", lambda cls: cls().merge),
+}
+
+
+@pytest.mark.parametrize("kind", SELF_REFERENCING)
+def test_the_cache_does_not_keep_alive_a_class_its_schema_mentions(kind: str) -> None:
+    source, name, pick = SELF_REFERENCING[kind]
+    cls = _define(source, name)
+    assert get_schema(pick(cls), "openai")["function"]["parameters"]["type"] == "object"
+    alive = weakref.ref(cls)
+    del cls
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_callable_instance_of_a_subclass_is_named_after_its_own_class() -> None:
+    class Base:
+        def __call__(self, x: int) -> int:
+            return x
+
+    class Derived(Base):
+        pass
+
+    assert get_schema(Base())["name"] == "Base"
+    assert get_schema(Derived())["name"] == "Derived"  # was "Base": the cache was keyed by __call__
+    assert Tool.from_function(Derived()).name == "Derived"
+
+
 def test_a_redefined_function_gets_a_fresh_schema() -> None:
     before = _define("def resize(size: int):\n    return size\n", "resize")
     assert get_schema(before)["parameters"]["properties"]["size"] == {"type": "integer"}
