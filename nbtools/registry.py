@@ -66,19 +66,35 @@ class Registry:
             built = item.replace(**overrides) if overrides else item
         else:
             built = Tool.from_function(item, **overrides)
-        if built.name in self._tools and self._tools[built.name].fn is not built.fn:
+        previous = self._tools.get(built.name)
+        if previous is not None and not _same_definition(previous.fn, built.fn):
             warnings.warn(f"tool {built.name!r} was already registered; the new definition replaces it",
                           stacklevel=2)
         self._tools[built.name] = built
-        self._index_wire_names(built.name)
+        clash = self._index_wire_names(built.name)
+        shadowed = self._wire.get(built.name)
+        if shadowed is not None and shadowed != built.name:  # `a__b` added after `a.b`
+            clash = (shadowed, built.name)
+        if clash is not None:
+            warnings.warn(f"tool {built.name!r} and tool {clash[0]!r} both become {clash[1]!r} for "
+                          "providers that refuse some characters in names; rename one of them "
+                          "(schemas() refuses such a pair for those formats)", stacklevel=2)
         return built
 
-    def _index_wire_names(self, name: str) -> None:
+    def _index_wire_names(self, name: str) -> tuple[str, str] | None:
+        """Map the provider forms of `name` back to it; returns (other tool, form) on a clash."""
         from .formats import wire_names
 
+        clash = None
         for mapped in wire_names(name):
-            if mapped != name:
-                self._wire[mapped] = name
+            if mapped == name:
+                continue
+            other = mapped if mapped in self._tools else self._wire.get(mapped)
+            if other is not None and other != name and other in self._tools:
+                clash = (other, mapped)
+                continue  # the existing tool keeps the name: calls must not change target silently
+            self._wire[mapped] = name
+        return clash
 
     def remove(self, name_or_glob: str) -> list[str]:
         """Remove tools by exact name or glob; returns the names removed (KeyError if none)."""
@@ -88,7 +104,9 @@ class Registry:
         for name in names:
             del self._tools[name]
             self._disabled.discard(name)
-        self._wire = {mapped: orig for mapped, orig in self._wire.items() if orig in self._tools}
+        self._wire = {}  # re-index: a provider form a removed tool held may now belong to another
+        for name in self._tools:
+            self._index_wire_names(name)
         return names
 
     def clear(self) -> None:
@@ -176,8 +194,24 @@ class Registry:
         return view
 
     def schemas(self, fmt: str | None = None, strict: bool | None = None) -> list[dict]:
-        """Tool definitions of every enabled tool, in format `fmt` (see `get_schema`)."""
-        return [tool.schema(fmt, strict) for name, tool in self._tools.items() if name not in self._disabled]
+        """Tool definitions of every enabled tool, in format `fmt` (see `get_schema`).
+
+        Raises ValueError when two tools get the same name in `fmt` (e.g. `a.b` and `a__b` for
+        OpenAI): the provider would refuse the list, or calls would reach the wrong tool.
+        """
+        tools = [tool for name, tool in self._tools.items() if name not in self._disabled]
+        if fmt is not None and len(tools) > 1:
+            from .formats import wire_name
+
+            owners: dict[str, str] = {}
+            for tool in tools:
+                mapped = wire_name(tool.name, fmt)
+                owner = owners.setdefault(mapped, tool.name)
+                if owner != tool.name:
+                    raise ValueError(f"tools {owner!r} and {tool.name!r} both become {mapped!r} in format "
+                                     f"{fmt!r}; rename one of them (e.g. registry.add(fn, name=...)) or "
+                                     "leave one out with select(deny=...)")
+        return [tool.schema(fmt, strict) for tool in tools]
 
     # -- calling (see nbtools.call) ------------------------------------------------------------------
     def call(self, name: str, args: Any = None, **options: Any) -> Any:
@@ -192,6 +226,18 @@ class Registry:
 
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
+
+
+def _same_definition(old: Any, new: Any) -> bool:
+    """Whether `new` is `old` or the same definition run again (a notebook cell re-executed):
+    replacing it then is an update, not a name collision worth a warning."""
+    if old is new:
+        return True
+    old_fn, new_fn = getattr(old, "__func__", old), getattr(new, "__func__", new)
+    qualname = getattr(old_fn, "__qualname__", None)
+    return (type(old_fn) is type(new_fn) and isinstance(qualname, str) and not qualname.endswith("<lambda>")
+            and qualname == getattr(new_fn, "__qualname__", None)
+            and getattr(old_fn, "__module__", None) == getattr(new_fn, "__module__", None))
 
 
 registry = Registry()

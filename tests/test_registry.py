@@ -187,3 +187,60 @@ def test_calling_a_disabled_tool_says_it_is_disabled():
     with pytest.raises(ToolCallError, match="the tool 'add' is disabled"):
         call_func("add", {"a": 1}, ns=local)
     assert call_func("nothing", {}, ns=local, raise_on_err=False).startswith("Error calling tool 'nothing': no tool named")
+
+
+def test_two_tools_with_the_same_provider_name_are_refused_not_misrouted():
+    local = Registry()
+
+    def dotted(a: int) -> int:
+        return a
+
+    def underscored(a: int) -> int:
+        return -a
+
+    local.add(dotted, name="geo.area")
+    with pytest.warns(UserWarning, match="'geo.area' both become 'geo__area'"):
+        local.add(underscored, name="geo__area")
+    # exact names still reach their own tool, and formats that allow dots still work
+    assert local.get("geo.area").fn is dotted and local.get("geo__area").fn is underscored
+    assert [item["name"] for item in local.schemas("mcp")] == ["geo.area", "geo__area"]
+    for fmt in ("openai", "responses", "anthropic"):
+        with pytest.raises(ValueError, match="'geo.area' and 'geo__area' both become 'geo__area'.*rename"):
+            local.schemas(fmt)
+    # once the clash is gone, the provider form maps back to the dotted tool again
+    local.remove("geo__area")
+    assert [item["function"]["name"] for item in local.schemas("openai")] == ["geo__area"]
+    assert local.get("geo__area").fn is dotted
+
+
+def test_a_mapped_name_never_takes_over_an_existing_tool():
+    local = Registry()
+
+    def plain(a: int) -> int:
+        return a
+
+    def dotted(a: int) -> int:
+        return -a
+
+    local.add(plain, name="geo__area")
+    with pytest.warns(UserWarning, match="both become 'geo__area'"):
+        local.add(dotted, name="geo.area")
+    assert local.get("geo__area").fn is plain
+
+
+def test_running_the_same_definition_again_replaces_it_without_a_warning():
+    # a notebook cell run twice defines a new function object with the same module and qualname
+    local = Registry()
+    namespace: dict = {"__name__": "cell"}
+    exec("def resize(size: int) -> int:\n    return size\n", namespace)  # noqa: S102
+    local.add(namespace["resize"])
+    exec("def resize(size: float) -> float:\n    return size\n", namespace)  # noqa: S102
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local.add(namespace["resize"])
+    assert local.get("resize").fn is namespace["resize"]
+    # a different function (or another lambda) under the same name still warns
+    with pytest.warns(UserWarning, match="'resize' was already registered"):
+        local.add(lambda size: size, name="resize")
+    with pytest.warns(UserWarning, match="'resize' was already registered"):
+        local.add(lambda size: size, name="resize")
