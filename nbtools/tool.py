@@ -165,6 +165,7 @@ def tool(
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        _refuse_unbound_method(func)
         overrides: dict[str, Any] = {}
         for key, value in (("name", name), ("description", description), ("group", group),
                            ("hints", hints), ("strict", strict)):
@@ -180,6 +181,25 @@ def tool(
     if fn is not None:
         return register(fn)
     return register
+
+
+def _refuse_unbound_method(func: Any) -> None:
+    """`@tool` on a method inside a class body sees a plain function taking `self`: the model would
+    have to send `self` (any JSON value) and the method would run on it. Say what to do instead."""
+    import inspect
+
+    qualname = getattr(func, "__qualname__", "")
+    if not inspect.isfunction(func) or "." not in qualname or qualname.split(".")[-2] == "<locals>":
+        return
+    first = next(iter(inspect.signature(func).parameters), None)
+    if first not in ("self", "cls"):
+        return
+    from .errors import SchemaError
+
+    raise SchemaError(qualname, first, "@tool is applied inside the class body, before any instance exists, "
+                      f"so the model would have to send {first!r}; register a bound method instead "
+                      "(`registry.add(instance.method)` or `for t in tools_from(instance): registry.add(t)`), "
+                      "or make it a @staticmethod")
 
 
 __all__ = ["Tool", "tool", "HINTS", "normalise_hints"]

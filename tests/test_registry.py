@@ -244,3 +244,28 @@ def test_running_the_same_definition_again_replaces_it_without_a_warning():
         local.add(lambda size: size, name="resize")
     with pytest.warns(UserWarning, match="'resize' was already registered"):
         local.add(lambda size: size, name="resize")
+
+
+def test_the_decorator_inside_a_class_body_says_to_register_a_bound_method():
+    local = Registry()
+    with pytest.raises(SchemaError) as caught:
+        class Shop:
+            @tool(registry=local)
+            def price(self, item: str) -> float:
+                return 1.0
+    assert caught.value.parameter == "self" and caught.value.function.endswith("Shop.price")
+    assert "registry.add(instance.method)" in str(caught.value) and "@staticmethod" in str(caught.value)
+    assert len(local) == 0
+
+    class Till:
+        @staticmethod
+        @tool(registry=local)
+        def total(prices: list[float]) -> float:  # a static method takes no self: fine
+            return sum(prices)
+
+        def pay(self, amount: float) -> str:
+            return "paid"
+
+    local.add(Till().pay)  # the bound method: no self in its schema
+    assert local.names() == ["total", "pay"]
+    assert "self" not in local.get("pay").parameters["properties"]
