@@ -246,6 +246,12 @@ def _convert_union(args: tuple[Any, ...], ctx: Context) -> ir.Node:
         for option in members:
             if option not in options:
                 options.append(option)
+    if any(type(option) is ir.AnyValue and not option.constraints for option in options):
+        # `Optional[Any]`, `Any | int`: any value already, an anyOf around `{}` says nothing more
+        described = [option.description for option in options if option.description] + descriptions
+        return ir.AnyValue(description=described[0] if len(described) == 1 else None)
+    if any(isinstance(option, ir.Literal) and None in option.values for option in options):
+        options = [option for option in options if not isinstance(option, ir.NoneValue)]  # null listed already
     non_null = [option for option in options if not isinstance(option, ir.NoneValue)]
     if not descriptions and len(non_null) == 1 and written_description(non_null[0]) \
             and all(not option.description for option in options if option is not non_null[0]):

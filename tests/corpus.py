@@ -545,6 +545,10 @@ TYPE_CASES: list[tuple[str, Any, dict]] = [
     ("annotated", Annotated[float, "a ratio"], {**NUM, "description": "a ratio"}),
     ("enum_union", Union[Color, Priority, None], {"anyOf": [{"type": "string", "enum": ["red", "green"]},
                                                             {"type": "integer", "enum": [1, 2]}, NULL]}),
+    # a union that already admits every value (or null) says no more than its widest member
+    ("optional_any", Optional[Any], {}),
+    ("optional_any_described", Optional[Annotated[Any, "anything"]], {"description": "anything"}),
+    ("optional_literal_with_none", Optional[Literal["x", None]], {"enum": ["x", None]}),
 ]
 
 
