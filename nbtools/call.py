@@ -169,7 +169,10 @@ def describe(node: ir.Node) -> str:
         label = f" ({node.name})" if node.name else ""
         return f"an object{label} with keys {names}" if names else f"an object{label}"
     if isinstance(node, ir.Ref):
-        return f"an object ({node.name})" if node.name else "an object"
+        target = node.target() if callable(node.target) else None
+        kinds = _accepted_kinds(node) if target is not None else frozenset({"object"})
+        word = "an object" if kinds == {"object"} else "an array" if kinds == {"array"} else "a value"
+        return f"{word} ({node.name})" if node.name else word
     if isinstance(node, ir.Pydantic):
         return f"an object ({getattr(node.cls, '__name__', 'model')})"
     if isinstance(node, ir.Union):
@@ -487,8 +490,13 @@ def _kind_of(value: Any) -> str | None:
     return None
 
 
-def _accepted_kinds(node: ir.Node) -> frozenset[str]:
+def _accepted_kinds(node: ir.Node, following: frozenset[int] = frozenset()) -> frozenset[str]:
     """The JSON kinds a node can possibly accept (before looking at the value)."""
+    if isinstance(node, ir.Ref):  # a recursive definition from a schema need not be an object
+        target = node.target() if callable(node.target) else None
+        if target is None or id(target) in following:
+            return frozenset({"object"})
+        return _accepted_kinds(target, following | {id(target)})
     if isinstance(node, ir.AnyValue):
         return _ALL_KINDS
     if isinstance(node, ir.NoneValue):
@@ -510,12 +518,12 @@ def _accepted_kinds(node: ir.Node) -> frozenset[str]:
         return frozenset(kinds)
     if isinstance(node, (ir.Array, ir.Tuple)):
         return frozenset({"array"})
-    if isinstance(node, (ir.Map, ir.Object, ir.Ref, ir.Pydantic)):
+    if isinstance(node, (ir.Map, ir.Object, ir.Pydantic)):
         return frozenset({"object"})
     if isinstance(node, ir.Union):
         kinds = set()
         for option in node.options:
-            kinds |= _accepted_kinds(option)
+            kinds |= _accepted_kinds(option, following)
         return frozenset(kinds)
     return _ALL_KINDS
 
@@ -898,7 +906,14 @@ class _Compiler:
             raise SchemaError(None, None, f"the recursive reference {node.name!r} has no target")
         cell = self.objects.get(id(target))
         if cell is None:
-            return self.compile(target)
+            if isinstance(target, ir.Object):
+                return self.compile(target)  # registers its own cell before compiling its fields
+            # a recursive definition that is not an object (`A = list[A] | int` from a schema): the
+            # references met while compiling it use this cell, filled once it is compiled
+            cell = [None]
+            self.objects[id(target)] = cell
+            cell[0] = self.compile(target)
+            return cell[0]
 
         def convert_ref(value: Any, path: str) -> Any:
             return cell[0](value, path)  # type: ignore[misc]  # filled once the Object is compiled

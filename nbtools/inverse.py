@@ -22,6 +22,7 @@ import inspect
 import keyword
 import operator
 import typing
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import unquote
@@ -30,7 +31,7 @@ from . import ir
 from .tool import Tool, normalise_hints
 
 __all__ = ["schema_to_ir", "tool_from_schema", "schema2sig", "mk_tool", "read_tool_def", "ToolDef",
-           "py_name"]
+           "py_name", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]
 
 # Validation keywords kept as node constraints, by the JSON type they apply to.
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern")
@@ -64,8 +65,49 @@ def schema_to_ir(schema: dict | bool, defs: dict | None = None) -> ir.Node:
     `defs` resolves references when `schema` is a fragment of a larger document: a mapping of
     definition name -> schema, consulted after the schema's own `$defs`/`definitions`.
     Unknown keywords and unresolvable references are ignored (looser validation, never an error).
+    The one error is ValueError for a schema too large to use: nested more than `MAX_SCHEMA_DEPTH`
+    levels, or expanding to more than `MAX_SCHEMA_NODES` nodes once its `$ref`s are followed (a
+    schema from an MCP server must not be able to exhaust the stack or hang the process that
+    reads it; every later stage walks the expanded form).
     """
+    _check_json_depth(schema, "schema")
     return _Reader(schema, defs or {}).read(schema, pointer="#")
+
+
+MAX_SCHEMA_DEPTH = 100
+"""Deepest nesting of schemas inside schemas (through properties, items, anyOf, `$ref`...) read."""
+MAX_SCHEMA_NODES = 100_000
+"""Most nodes a schema may expand to when each `$ref` is replaced by its definition (cycles aside)."""
+
+
+def _check_json_depth(value: Any, what: str) -> None:
+    """ValueError when dicts/lists nest more than 2 * MAX_SCHEMA_DEPTH levels (checked without recursion,
+    before anything recursive, even `copy.deepcopy`, touches the value)."""
+    limit = 2 * MAX_SCHEMA_DEPTH  # a schema level is often two JSON levels ("properties" -> name)
+    stack = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > limit:
+            raise ValueError(f"the {what} nests more than {limit} levels of objects/arrays; "
+                             "no tool definition needs that (is it generated recursively?)")
+        if not isinstance(current, (dict, list)):
+            continue
+        children = current.values() if isinstance(current, dict) else current
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
+def _children(node: ir.Node) -> tuple[ir.Node, ...]:
+    if isinstance(node, ir.Array):
+        return (node.item,)
+    if isinstance(node, ir.Tuple):
+        return node.items
+    if isinstance(node, ir.Map):
+        return (node.key, node.value)
+    if isinstance(node, ir.Object):
+        return tuple(item.type for item in node.fields) + ((node.extra,) if node.extra is not None else ())
+    if isinstance(node, ir.Union):
+        return node.options
+    return ()  # scalars, and Ref: a cycle is walked once, not expanded
 
 
 class _Reader:
@@ -75,7 +117,19 @@ class _Reader:
         self.root = root
         self.defs = defs
         self.done: dict[str, ir.Node] = {}
-        self.reading: set[str] = set()
+        self.reading: dict[str, int] = {}  # pointer -> self.containers when its reading began
+        self.containers = 0  # arrays/objects entered: a $ref back inside one of them is a real recursion
+        self.depth = 0
+        self.sizes: dict[int, tuple[ir.Node, int]] = {}  # id -> (node kept alive, expanded size)
+
+    def _size(self, node: ir.Node) -> int:
+        """The node's expanded size (shared definitions counted each time they are used)."""
+        known = self.sizes.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        size = 1 + sum(self._size(child) for child in _children(node))
+        self.sizes[id(node)] = (node, size)
+        return size
 
     # -- entry points ----------------------------------------------------------------------------
     def read(self, schema: Any, pointer: str | None = None) -> ir.Node:
@@ -84,11 +138,11 @@ class _Reader:
             return self._read(schema)
         if pointer in self.done:
             return self.done[pointer]
-        self.reading.add(pointer)
+        self.reading[pointer] = self.containers
         try:
             node = self._read(schema, name=_pointer_name(pointer, schema))
         finally:
-            self.reading.discard(pointer)
+            del self.reading[pointer]
         self.done[pointer] = node
         return node
 
@@ -99,7 +153,17 @@ class _Reader:
             return ir.Union(options=())  # matches nothing
         if not isinstance(schema, dict):
             return ir.AnyValue()  # not a schema at all: ignore rather than crash
-        node = self._read_body(schema, name)
+        self.depth += 1
+        try:
+            if self.depth > MAX_SCHEMA_DEPTH:
+                raise ValueError(f"the schema nests more than {MAX_SCHEMA_DEPTH} levels of schemas "
+                                 "(properties, items, anyOf, $ref chains)")
+            node = self._read_body(schema, name)
+        finally:
+            self.depth -= 1
+        if self._size(node) > MAX_SCHEMA_NODES:
+            raise ValueError(f"the schema expands to more than {MAX_SCHEMA_NODES} nodes when its $refs are "
+                             "followed (definitions used many times inside each other)")
         description = _text(schema.get("description")) if own_description else None
         if description is not None and node.description != description:
             node = dataclasses.replace(node, description=description)
@@ -156,6 +220,13 @@ class _Reader:
         return ir.AnyValue()  # e.g. Gemini's TYPE_UNSPECIFIED
 
     def _array(self, schema: dict) -> ir.Node:
+        self.containers += 1
+        try:
+            return self._array_body(schema)
+        finally:
+            self.containers -= 1
+
+    def _array_body(self, schema: dict) -> ir.Node:
         constraints = _constraints(schema, _ARRAY_KEYWORDS)
         items = schema.get("items")
         prefix = schema.get("prefixItems")
@@ -176,6 +247,13 @@ class _Reader:
         return ir.Array(item=_union([*prefix_nodes, *tail]), constraints=constraints)
 
     def _object(self, schema: dict, name: str) -> ir.Node:
+        self.containers += 1
+        try:
+            return self._object_body(schema, name)
+        finally:
+            self.containers -= 1
+
+    def _object_body(self, schema: dict, name: str) -> ir.Node:
         constraints = _constraints(schema, _OBJECT_KEYWORDS)
         properties = schema.get("properties")
         if not isinstance(properties, dict):
@@ -218,6 +296,11 @@ class _Reader:
             return ir.AnyValue()  # remote documents are never fetched
         pointer = "#" + ref[1:]
         if pointer in self.reading:
+            if self.reading[pointer] == self.containers:
+                # back to a definition without entering an array or object: `A = A | int` or an alias
+                # cycle. Such a reference adds no value (A means just int), and following it would
+                # recurse forever without consuming any of the value
+                return ir.Union(options=())
             done = self.done
             name = _pointer_name(pointer, self.root if pointer == "#" else None) or "Root"
             return ir.Ref(name=name, target=lambda: done[pointer])
@@ -456,6 +539,7 @@ def _parameters_root(name: str, parameters: Any) -> dict:
     if types is not None and types != ["object"]:
         raise ValueError(f"tool {name!r}: parameters must be a JSON Schema of type 'object', "
                          f"got type {parameters['type']!r}")
+    _check_json_depth(parameters, f"parameters schema of tool {name!r}")
     copied = copy.deepcopy(parameters)
     if types is None and "$ref" not in copied:
         copied = {"type": "object", **copied}
@@ -463,7 +547,10 @@ def _parameters_root(name: str, parameters: Any) -> dict:
 
 
 def _arguments_object(name: str, parameters: dict) -> ir.Object:
-    node = schema_to_ir(parameters)
+    try:
+        node = schema_to_ir(parameters)
+    except ValueError as error:
+        raise ValueError(f"tool {name!r}: {error}") from None
     if isinstance(node, ir.Ref) and node.target is not None:
         node = node.target()
     if isinstance(node, ir.Map):
@@ -583,6 +670,8 @@ def _shape_error(data: dict, problem: str) -> str:
 def py_name(name: str) -> str:
     """A Python identifier for a property or tool name: `first-name` -> `first_name`, `class` -> `class_`,
     `1x` -> `_1x`, `obj.fn` -> `obj_fn`."""
+    # Python reads identifiers in NFKC form: `ﬁle=` in source is `file=`, so the name must be that form
+    name = unicodedata.normalize("NFKC", name)
     chars = "".join(char if ("a" + char).isidentifier() else "_" for char in name) or "_"
     if not chars.isidentifier():  # starts with a digit (or another character only valid later)
         chars = "_" + chars
@@ -803,7 +892,10 @@ class _Annotations:
             return self._typed_dict(node, hint) if node.fields else dict[str, Any]
         if isinstance(node, ir.Union):
             return _union_annotation([self.of(option, hint) for option in node.options])
-        return dict[str, Any] if isinstance(node, ir.Ref) else Any  # a cycle: stop at a plain dict
+        if isinstance(node, ir.Ref):  # a cycle: stop at a plain dict (or Any for a recursive non-object)
+            target = node.target() if callable(node.target) else None
+            return dict[str, Any] if isinstance(target, ir.Object) else Any
+        return Any
 
     def _typed_dict(self, node: ir.Object, hint: str) -> Any:
         known = self.typed_dicts.get(id(node))

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from nbtools import ir
+from nbtools.errors import ToolCallError
 from nbtools.inverse import mk_tool, py_name, read_tool_def, schema2sig, schema_to_ir, tool_from_schema
 from nbtools.tool import Tool
 
@@ -564,3 +565,96 @@ def test_round_trip_through_get_schema():
                                                    ir.NoneValue())) or \
         schema_to_ir({k: v for k, v in tags.items() if k != "default"}) == \
         ir.Union(options=(ir.Array(item=ir.Literal(values=("rain", "wind"))), ir.NoneValue()))
+
+
+# -- schemas from elsewhere (an MCP server) cannot exhaust the stack or hang the reader -------------------
+
+def _time_limit(seconds: float):
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def limit():
+        start = time.perf_counter()
+        yield
+        assert time.perf_counter() - start < seconds
+
+    return limit()
+
+
+def test_a_deeply_nested_schema_is_refused_clearly():
+    deep: dict = {"type": "string"}
+    for _ in range(5000):
+        deep = {"type": "array", "items": deep}
+    parameters = {"type": "object", "properties": {"x": deep}}
+    for attempt in (lambda: schema2sig({"name": "deep", "inputSchema": parameters}),
+                    lambda: tool_from_schema("deep", "", parameters, fn=dict),
+                    lambda: schema_to_ir(parameters)):
+        with pytest.raises(ValueError, match="nests more than"):
+            attempt()
+
+
+def test_a_long_chain_of_references_is_refused_clearly():
+    defs = {f"d{index}": {"type": "array", "items": {"$ref": f"#/$defs/d{index + 1}"}} for index in range(500)}
+    defs["d500"] = {"type": "integer"}
+    parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    with pytest.raises(ValueError, match=r"tool 'chain': the schema nests more than 100 levels"):
+        tool_from_schema("chain", "", parameters, fn=dict)
+
+
+def test_definitions_that_double_at_each_level_are_refused_quickly():
+    levels = 40  # expanded: 2**40 nodes; every later stage walks the expanded form
+    defs: dict = {f"a{levels}": {"type": "integer"}}
+    for index in range(levels - 1, -1, -1):
+        inner = {"$ref": f"#/$defs/a{index + 1}"}
+        defs[f"a{index}"] = {"anyOf": [inner, {"type": "array", "items": inner}]}
+    parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a0"}}, "$defs": defs}
+    with _time_limit(2.0):
+        with pytest.raises(ValueError, match="expands to more than 100000 nodes"):
+            schema2sig({"name": "dag", "inputSchema": parameters})
+        with pytest.raises(ValueError, match="tool 'dag': the schema expands"):
+            tool_from_schema("dag", "", parameters, fn=dict)
+
+
+def test_a_reference_back_without_a_container_adds_nothing():
+    # A = A | int means int; following the reference would recurse without consuming the value
+    parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}},
+                  "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]}}}
+    assert str(schema2sig({"name": "t", "inputSchema": parameters})) == "(x: int | None = None)"
+    tool = tool_from_schema("t", "", parameters, fn=lambda **arguments: arguments)
+    assert tool.call({"x": 3}) == {"x": 3}
+    with pytest.raises(ToolCallError, match="expected an integer, got an empty object"):
+        tool.call({"x": {}})
+    alias_cycle = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}},
+                   "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}}
+    tool = tool_from_schema("t", "", alias_cycle, fn=lambda **arguments: arguments)
+    with pytest.raises(ToolCallError, match="argument 'x'"):
+        tool.call({"x": 1})
+
+
+def test_a_recursive_definition_that_is_not_an_object():
+    # Nested = list[Nested] | int, as a schema: converted like any recursive type
+    parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/Nested"}}, "required": ["x"],
+                  "$defs": {"Nested": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Nested"}},
+                                                 {"type": "integer"}]}}}
+    assert str(schema2sig({"name": "t", "inputSchema": parameters})) == "(x: list[typing.Any] | int)"
+    tool = tool_from_schema("t", "", parameters, fn=lambda **arguments: arguments)
+    assert tool.call({"x": [1, [2, [3, []]]]}) == {"x": [1, [2, [3, []]]]}
+    with pytest.raises(ToolCallError) as caught:
+        tool.call({"x": [1, [2, ["s"]]]})
+    assert caught.value.argument == "x[1][1][0]"
+    with pytest.raises(ToolCallError, match="nested too deeply"):
+        tool.call('{"x": ' + "[" * 100 + "]" * 100 + "}")
+    # the same shape one level down, reached from inside an array
+    split = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}, "required": ["x"],
+             "$defs": {"A": {"type": "array", "items": {"$ref": "#/$defs/B"}},
+                       "B": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]}}}
+    tool = tool_from_schema("t", "", split, fn=lambda **arguments: arguments)
+    assert tool.call({"x": [1, [2, [3]]]}) == {"x": [1, [2, [3]]]}
+    assert "expected an array (A) or an integer" in tool.call({"x": [["s"]]}, raise_on_err=False)
+
+
+def test_names_python_would_normalise_collide():
+    assert py_name("ﬁle") == "file"
+    with pytest.raises(ValueError, match="both map to the Python parameter name 'file'"):
+        schema2sig({"name": "n", "inputSchema": {"type": "object", "properties": {"ﬁle": {}, "file": {}}}})
