@@ -1349,7 +1349,10 @@ def _arguments_node(tool: Tool) -> ir.Object:
         return tool.args
     from .inverse import schema_to_ir
 
-    node = schema_to_ir(tool.parameters)
+    try:
+        node = schema_to_ir(tool.parameters)
+    except ValueError as error:  # a schema too deep or too large to read
+        raise SchemaError(tool.name, None, str(error)) from None
     if isinstance(node, ir.Ref) and callable(node.target):
         node = node.target()
     if isinstance(node, ir.Map):

@@ -446,3 +446,13 @@ def test_long_digit_strings_are_refused_quickly(args, argument, fragment):
 def test_a_number_in_quotes_still_gets_the_hint():
     assert "send 12 without quotes" in refused("measure", {"n": "12"}, [measure]).problem
     assert "send 1.5e3 without quotes" in refused("measure", {"x": " 1.5e3"}, [measure]).problem
+
+
+def test_a_tool_whose_schema_is_too_deep_is_refused_not_a_crash():
+    deep: dict = {"type": "string"}
+    for _ in range(3000):
+        deep = {"type": "array", "items": deep}
+    tool = Tool(name="deep", description="", parameters={"type": "object", "properties": {"x": deep}},
+                fn=lambda **arguments: CALLS.append(("deep", arguments)))
+    error = refused("deep", {"x": "s"}, [tool])
+    assert "this tool cannot be called" in error.problem and "nests more than" in error.problem
