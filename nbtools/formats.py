@@ -1157,14 +1157,18 @@ def _json_value(result: ToolResult) -> Any:
 def result_message(dialect: str, results: list[ToolResult]) -> Any:
     """What carries `results` back to the model, in `dialect`'s shape.
 
-    openai: a list of `{"role": "tool", "tool_call_id", "content"}` messages; responses: a list of
+    openai: a list of `{"role": "tool", "tool_call_id", "content"}` messages (`{"role": "function",
+    "name", "content"}` for the deprecated `function_call`, which has no id); responses: a list of
     `{"type": "function_call_output", "call_id", "output"}` items; anthropic: one user message of
     `tool_result` blocks (`is_error: true` only on failures); gemini: one user content of
     `function_response` parts with `response` `{"result": value}` or `{"error": text}` (no `id` when
     the call had none).
     """
     if dialect == "openai":
+        # a call without an id came from the deprecated `function_call`, answered by a `function` message
         return [{"role": "tool", "tool_call_id": result.request.id, "content": result.content}
+                if result.request.id is not None else
+                {"role": "function", "name": result.request.name, "content": result.content}
                 for result in results]
     if dialect == "responses":
         return [{"type": "function_call_output", "call_id": result.request.id, "output": result.content}

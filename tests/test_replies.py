@@ -291,3 +291,17 @@ def test_gemini_result_is_always_json_data():
     assert parts[0]["function_response"]["response"] == {"result": "/tmp/x"}
     assert parts[1]["function_response"]["response"] == {"result": "Point(x=1) [truncated]"}
     json.dumps(parts)
+
+
+def test_deprecated_function_call_is_answered_with_a_function_message():
+    from nbtools import run_tool_calls
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    message = {"role": "assistant", "content": None,
+               "function_call": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+    assert run_tool_calls(message, ns=[add]) == [{"role": "function", "name": "add", "content": "5"}]
+    from openai.types.chat import ChatCompletionFunctionMessageParam  # the SDK's shape for the answer
+
+    assert set(ChatCompletionFunctionMessageParam.__annotations__) == {"role", "name", "content"}
