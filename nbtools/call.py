@@ -1607,12 +1607,13 @@ _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
     fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if inspect.isawaitable(answer):
-        try:
-            answer = _run_awaitable(answer)
-        except Exception as error:
-            raise _approval_failed(tool, error) from error
-    _verdict(tool, answer)
+    if answer is not True:  # asked, and not a plain yes (the common case skips these checks)
+        if inspect.isawaitable(answer):
+            try:
+                answer = _run_awaitable(answer)
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+        _verdict(tool, answer)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -1627,12 +1628,13 @@ def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destruct
 
 async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
     fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if inspect.isawaitable(answer):
-        try:
-            answer = await answer
-        except Exception as error:
-            raise _approval_failed(tool, error) from error
-    _verdict(tool, answer)
+    if answer is not True:
+        if inspect.isawaitable(answer):
+            try:
+                answer = await answer
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+        _verdict(tool, answer)
     try:
         result = fn(*positional, **kwargs)
         if type(result) not in _PLAIN_TYPES:
