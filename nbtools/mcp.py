@@ -48,6 +48,7 @@ import shlex
 import socket
 import sys
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -559,7 +560,16 @@ class Connection(list):
             self.close()
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: "
                                   f"{_leaf_message(error)}") from None
-        self.extend(self._tool(listed_tool) for listed_tool in listed)
+        self.skipped: dict[str, str] = {}
+        """Tools the server listed that could not be made into functions: name -> reason."""
+        for listed_tool in listed:
+            # one malformed or hostile schema must not cost the user every other tool of the server
+            try:
+                self.append(self._tool(listed_tool))
+            except (ValueError, TypeError) as error:
+                name = getattr(listed_tool, "name", "?")
+                self.skipped[name] = str(error)
+                warnings.warn(f"MCP server {_describe(target)}: tool {name!r} skipped: {error}", stacklevel=2)
         _CONNECTIONS.add(self)
 
     # -- the session, held open by one task ---------------------------------------------------------

@@ -35,7 +35,7 @@ _STRING_TYPES: dict[type, tuple[str | None, str | None, ir.Constraints]] = {
     dt.time: ("time", None, ()),
     dt.timedelta: ("duration", None, ()),
     uuid.UUID: ("uuid", None, ()),
-    decimal.Decimal: (None, None, (("pattern", r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"),)),
+    decimal.Decimal: (None, None, (("pattern", r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$"),)),
     pathlib.Path: ("path", None, ()),
     pathlib.PurePath: ("path", None, ()),
     pathlib.PurePosixPath: ("path", None, ()),

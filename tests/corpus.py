@@ -350,7 +350,7 @@ def _build_cases() -> list[Case]:
             "when": {"type": "string", "format": "date-time", "default": "2024-01-02T03:04:05"},
             "delay": {"type": "string", "format": "duration", "default": "PT1H30M"},
             "ident": {"type": "string", "format": "uuid", "default": "00000000-0000-0000-0000-000000000001"},
-            "amount": {"type": "string", "pattern": r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$", "default": "1.50"},
+            "amount": {"type": "string", "pattern": r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$", "default": "1.50"},
             "blob": {"type": "string", "contentEncoding": "base64", "default": "aGk="},
             "since": NUM,
         })),
@@ -396,7 +396,7 @@ def _build_cases() -> list[Case]:
             "when": {"type": "string", "format": "date-time"}, "day": {"type": "string", "format": "date"},
             "at": {"type": "string", "format": "time"}, "wait": {"type": "string", "format": "duration"},
             "ident": {"type": "string", "format": "uuid"},
-            "amount": {"type": "string", "pattern": r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"},
+            "amount": {"type": "string", "pattern": r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$"},
             "where": {"type": "string", "format": "path"}, "blob": {"type": "string", "contentEncoding": "base64"},
         }, ["when", "day", "at", "wait", "ident", "amount", "where", "blob"])),
         Case("anything", anything, "anything", obj({

@@ -670,3 +670,27 @@ def test_connect_passes_env_on_top_of_a_minimal_environment(monkeypatch):
         assert variable("NBTOOLS_TEST_EXTRA") == "yes"
         assert variable("NBTOOLS_TEST_SECRET") == "<unset>"
         assert variable("PATH") != "<unset>"
+
+
+def test_connect_skips_a_tool_whose_schema_cannot_be_read_and_keeps_the_others():
+    import warnings as warnings_module
+
+    from nbtools import Registry, Tool
+
+    deep: dict = {"type": "integer"}
+    for _ in range(150):  # deeper than inverse.MAX_SCHEMA_DEPTH: refused on the client side
+        deep = {"type": "array", "items": deep}
+    registry = Registry([examples.add])
+    registry.add(Tool(name="too_deep", description="", parameters={"type": "object", "properties": {"x": deep}},
+                      fn=lambda x: x))
+    server = nbmcp.start(registry, port=0)
+    try:
+        with warnings_module.catch_warnings(record=True) as caught:
+            warnings_module.simplefilter("always")
+            with nbmcp.connect(server.url, timeout=DEADLINE) as remote:
+                assert [item.name for item in remote] == ["add"]
+                assert "too_deep" in remote.skipped
+                assert remote[0].fn(2, b=5) == 7
+        assert any("tool 'too_deep' skipped" in str(item.message) for item in caught)
+    finally:
+        server.stop()
