@@ -32,6 +32,7 @@ How a run goes:
 from __future__ import annotations
 
 import ast
+import collections
 import contextvars
 import itertools
 import linecache
@@ -74,6 +75,9 @@ class ExecResult:
         stdout: text printed to `sys.stdout` (plus the text form of rich `display()` output).
         stderr: text printed to `sys.stderr` (warnings included).
         output: everything printed or displayed, interleaved in the order it happened.
+            Each of these three keeps the first `OUTPUT_HEAD` and the last `OUTPUT_TAIL`
+            characters of a run's output, with a line counting what was left out between them,
+            so code printing in a loop until its time-out cannot exhaust the kernel's memory.
         error: a short traceback showing the submitted code's lines when the code raised, could
             not be compiled, or timed out; None on success.
         timed_out: whether the run was stopped at its deadline.
@@ -226,18 +230,74 @@ def _defines_code(compiled: _Compiled) -> bool:
 # ------------------------------------------------------------------------------------------------
 
 
-class _Capture:
-    """The output of one run: chunks of (stream, text) in order, and display bundles."""
+# What one run keeps of its output: the first and the last characters, with a marker saying how
+# much was left out in between. Code that prints in a loop until its time-out must not fill the
+# kernel's memory; a person or a model reads the start (what happened) and the end (where it was).
+OUTPUT_HEAD = 500_000   # characters kept from the start of a run's output
+OUTPUT_TAIL = 500_000   # characters kept from its end
+DISPLAYS_KEPT = 1_000   # rich display() bundles kept (their text form is in the output either way)
 
-    __slots__ = ("chunks", "displays", "closed")
+
+class _Capture:
+    """The output of one run: chunks of (stream, text) in order, and display bundles.
+
+    `chunks` holds the first `OUTPUT_HEAD` characters; after that only the last `OUTPUT_TAIL`
+    characters are kept (in `tail`), and `dropped` counts, per stream, what fell out between."""
+
+    __slots__ = ("chunks", "size", "tail", "tail_size", "dropped", "displays", "closed")
 
     def __init__(self) -> None:
         self.chunks: list[tuple[str, str]] = []
+        self.size = 0
+        self.tail: collections.deque[tuple[str, str]] | None = None
+        self.tail_size = 0
+        self.dropped: dict[str, int] = {}
         self.displays: list[dict] = []
         self.closed = False
 
+    def add(self, stream: str, text: str) -> None:
+        size = self.size
+        if size + len(text) <= OUTPUT_HEAD:  # the common case
+            self.chunks.append((stream, text))
+            self.size = size + len(text)
+            return
+        if size < OUTPUT_HEAD:
+            room = OUTPUT_HEAD - size
+            self.chunks.append((stream, text[:room]))
+            self.size = OUTPUT_HEAD
+            text = text[room:]
+        if self.tail is None:
+            self.tail = collections.deque()
+        tail = self.tail
+        if len(text) > OUTPUT_TAIL:
+            self.dropped[stream] = self.dropped.get(stream, 0) + len(text) - OUTPUT_TAIL
+            text = text[len(text) - OUTPUT_TAIL:]
+        tail.append((stream, text))
+        self.tail_size += len(text)
+        while self.tail_size > OUTPUT_TAIL:
+            first_stream, first = tail[0]
+            excess = self.tail_size - OUTPUT_TAIL
+            cut = min(excess, len(first))
+            if cut == len(first):
+                tail.popleft()
+            else:
+                tail[0] = (first_stream, first[cut:])
+            self.tail_size -= cut
+            self.dropped[first_stream] = self.dropped.get(first_stream, 0) + cut
+
+    def add_display(self, bundle: dict) -> None:
+        if len(self.displays) < DISPLAYS_KEPT:
+            self.displays.append(bundle)
+
     def text(self, stream: str | None = None) -> str:
-        return "".join(text for name, text in self.chunks if stream is None or name == stream)
+        head = "".join(text for name, text in self.chunks if stream is None or name == stream)
+        if self.tail is None:
+            return head
+        dropped = sum(self.dropped.values()) if stream is None else self.dropped.get(stream, 0)
+        tail = "".join(text for name, text in self.tail if stream is None or name == stream)
+        if not dropped:
+            return head + tail
+        return f"{head}\n[... {dropped:,} characters of output not kept ...]\n{tail}"
 
 
 class _ChildStream:
@@ -287,7 +347,7 @@ class _StreamRouter:
             return self._original.write(text)
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        capture.chunks.append((self._name, text))
+        capture.add(self._name, text)
         if _child_stream is not None and _child_stream.capture is capture:
             _child_stream.send(("chunk", self._name, text))
         return len(text)
@@ -320,10 +380,10 @@ class _DisplayRouter:
         capture = _active_capture()
         if capture is None:
             return self._original.publish(data, metadata, *args, **kwargs)
-        capture.displays.append(dict(data))
+        capture.add_display(dict(data))
         text = _bundle_text(data)
         text = text if text.endswith("\n") else text + "\n"
-        capture.chunks.append(("stdout", text))
+        capture.add("stdout", text)
         if _child_stream is not None and _child_stream.capture is capture:
             _child_stream.send(("chunk", "stdout", text))
 
@@ -1110,7 +1170,9 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
         finally:
             os._exit(status)
     os.close(writer)
-    received = bytearray()
+    pending = bytearray()  # the start of a message whose end has not arrived yet
+    capture = _Capture()   # bounded like an in-process run's, however much the child prints
+    outcome = None
     killed = False
     try:
         while True:
@@ -1123,7 +1185,12 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
                 data = os.read(reader, 1 << 16)
                 if not data:
                     break
-                received += data
+                pending += data
+                for message in _take_messages(pending):
+                    if message[0] == "chunk":
+                        capture.add(message[1], message[2])
+                    else:
+                        outcome = message[1:]
     finally:
         os.close(reader)
         if killed or sys.exc_info()[0] is not None:
@@ -1132,15 +1199,6 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
             except ProcessLookupError:
                 pass
         _, status = os.waitpid(pid, 0)
-    chunks: list[tuple[str, str]] = []
-    outcome = None
-    for message in _messages(received):
-        if message[0] == "chunk":
-            chunks.append(message[1:])
-        else:
-            outcome = message[1:]
-    capture = _Capture()
-    capture.chunks = chunks
     output = {"stdout": capture.text("stdout"), "stderr": capture.text("stderr"), "output": capture.text()}
     duration = time.perf_counter() - started
     if outcome is None:
@@ -1156,18 +1214,20 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
                       displays=displays, **output)
 
 
-def _messages(data: bytes) -> list[tuple]:
-    """The messages a child sent (4-byte length, then a pickle); a message cut short is dropped."""
+def _take_messages(pending: bytearray) -> list[tuple]:
+    """The complete messages at the start of `pending` (4-byte length, then a pickle), removed
+    from it; an incomplete last message stays for the next read (and is dropped if none comes)."""
     import pickle
 
     messages = []
     position = 0
-    while position + 4 <= len(data):
-        size = int.from_bytes(data[position:position + 4], "big")
-        if position + 4 + size > len(data):
+    while position + 4 <= len(pending):
+        size = int.from_bytes(pending[position:position + 4], "big")
+        if position + 4 + size > len(pending):
             break
-        messages.append(pickle.loads(data[position + 4:position + 4 + size]))
+        messages.append(pickle.loads(pending[position + 4:position + 4 + size]))
         position += 4 + size
+    del pending[:position]
     return messages
 
 

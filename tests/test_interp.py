@@ -328,6 +328,75 @@ def test_timeout_keeps_what_was_printed():
     assert text.startswith("started\nTraceback")
 
 
+# --------------------------------------------------------------------------------------------
+# Output is bounded: the start and the end are kept, the middle is counted
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_output_limit(monkeypatch):
+    import nbtools.interp as interp
+
+    monkeypatch.setattr(interp, "OUTPUT_HEAD", 20)
+    monkeypatch.setattr(interp, "OUTPUT_TAIL", 10)
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_long_output_keeps_its_start_and_end_and_counts_the_rest(small_output_limit, isolated):
+    # 30 lines of 'line NN\n' (8 characters each): 240 characters, 20 + 10 kept, 210 dropped.
+    code = "for number in range(30):\n    print(f'line {number:02}')"
+    result = run_code(code, {}, isolated=isolated, timeout=10)
+    assert result.stdout == ("line 00\nline 01\nline"
+                             "\n[... 210 characters of output not kept ...]\n"
+                             "8\nline 29\n")
+    assert result.output == result.stdout and result.stderr == ""
+
+
+def test_dropped_output_is_counted_per_stream(small_output_limit):
+    code = ("import sys\nprint('o' * 15)\nsys.stderr.write('e' * 15)\n"
+            "print('O' * 40)\nsys.stderr.write('E' * 40)")
+    result = run_code(code, {}, timeout=10)
+    # Head: 16 stdout characters ('o' * 15 + newline) then 4 of stderr; the tail keeps 10 'E'.
+    # Dropped: 11 'e' + 41 of stdout + 30 'E' = 82, of which 41 were stdout and 41 stderr.
+    assert result.output == "o" * 15 + "\neeee" + "\n[... 82 characters of output not kept ...]\n" + "E" * 10
+    assert result.stdout == "o" * 15 + "\n" + "\n[... 41 characters of output not kept ...]\n"
+    assert result.stderr == "eeee" + "\n[... 41 characters of output not kept ...]\n" + "E" * 10
+
+
+def test_one_write_longer_than_the_whole_limit(small_output_limit):
+    result = run_code("print('x' * 100, end='')", {}, timeout=10)
+    assert result.stdout == "x" * 20 + "\n[... 70 characters of output not kept ...]\n" + "x" * 10
+
+
+def test_printing_until_the_timeout_keeps_memory_bounded():
+    # Real limits: a run that prints as fast as it can for a while keeps one megabyte at most,
+    # the first lines and the last ones.
+    import nbtools.interp as interp
+
+    code = "number = 0\nwhile True:\n    number += 1\n    print('line', number)"
+    namespace: dict = {}
+    result = run_code(code, namespace, timeout=1.0)
+    assert result.timed_out
+    limit = interp.OUTPUT_HEAD + interp.OUTPUT_TAIL
+    assert len(result.stdout) <= limit + 100
+    assert result.stdout.startswith("line 1\nline 2\n")
+    assert "characters of output not kept" in result.stdout
+    last_printed = result.stdout.rstrip("\n").rsplit("\n", 1)[-1]
+    assert last_printed in (f"line {namespace['number']}", f"line {namespace['number'] - 1}")
+    text = python(code, {}, timeout=0.3)
+    assert text.endswith("and was stopped") and len(text) <= limit + 1000
+
+
+def test_displays_kept_are_bounded(monkeypatch):
+    import nbtools.interp as interp
+
+    capture = interp._Capture()
+    monkeypatch.setattr(interp, "DISPLAYS_KEPT", 3)
+    for number in range(5):
+        capture.add_display({"text/plain": str(number)})
+    assert [bundle["text/plain"] for bundle in capture.displays] == ["0", "1", "2"]
+
+
 # A time-out must be raised where a handler could catch it. Signals and watchdog exceptions are
 # delivered at a loop's backward jump, and CPython 3.11 reports one taken at a loop that starts the
 # `try` body (`try: while True: ...`) at the instruction before the loop: outside the `try`, so no
