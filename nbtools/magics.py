@@ -68,6 +68,17 @@ def defined_functions(source: str) -> list[str]:
     return list(names)
 
 
+def _python_body(cell: str) -> str:
+    """The Python in a cell body that may start with other cell magics (`%%time`, `%%capture out`):
+    those run the rest of the cell in the notebook's namespace, so its `def`s count. A magic whose
+    body is not Python (`%%bash`) leaves text that does not parse, which defines nothing."""
+    while True:
+        lines = cell.lstrip("\n").split("\n", 1)
+        if not lines[0].lstrip().startswith("%%"):
+            return cell
+        cell = lines[1] if len(lines) > 1 else ""
+
+
 def _collect_defs(statements: Iterable[Any], names: dict[str, None]) -> None:
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -331,6 +342,9 @@ class ToolMagics(Magics):
         A cell that fails registers nothing and ends with an error, so a notebook run stops there.
         A function nbtools cannot describe gets one line saying which and why; the others register.
 
+        The body may start with other cell magics that run Python in the notebook's namespace
+        (`%%time`, `%%capture out`); the functions they define register the same way.
+
         Top-level `await` inside a `%%tool` cell does not work (the cell runs inside the kernel's
         already running event loop); `async def` tools are fine.
         """
@@ -338,7 +352,7 @@ class ToolMagics(Magics):
         hints = _parse_hints(args.hints, "%%tool")
         shell = self.shell
         try:
-            found = defined_functions(shell.transform_cell(cell))
+            found = defined_functions(shell.transform_cell(_python_body(cell)))
         except SyntaxError:
             found = []  # running the cell reports the syntax error properly
         names = [name for name in found if not name.startswith("_")]

@@ -337,6 +337,29 @@ def test_a_cell_without_functions_says_so(fresh):
     assert names(fresh) == []
 
 
+def test_a_tool_cell_whose_body_starts_with_another_cell_magic(fresh):
+    outputs = fresh.run('''
+        %%tool
+        %%time
+        def timed_square(x: int) -> int:
+            return x * x
+    ''')
+    assert "Wall time" in text_of(outputs)
+    fresh.run('''
+        %%tool -g quiet
+
+        %%capture captured
+        print("hidden")
+        def captured_cube(x: int) -> int:
+            return x ** 3
+    ''')
+    assert names(fresh) == ["timed_square", "captured_cube"]
+    assert fresh.value("[captured.stdout, _registry['captured_cube'].group]") == ["hidden\n", "quiet"]
+    assert fresh.value("_registry.call('timed_square', {'x': 4})") == 16
+    outputs = fresh.run("%%tool\n%%bash\necho from-bash")  # not Python: runs, defines nothing
+    assert "from-bash" in stdout_of(outputs) and "defined no functions" in stderr_of(outputs)
+
+
 def test_a_def_in_a_branch_not_taken_does_not_register_an_older_function(fresh):
     fresh.run("def maybe(): return 'old'")
     fresh.run('''
