@@ -1545,7 +1545,12 @@ def _run_awaitable(awaitable: Awaitable[Any]) -> Any:
 
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
+        running = False
+    if not running:
+        # outside the `except` block: a tool's exception must not carry "no running event loop"
+        # from here as its context (the traceback a person reads shows only the tool)
         return asyncio.run(wait())
     outcome: dict[str, Any] = {}
 

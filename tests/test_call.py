@@ -432,6 +432,22 @@ def test_tool_exception_becomes_a_tool_call_error_with_its_line():
     assert call_func("divide", {"a": 1, "b": 0}, ns=[divide], raise_on_err=False) == str(error)
 
 
+async def divide_later(a: float, b: float) -> float:
+    await asyncio.sleep(0)
+    return a / b
+
+
+def test_coroutine_tool_called_synchronously_shows_only_its_own_frames():
+    with pytest.raises(ToolCallError) as caught:
+        call_func("divide_later", {"a": 1, "b": 0}, ns=[divide_later])
+    cause = caught.value.__cause__
+    assert isinstance(cause, ZeroDivisionError)
+    assert [frame.name for frame in traceback.extract_tb(cause.__traceback__)] == ["divide_later"]
+    # no "no running event loop" from nbtools chained as the context of the tool's exception
+    assert cause.__context__ is None
+    assert "nbtools" not in "".join(traceback.format_exception(cause))
+
+
 @pytest.mark.parametrize("exception", [KeyboardInterrupt, SystemExit])
 def test_interrupts_pass_through(exception):
     def stop():
