@@ -20,7 +20,8 @@ Conversion decisions (applied everywhere, also inside lists, dicts and nested ob
 
 * integer: JSON integers; a float with no fractional part (`5.0`) is accepted as `5`, because
   JSON Schema's "integer" means exactly that; `true`/`false` and `"5"` are refused.
-* number: integers and floats (integers become floats).
+* number: integers and floats (integers become floats). In a union, a JSON integer tries an `int`
+  option first and a JSON float a `float` option first (`int | float` keeps `2.0` a float).
 * string-borne types: `datetime`/`date`/`time` from ISO 8601 text, `timedelta` from an ISO 8601
   duration (`P1DT2H`, `PT0.5S`; years and months are refused: they have no fixed length), `UUID`,
   `Decimal` (written like a JSON number, finite), `Path` (no NUL), `bytes` from base64.
@@ -924,8 +925,12 @@ class _Compiler:
         options = [(option, self.compile(option)) for option in node.options]
         by_kind: dict[str, tuple[tuple[ir.Node, Converter], ...]] = {}
         for kind in _ALL_KINDS:
-            by_kind[kind] = tuple((option, convert) for option, convert in options
-                                  if kind in _accepted_kinds(option))
+            # a number tries the option of its own kind first: `int | float` keeps 2.0 a float and
+            # `float | int` keeps 2 an int (the order stays the author's otherwise)
+            inexact = ir.Float if kind == "integer" else ir.Int if kind == "number" else None
+            by_kind[kind] = tuple(sorted(((option, convert) for option, convert in options
+                                          if kind in _accepted_kinds(option)),
+                                         key=lambda pair: type(pair[0]) is inexact))
         by_type = {cls: by_kind[kind] for cls, kind in _KIND_OF_TYPE.items()}
 
         def convert_union(value: Any, path: str) -> Any:

@@ -145,7 +145,12 @@ CONVERSIONS = [
     (Model, {"name": "n", "when": "2024-01-02"}, Model(name="n", when=dt.date(2024, 1, 2))),
     (int | str, 5, 5),
     (int | str, "5", "5"),
-    (float | int, 5, 5.0),  # union options are tried in order
+    # a number tries the union option of its own JSON kind first, then the others in order
+    (float | int, 5, 5),
+    (int | float, 2.0, 2.0),
+    (int | float, 2, 2),
+    (float | str, 5, 5.0),
+    (list[int | float], [1, 2.0, 2.5], [1, 2.0, 2.5]),
     (Any, {"free": ["form", 1]}, {"free": ["form", 1]}),
     (dict[str, Any], {"k": [None, True]}, {"k": [None, True]}),
 ]
