@@ -187,7 +187,7 @@ def _shape(fn: Any) -> tuple[Any, Any, bool]:
 def _build_spec(fn: Any, drop_first: bool) -> Spec:
     from .docs import compose_description, field_docs, function_docs
     from .schema import render_schema
-    from .types import Context, json_default, to_ir, type_name, written_description
+    from .types import Context, json_default, to_ir, type_name, with_constraints, written_description
 
     target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
     display = name or "<lambda>"
@@ -242,11 +242,12 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         if not required and default is None and annotation is not typing.Any:
             annotation = typing.Optional[annotation]
         node = to_ir(annotation, ctx)
-        if constraints_from_default or description_from_default:
+        if constraints_from_default:
+            node = with_constraints(node, constraints_from_default)
+        if description_from_default:
             import dataclasses
 
-            node = dataclasses.replace(node, constraints=node.constraints + constraints_from_default,
-                                       description=description_from_default or node.description)
+            node = dataclasses.replace(node, description=description_from_default)
         fields.append(ir.Field(
             name=param.name, type=node, required=required,
             default=ir.MISSING if required else default,
@@ -362,18 +363,13 @@ def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
         return None
     from pydantic_core import PydanticUndefined
 
-    from .types import _CONSTRAINT_ATTRS
+    from .types import metadata_constraints
 
     real = default.default
     if real is PydanticUndefined:
         real = inspect.Parameter.empty if default.default_factory is None else default.default_factory()
-    constraints = []
-    for item in default.metadata:
-        for attr, keyword in _CONSTRAINT_ATTRS.items():
-            value = getattr(item, attr, None)
-            if value is not None and not callable(value):
-                constraints.append((keyword, value))
-    return real, default.description, tuple(constraints)
+    constraints = metadata_constraints(default)
+    return real, default.description, constraints
 
 
 def _is_async(fn: Any, target: Any, unwrapped: Any) -> bool:

@@ -282,26 +282,85 @@ def _is_key_node(node: ir.Node) -> bool:
 def _convert_annotated(base: Any, metadata: tuple[Any, ...], ctx: Context) -> ir.Node:
     node = _convert(base, ctx)
     description: str | None = None
-    constraints: dict[str, Any] = dict(node.constraints)
+    constraints: dict[str, Any] = {}
     for meta in metadata:
         if isinstance(meta, str):
             description = meta
             continue
-        # pydantic FieldInfo (duck-typed: never import pydantic here)
+        # pydantic FieldInfo (duck-typed: never import pydantic here); PEP 727 `Doc("...")`
         meta_description = getattr(meta, "description", None)
+        if not isinstance(meta_description, str) and type(meta).__name__ == "Doc":
+            meta_description = getattr(meta, "documentation", None)
         if isinstance(meta_description, str):
             description = meta_description
-        for item in [meta, *getattr(meta, "metadata", ())]:
-            for attr, keyword in _CONSTRAINT_ATTRS.items():
-                value = getattr(item, attr, None)
-                if value is not None and not callable(value):
-                    constraints[keyword] = value
-    changes: dict[str, Any] = {}
-    if description is not None:
-        changes["description"] = description
-    if constraints != dict(node.constraints):
-        changes["constraints"] = tuple(constraints.items())
-    return dataclasses.replace(node, **changes) if changes else node
+        constraints.update(metadata_constraints(meta))
+    if constraints:
+        node = with_constraints(node, tuple(constraints.items()))
+    return dataclasses.replace(node, description=description) if description is not None else node
+
+
+def metadata_constraints(meta: Any) -> ir.Constraints:
+    """The validation keywords one `Annotated` metadata object carries (pydantic `Field(ge=1)`,
+    annotated_types `Gt(0)`, `Len(1, 5)`, ...), written as for a string or a number: `minLength`
+    and `maxLength` stand for any length until `with_constraints` sees what they apply to."""
+    found: dict[str, Any] = {}
+    for item in [meta, *getattr(meta, "metadata", ())]:
+        for attr, keyword in _CONSTRAINT_ATTRS.items():
+            value = getattr(item, attr, None)
+            if value is not None and not callable(value):
+                found[keyword] = value
+    return tuple(found.items())
+
+
+# A length bound means characters for a string, items for an array, keys for an object.
+_LENGTH_KEYWORDS = {"minLength": ("minItems", "minProperties"), "maxLength": ("maxItems", "maxProperties")}
+_NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+
+
+def _constraint_for(node: ir.Node, keyword: str) -> str | None:
+    """The keyword that carries `keyword` (written as for strings/numbers) on `node`, None when it
+    says nothing about the values `node` accepts."""
+    if isinstance(node, ir.AnyValue):
+        return keyword
+    if keyword in _NUMBER_KEYWORDS:
+        numeric = isinstance(node, (ir.Int, ir.Float)) or isinstance(node, (ir.Literal, ir.Enum)) and any(
+            isinstance(value, (int, float)) and not isinstance(value, bool) for value in node.values)
+        return keyword if numeric else None
+    if keyword in _LENGTH_KEYWORDS:
+        items, keys = _LENGTH_KEYWORDS[keyword]
+        if isinstance(node, (ir.Array, ir.Tuple)):
+            return items
+        if isinstance(node, (ir.Map, ir.Object, ir.Ref, ir.Pydantic)):
+            return keys
+        if isinstance(node, ir.Str) or isinstance(node, (ir.Literal, ir.Enum)) and any(
+                isinstance(value, str) for value in node.values):
+            return keyword
+        return None
+    if keyword == "pattern":
+        return keyword if isinstance(node, (ir.Str, ir.Literal, ir.Enum)) else None
+    return keyword
+
+
+def with_constraints(node: ir.Node, constraints: ir.Constraints) -> ir.Node:
+    """`node` with validation `constraints` added (later ones win), each written with the keyword
+    that means it for this node (`min_length` on a list is `minItems`). On a union each goes to the
+    options it applies to (`Annotated[int | None, Field(ge=1)]`: the integer must be >= 1), so that
+    flattening the union with another cannot lose it and strict dialects never see it beside anyOf."""
+    if not constraints:
+        return node
+    if isinstance(node, ir.Union):
+        options = tuple(with_constraints(option, tuple(
+            pair for pair in constraints if _constraint_for(option, pair[0]) is not None))
+            for option in node.options)
+        return dataclasses.replace(node, options=options)
+    merged = dict(node.constraints)
+    for keyword, value in constraints:
+        target = _constraint_for(node, keyword)
+        if target is not None:
+            merged[target] = value
+    if merged == dict(node.constraints):
+        return node
+    return dataclasses.replace(node, constraints=tuple(merged.items()))
 
 
 def _convert_literal(values: tuple[Any, ...], ctx: Context) -> ir.Node:
@@ -559,4 +618,5 @@ def json_default(value: Any) -> Any:
     return to_json(value, strict=True)
 
 
-__all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints", "written_description"]
+__all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints", "written_description",
+           "metadata_constraints", "with_constraints"]

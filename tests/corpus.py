@@ -213,6 +213,13 @@ def annotated(count: Annotated[int, "how many to fetch"],
     return count
 
 
+def constrained(items: Annotated[list[int], pydantic.Field(min_length=1, max_length=3)],
+                limit: Annotated[Optional[int], pydantic.Field(ge=1)] = None,
+                names: list[str] = pydantic.Field([], max_length=2)):
+    """A length bound counts a list's items; a bound on an optional value bounds the value."""
+    return items
+
+
 def string_annotations(count: "int", points: "list[Point]", maybe: "Optional[str]" = None):
     return count
 
@@ -432,6 +439,12 @@ def _build_cases() -> list[Case]:
             "who": {**STR, "description": "who asks", "minLength": 1},
             "size": {**INT, "description": "page size", "minimum": 1, "maximum": 100, "default": 10},
         }, ["count", "who"])),
+        Case("constrained", constrained, "constrained", obj({
+            "items": arr(INT, minItems=1, maxItems=3),
+            "limit": {"anyOf": [{**INT, "minimum": 1}, NULL], "default": None},
+            "names": arr(STR, maxItems=2, default=[]),
+        }, ["items"]), description="A length bound counts a list's items; a bound on an optional value "
+                                   "bounds the value."),
         Case("string_annotations", string_annotations, "string_annotations", obj({
             "count": INT, "points": arr(POINT), "maybe": nullable(STR, default=None),
         }, ["count", "points"])),
@@ -547,6 +560,14 @@ TYPE_CASES: list[tuple[str, Any, dict]] = [
                                                             {"type": "integer", "enum": [1, 2]}, NULL]}),
     # a union that already admits every value (or null) says no more than its widest member
     ("optional_any", Optional[Any], {}),
+    # a length bound is written for what it bounds; a bound on a union goes to the options it applies to
+    ("length_of_mapping", Annotated[dict[str, int], pydantic.Field(min_length=1)],
+     {"type": "object", "additionalProperties": INT, "minProperties": 1}),
+    ("length_of_tuple", Annotated[tuple[int, ...], pydantic.Field(max_length=4)], arr(INT, maxItems=4)),
+    ("bound_on_optional", Annotated[Optional[str], pydantic.Field(max_length=3)],
+     {"anyOf": [{**STR, "maxLength": 3}, NULL]}),
+    ("bound_on_union", Annotated[Union[int, list[int]], pydantic.Field(ge=0, max_length=2)],
+     {"anyOf": [{**INT, "minimum": 0}, arr(INT, maxItems=2)]}),
     ("optional_any_described", Optional[Annotated[Any, "anything"]], {"description": "anything"}),
     ("optional_literal_with_none", Optional[Literal["x", None]], {"enum": ["x", None]}),
 ]

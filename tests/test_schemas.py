@@ -529,3 +529,14 @@ def test_same_named_definitions_from_pydantic_and_records_do_not_collide() -> No
     assert not validator.is_valid({"branch": {"leaves": [{"label": "a"}]}, "chain": {"label": "a"}})
     assert not validator.is_valid({"branch": {"leaves": []}, "chain": {"weight": 1}})
     assert sorted(parameters["$defs"]) == ["Leaf", "Leaf2"]
+
+
+def test_length_and_union_bounds_are_enforced_by_dispatch_too() -> None:
+    # `min_length` on a list once became minLength (a string keyword): neither schema nor call checked it
+    checked = Tool.from_function(corpus.constrained)
+    for arguments, problem in (({"items": []}, "at least 1 items"), ({"items": [1, 2, 3, 4]}, "at most 3"),
+                               ({"items": [1], "limit": 0}, ">= 1"), ({"items": [1], "names": ["a", "b", "c"]},
+                                                                      "at most 2 items")):
+        with pytest.raises(Exception, match=problem):
+            checked.call(arguments)
+    assert checked.call({"items": [1], "limit": None}) == [1]
