@@ -1892,6 +1892,14 @@ def _settings(ns: Any, options: dict) -> tuple[Limits, Any, bool]:
     return limits, approve, refuse
 
 
+def _as_called(error: ToolCallError, name: str) -> ToolCallError:
+    """`error` naming the tool as the model called it (a provider-mapped name like `math__add`, or a
+    dict key): the model knows the tool by that name, not by the registered `math.add`."""
+    renamed = ToolCallError(name, error.problem, error.argument, error.schema)
+    renamed.__cause__ = error.__cause__
+    return renamed
+
+
 def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, **options: Any) -> Any:
     """Call tool `name` from namespace `ns` (None: the default registry) with `inputs` (dict or JSON).
 
@@ -1903,9 +1911,15 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     if ns is None:
         ns = _registry_module.registry
     limits, approve, refuse = _settings(ns, options)
+    tool = None
     try:
-        return _call(resolve_tool(name, ns), inputs, limits, approve, refuse)
+        tool = resolve_tool(name, ns)
+        return _call(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
+        if tool is not None and error.tool == tool.name != name:
+            error = _as_called(error, name)
+            if raise_on_err:
+                raise error from error.__cause__
         if raise_on_err:
             raise
         return str(error)
@@ -1917,9 +1931,15 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     if ns is None:
         ns = _registry_module.registry
     limits, approve, refuse = _settings(ns, options)
+    tool = None
     try:
-        return await _acall(resolve_tool(name, ns), inputs, limits, approve, refuse)
+        tool = resolve_tool(name, ns)
+        return await _acall(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
+        if tool is not None and error.tool == tool.name != name:
+            error = _as_called(error, name)
+            if raise_on_err:
+                raise error from error.__cause__
         if raise_on_err:
             raise
         return str(error)

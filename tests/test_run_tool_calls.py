@@ -283,3 +283,21 @@ def test_long_results_are_cut_for_the_model():
     answer = run_tool_calls(reply, ns=reg)
     result = answer["parts"][0]["function_response"]["response"]["result"]
     assert result == "x" * 10 + "\n[truncated: 40 of 50 characters not shown]"
+
+
+def test_errors_name_the_tool_as_the_model_called_it():
+    # the model knows `calc.mul` as `calc__mul` (OpenAI refuses dots): the error must use that name,
+    # as ToolCallError.tool is documented to, or the model hears of a tool it was never shown
+    reply = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "calc__mul", "arguments": '{"a": "2", "b": 3}'}},
+    ]}
+    content = run_tool_calls(reply, ns=registry())[0]["content"]
+    assert content.startswith("Error calling tool 'calc__mul', argument 'a': expected an integer")
+    from nbtools import ToolCallError, call_func
+
+    with pytest.raises(ToolCallError) as caught:
+        call_func("calc__mul", {"a": 2}, ns=registry())
+    assert (caught.value.tool, caught.value.argument) == ("calc__mul", "b")
+    with pytest.raises(ToolCallError) as caught:
+        call_func("ratio", {"a": 1, "b": 0}, ns={"ratio": divide})  # a dict key naming another function
+    assert caught.value.tool == "ratio" and isinstance(caught.value.__cause__, ZeroDivisionError)
