@@ -78,22 +78,24 @@ class Context:
 
     function: str | None = None
     parameter: str | None = None
-    building: dict[type, str] = field(default_factory=dict)
+    building: dict[Any, str] = field(default_factory=dict)
     done: dict[str, ir.Node] = field(default_factory=dict)
     recursive: set[str] = field(default_factory=set)
-    names: dict[str, type] = field(default_factory=dict)
+    names: dict[str, Any] = field(default_factory=dict)
     field_docs: Callable[[type], dict[str, str]] | None = None
 
     def fail(self, reason: str) -> SchemaError:
         return SchemaError(self.function, self.parameter, reason)
 
-    def def_name(self, cls: type) -> str:
-        """A `$defs` name for `cls`, unique within this context."""
+    def def_name(self, cls: type, key: Any = None) -> str:
+        """A `$defs` name for `cls` (`key`: what identifies it, e.g. `(cls, type arguments)` for a
+        parameterised generic; default `cls`), unique within this context."""
+        key = cls if key is None else key
         base = getattr(cls, "__name__", "Model")
         candidate, counter = base, 2
-        while candidate in self.names and self.names[candidate] is not cls:
+        while candidate in self.names and self.names[candidate] != key:
             candidate, counter = f"{base}{counter}", counter + 1
-        self.names[candidate] = cls
+        self.names[candidate] = key
         return candidate
 
 
@@ -219,8 +221,12 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
         return ir.Map(key=key, value=value)
     if origin is type:
         raise ctx.fail(f"the annotation {type_name(tp)} (a class) has no JSON form")
-    if isinstance(origin, type) and hasattr(origin, "__dataclass_fields__") or is_typeddict(origin):
-        return _convert_class(origin, ctx)  # generic dataclass/TypedDict: parameters treated as Any
+    if isinstance(origin, type) and (hasattr(origin, "__dataclass_fields__") or is_typeddict(origin)
+                                     or _is_namedtuple(origin) or _has_own_init(origin)):
+        # a parameterised generic record (`Box[int]`): its fields with the type variables bound
+        parameters = getattr(origin, "__parameters__", ())
+        bindings = dict(zip(parameters, args)) if len(parameters) == len(args) else {}
+        return _convert_class(origin, ctx, bindings)
     if origin in (cabc.Callable, cabc.Awaitable, cabc.Coroutine, cabc.Generator, cabc.AsyncIterator):
         raise ctx.fail(f"the annotation {type_name(tp)} has no JSON form (a model cannot send one)")
     raise ctx.fail(f"the annotation {type_name(tp)} is not a type nbtools can describe")
@@ -436,23 +442,29 @@ def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
                        "define the names they use before using the class") from None
 
 
-def _convert_class(cls: type, ctx: Context) -> ir.Node:
+def _convert_class(cls: type, ctx: Context, bindings: dict[Any, Any] | None = None) -> ir.Node:
+    """A record class as an Object; `bindings` maps its type variables to the arguments given."""
     if _pydantic_model(cls):
         return ir.Pydantic(cls=cls)
-    if cls in ctx.building:
-        name = ctx.building[cls]
+    key: Any = (cls, tuple(bindings.items())) if bindings else cls
+    try:
+        hash(key)
+    except TypeError:  # an unhashable type argument: describe the class with its variables unbound
+        key, bindings = cls, None
+    if key in ctx.building:
+        name = ctx.building[key]
         ctx.recursive.add(name)
         return ir.Ref(name=name, target=_Target(ctx.done, name))
     if not (dataclasses.is_dataclass(cls) or is_typeddict(cls) or _is_namedtuple(cls) or _has_own_init(cls)):
         raise ctx.fail(f"the annotation {cls.__module__}.{cls.__qualname__} has no JSON form "
                        "(use a dataclass, TypedDict, NamedTuple, pydantic model, or a class whose "
                        "__init__ has annotated parameters)")
-    name = ctx.def_name(cls)
-    ctx.building[cls] = name
+    name = ctx.def_name(cls, key)
+    ctx.building[key] = name
     try:
-        node = _convert_record(cls, name, ctx)
+        node = _convert_record(cls, name, ctx, bindings or {})
     finally:
-        del ctx.building[cls]
+        del ctx.building[key]
     ctx.done[name] = node
     return node
 
@@ -492,13 +504,13 @@ def _has_own_init(cls: type) -> bool:
                                    for param in named)
 
 
-def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
+def _convert_record(cls: type, name: str, ctx: Context, bindings: dict[Any, Any]) -> ir.Object:
     docs = ctx.field_docs(cls) if ctx.field_docs else {}
     outer_parameter = ctx.parameter
     fields: list[ir.Field] = []
 
     def add(field_name: str, annotation: Any, required: bool, default: Any) -> None:
-        node = _convert(annotation, ctx)
+        node = _convert(_bound(annotation, bindings), ctx)
         fields.append(ir.Field(name=field_name, type=node, required=required, default=default,
                                json_default=json_default(default) if not required else ir.MISSING,
                                description=written_description(node) or docs.get(field_name)))
@@ -507,16 +519,17 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
         if dataclasses.is_dataclass(cls):
             hints = class_hints(cls, ctx)
             kind = "dataclass"
-            for item in dataclasses.fields(cls):
-                if not item.init:
-                    continue
+            for item in _init_fields(cls, hints):
                 ctx.parameter = _nested(outer_parameter, item.name)
+                annotation = hints.get(item.name, Any)
+                if isinstance(annotation, dataclasses.InitVar):
+                    annotation = annotation.type  # an `__init__` argument that is not stored
                 if item.default is not dataclasses.MISSING:
-                    add(item.name, hints.get(item.name, Any), False, item.default)
+                    add(item.name, annotation, False, item.default)
                 elif item.default_factory is not dataclasses.MISSING:
-                    add(item.name, hints.get(item.name, Any), False, _Factory(item.default_factory))
+                    add(item.name, annotation, False, _Factory(item.default_factory))
                 else:
-                    add(item.name, hints.get(item.name, Any), True, ir.MISSING)
+                    add(item.name, annotation, True, ir.MISSING)
         elif is_typeddict(cls):
             hints = class_hints(cls, ctx)
             kind = "typeddict"
@@ -557,6 +570,29 @@ def _convert_record(cls: type, name: str, ctx: Context) -> ir.Object:
         ctx.parameter = outer_parameter
     description = _class_description(cls)
     return ir.Object(name=name, fields=tuple(fields), cls=cls, kind=kind, description=description)
+
+
+def _bound(annotation: Any, bindings: dict[Any, Any]) -> Any:
+    """`annotation` with the type variables in `bindings` replaced (`list[T]` -> `list[int]`)."""
+    if not bindings:
+        return annotation
+    if isinstance(annotation, typing.TypeVar):
+        return bindings.get(annotation, annotation)
+    free = getattr(annotation, "__parameters__", ())
+    if free and typing.get_origin(annotation) is not None:
+        try:
+            return annotation[tuple(bindings.get(variable, variable) for variable in free)]
+        except TypeError:
+            return annotation
+    return annotation
+
+
+def _init_fields(cls: type, hints: dict[str, Any]) -> list[dataclasses.Field]:
+    """The fields a dataclass's `__init__` takes: `dataclasses.fields` plus `InitVar` pseudo-fields
+    (which it leaves out, though `__init__` requires them), without `init=False` ones."""
+    stored = {item.name for item in dataclasses.fields(cls)}
+    return [item for item in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
+            if item.init and (item.name in stored or isinstance(hints.get(item.name), dataclasses.InitVar))]
 
 
 def written_description(node: ir.Node) -> str | None:

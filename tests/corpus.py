@@ -19,6 +19,7 @@ import pathlib
 import socket
 import typing
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Literal, NamedTuple, Optional, Union
 
@@ -59,6 +60,32 @@ class Point:
 class TreeNode:
     value: int
     children: list["TreeNode"] = field(default_factory=list)
+
+
+T = typing.TypeVar("T")
+
+
+@dataclass
+class Labelled(typing.Generic[T]):
+    """A value with a label (generic: `Labelled[int]` binds T)."""
+
+    value: T
+    history: list[T] = field(default_factory=list)
+    children: list["Labelled[T]"] = field(default_factory=list)
+
+
+class Span(NamedTuple, typing.Generic[T]):
+    start: T
+    end: T
+
+
+@dataclass
+class Scaled:
+    amount: float
+    factor: dataclasses.InitVar[float]  # an `__init__` argument that is not stored
+
+    def __post_init__(self, factor: float) -> None:
+        self.amount *= factor
 
 
 class Movie(typing.TypedDict):
@@ -560,6 +587,18 @@ TYPE_CASES: list[tuple[str, Any, dict]] = [
                                                             {"type": "integer", "enum": [1, 2]}, NULL]}),
     # a union that already admits every value (or null) says no more than its widest member
     ("optional_any", Optional[Any], {}),
+    # a parameterised generic record has its type variables bound, recursion included
+    ("generic_dataclass", Labelled[int], {"$ref": "#/$defs/Labelled", "$defs": {"Labelled": obj(
+        {"value": INT, "history": arr(INT, default=[]), "children": arr({"$ref": "#/$defs/Labelled"}, default=[])},
+        ["value"], description="A value with a label (generic: `Labelled[int]` binds T).")}}),
+    ("generic_namedtuple", Span[float], obj({"start": NUM, "end": NUM}, ["start", "end"])),
+    ("two_bindings_of_one_generic", tuple[Span[int], Span[str]], {
+        "type": "array", "prefixItems": [obj({"start": INT, "end": INT}, ["start", "end"]),
+                                         obj({"start": STR, "end": STR}, ["start", "end"])],
+        "minItems": 2, "maxItems": 2}),
+    ("dataclass_initvar", Scaled, obj({"amount": NUM, "factor": {**NUM, "description": "an `__init__` argument "
+                                                                    "that is not stored"}}, ["amount", "factor"])),
+    ("pep727_doc", Annotated[int, typing_extensions.Doc("how many")], {**INT, "description": "how many"}),
     # a length bound is written for what it bounds; a bound on a union goes to the options it applies to
     ("length_of_mapping", Annotated[dict[str, int], pydantic.Field(min_length=1)],
      {"type": "object", "additionalProperties": INT, "minProperties": 1}),

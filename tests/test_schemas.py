@@ -540,3 +540,15 @@ def test_length_and_union_bounds_are_enforced_by_dispatch_too() -> None:
         with pytest.raises(Exception, match=problem):
             checked.call(arguments)
     assert checked.call({"items": [1], "limit": None}) == [1]
+
+
+def test_generic_records_and_initvars_are_described_as_their_init_takes_them() -> None:
+    def scale(reading: corpus.Scaled, span: corpus.Span[int], tagged: corpus.Labelled[str]) -> float:
+        return reading.amount
+
+    checked = Tool.from_function(scale)
+    assert checked.call({"reading": {"amount": 2.0, "factor": 3}, "span": {"start": 1, "end": 2},
+                         "tagged": {"value": "a", "children": [{"value": "b"}]}}) == 6.0
+    with pytest.raises(Exception, match="tagged.children"):  # T is str all the way down
+        checked.call({"reading": {"amount": 2.0, "factor": 3}, "span": {"start": 1, "end": 2},
+                      "tagged": {"value": "a", "children": [{"value": 5}]}})
