@@ -191,7 +191,7 @@ _FIELD_STYLE_PROBE = re.compile(r"^[:@](?:param|parameter|arg|argument|keyword|k
 
 def _parse_docstring(doc: str) -> _Docstring:
     """Split `doc` into description, parameter docs and return docs (see the module docstring)."""
-    text = inspect.cleandoc(doc)
+    text = inspect.cleandoc(_header_on_its_own_line(doc))
     if not text:
         return _EMPTY_DOCSTRING
     if "\n" not in text:  # one line: only an inline `Returns: ...` can hide in it
@@ -209,6 +209,28 @@ def _parse_docstring(doc: str) -> _Docstring:
     elif "@" in text and _FIELD_STYLE_PROBE.search(text):
         return _parse_fields(text)
     return _Docstring(text, {}, None, None)
+
+
+def _header_on_its_own_line(doc: str) -> str:
+    """`\"\"\"Args:` (a section title right after the quotes) indented like the lines below it.
+
+    `inspect.cleandoc` dedents every line but the first, so the title would land at column 0 with
+    its items (`Args:` / `a: first`): the items would read as new paragraphs, not as the section.
+    """
+    first, newline, rest = doc.partition("\n")
+    title = first.strip()
+    if not newline or not title.endswith(":") or title[:-1].strip().lower() not in _CONSUMED_TITLES:
+        return doc
+    lines = rest.expandtabs().split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    if not indents:
+        return doc
+    # The body's indentation: the least indented line, or the closing quotes' line; when that is
+    # where the items are, the title belongs one level out.
+    margin = min(indents + ([len(lines[-1])] if not lines[-1].strip() else []))
+    if margin == indents[0]:
+        margin = max(margin - 4, 0)
+    return "\n" + " " * margin + title + "\n" + "\n".join(lines)
 
 
 def _numpy_has_sections(text: str) -> bool:

@@ -224,6 +224,10 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         annotation = _EMPTY_TO_ANY(annotation)
         if param.kind is param.VAR_KEYWORD:
             extra = to_ir(annotation, ctx)
+            if docs.params.get(param.name) and not written_description(extra):
+                import dataclasses  # the docs of **kwargs describe each extra key's value
+
+                extra = dataclasses.replace(extra, description=docs.params[param.name])
             passing.append((param.name, "varkw"))
             continue
         if param.kind is param.VAR_POSITIONAL:

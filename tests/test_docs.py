@@ -215,6 +215,30 @@ def test_unknown_google_like_titles_stay_in_the_description():
     same(function_docs(fn), expected("Summary.\n\nWarning:\n    Slow.", {"a": "the a."}))
 
 
+def test_a_section_title_right_after_the_quotes_keeps_its_items():
+    # cleandoc dedents all but the first line, so `"""Args:` once left its items at column 0
+    def args_first(a, b):
+        """Args:
+            a: the a.
+            b: the b.
+        """
+
+    def returns_first() -> int:
+        """Returns:
+            int: the count."""
+
+    def args_then_prose(a):
+        """Args:
+            a: the a.
+
+        More about it.
+        """
+
+    same(function_docs(args_first), expected("", {"a": "the a.", "b": "the b."}))
+    same(function_docs(returns_first), expected("", returns="the count.", returns_type="int"))
+    same(function_docs(args_then_prose), expected("More about it.", {"a": "the a."}))
+
+
 def test_a_docstring_docstring_parser_cannot_read_keeps_its_description():
     def fn(a):
         """Summary.

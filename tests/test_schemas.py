@@ -552,3 +552,16 @@ def test_generic_records_and_initvars_are_described_as_their_init_takes_them() -
     with pytest.raises(Exception, match="tagged.children"):  # T is str all the way down
         checked.call({"reading": {"amount": 2.0, "factor": 3}, "span": {"start": 1, "end": 2},
                       "tagged": {"value": "a", "children": [{"value": 5}]}})
+
+
+def test_the_docs_of_kwargs_describe_the_extra_values() -> None:
+    def tag(name: str, **labels: str) -> None:
+        """Tag something.
+
+        Args:
+            name: what to tag.
+            **labels: label values by label name.
+        """
+
+    assert get_schema(tag)["parameters"]["additionalProperties"] == {"type": "string",
+                                                                     "description": "label values by label name."}
