@@ -222,7 +222,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
     before = {tool.name: tool for tool in default_registry}
     folder = notebook.resolve().parent
     shell = InteractiveShell.instance(colors="nocolor")
-    with _stdout_to_stderr(), contextlib.chdir(folder), _on_sys_path(str(folder)):
+    with _stdout_to_stderr(), _stdin_from_devnull(), contextlib.chdir(folder), _on_sys_path(str(folder)):
         shell.run_line_magic("load_ext", "nbtools")
         for index, cell in code_cells:
             source = cell.get("source", "")
@@ -265,6 +265,33 @@ def _stdout_to_stderr() -> Iterator[None]:
         if saved_fd is not None:
             os.dup2(saved_fd, 1)
             os.close(saved_fd)
+
+
+@contextlib.contextmanager
+def _stdin_from_devnull() -> Iterator[None]:
+    """Give the notebook's code an empty stdin meanwhile (`input()` raises EOFError, `!cat` reads nothing).
+
+    Under `nbtools serve` stdin is the stdio protocol: the client's first messages are already
+    waiting there, and a cell that read them would leave the server without its `initialize`.
+    (Jupyter gives notebooks no stdin either when they run unattended.)
+    """
+    devnull = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed below
+    try:
+        saved_fd = os.dup(0)
+    except OSError:  # no usable fd 0: Python-level redirect only
+        saved_fd = None
+    saved_stdin = sys.stdin
+    try:
+        if saved_fd is not None:
+            os.dup2(devnull.fileno(), 0)
+        sys.stdin = devnull
+        yield
+    finally:
+        sys.stdin = saved_stdin
+        if saved_fd is not None:
+            os.dup2(saved_fd, 0)
+            os.close(saved_fd)
+        devnull.close()
 
 
 @contextlib.contextmanager

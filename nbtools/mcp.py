@@ -152,27 +152,32 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     wrapped as `{"result": value}` when the declared type is not an object) and, for tools without
     a return annotation, when the value is a JSON object. A value that does not match the advertised
     schema becomes an error result: clients reject such results, and the message says why.
+
+    `max_chars` (the registry's `max_result_chars`) cuts the text. The structured content of a
+    tool with an `outputSchema` is always whole: the MCP spec requires it to match that schema
+    (the `mcp` client rejects a result without it), so cut text cannot stand in for it. For a tool
+    without one it is optional, and left out when the text had to be cut.
     """
     import mcp_types as types
 
-    from .call import result_text
+    from .call import _rendered
 
-    text = result_text(value, max_chars)
+    data, text = _rendered(value, max_chars)
+    cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:
         from .formats import mcp_wraps_result
 
-        structured = to_json_value(value)
+        structured = to_json_value(value) if cut else data
         if mcp_wraps_result(tool):
             structured = {"result": structured}
         problem = _output_problem(tool, structured)
         if problem is not None:
-            return _error_result(f"Error calling tool {tool.name!r}: it returned a value that does not "
-                                 f"match its declared return type: {problem}")
-    else:
-        candidate = to_json_value(value)
-        if isinstance(candidate, dict):
-            structured = candidate
+            # The tool did run (it may have changed something): say so, and show what it returned.
+            return _error_result(f"Error calling tool {tool.name!r}: it ran, but returned a value that does "
+                                 f"not match its declared return type: {problem}. It returned: {text}")
+    elif not cut and isinstance(data, dict):
+        structured = data
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=structured)
 
@@ -558,8 +563,12 @@ class Connection(list):
             listed = asyncio.run_coroutine_threadsafe(self._wait_ready(), self._loop).result(timeout + 5)
         except BaseException as error:
             self.close()
-            raise ConnectionError(f"could not use the MCP server {_describe(target)}: "
-                                  f"{_leaf_message(error)}") from None
+            reason = _leaf_message(error)
+            if reason == "TimeoutError":
+                reason = (f"no answer to `initialize` within {timeout} s (does the command start an MCP "
+                          "server that speaks on its stdout?)" if self._url is None
+                          else f"no answer to `initialize` within {timeout} s")
+            raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
         self.skipped: dict[str, str] = {}
         """Tools the server listed that could not be made into functions: name -> reason."""
         for listed_tool in listed:
@@ -602,13 +611,13 @@ class Connection(list):
                     await self._closing.wait()
         except BaseException as error:
             if not ready.done():
-                ready.set_exception(error if isinstance(error, Exception) else RuntimeError(repr(error)))
+                _settle(ready, error if isinstance(error, Exception) else RuntimeError(repr(error)))
             if not isinstance(error, (Exception, asyncio.CancelledError)):
                 raise
         finally:
             self._session = None
             if not ready.done():
-                ready.set_exception(ConnectionError("the MCP session ended before it was ready"))
+                _settle(ready, ConnectionError("the MCP session ended before it was ready"))
 
     def _ready_future(self) -> "asyncio.Future[Any]":
         if self._ready is None:
@@ -657,7 +666,7 @@ class Connection(list):
         output_schema = definition.get("outputSchema")
         self._output_schemas[name] = output_schema
 
-        def dispatch(tool_name: str, **arguments: Any) -> Any:
+        def dispatch(tool_name: str, /, **arguments: Any) -> Any:  # positional: a property may be called "tool_name"
             return self.call(tool_name, arguments)
 
         function = mk_tool(dispatch, definition)
@@ -841,6 +850,13 @@ def _server_errlog() -> Any:
         except (AttributeError, OSError, ValueError):
             continue
     return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
+
+
+def _settle(future: "asyncio.Future[Any]", error: BaseException) -> None:
+    """Fail `future`, marked as seen: after a time-out nobody awaits it any more, and asyncio would
+    print "Future exception was never retrieved" with the whole traceback at exit."""
+    future.set_exception(error)
+    future.exception()
 
 
 def _leaf_message(error: BaseException) -> str:

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 60  # seconds for one command (a notebook run starts IPython)
 
 
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nbtools.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=DEADLINE)
+                          text=True, timeout=DEADLINE, input=stdin)
 
 
 def write_module(folder: Path, name: str, source: str) -> Path:
@@ -50,6 +50,14 @@ TOOL_CELLS = [
          "print('noise on stdout from a cell')\n"
          "!echo noise from a shell command\n"
          "rate"),
+    # Under `serve`, stdin is the stdio protocol: a cell that reads it must find it empty, or it
+    # would swallow the client's `initialize` and the server would never answer.
+    code("import os\n"
+         "try:\n"
+         "    answer = input('your name? ')\n"
+         "except EOFError:\n"
+         "    answer = None\n"
+         "assert answer is None and os.read(0, 100) == b'', answer"),
     code("%%tool --hints read-only\n"
          "def scale(x: float,  # the number to scale\n"
          "         ) -> float:\n"
@@ -159,7 +167,7 @@ def test_usage_errors_exit_with_2(capsys):
 # notebooks (each run in a fresh process: the embedded IPython shell is per process)
 # ------------------------------------------------------------------------------------------------
 def test_schema_of_a_notebook(tool_notebook):
-    result = run_cli("schema", str(tool_notebook), "--fmt", "mcp")
+    result = run_cli("schema", str(tool_notebook), "--fmt", "mcp", stdin="text a cell must not read\n")
     assert result.returncode == 0, result.stderr
     definitions = json.loads(result.stdout)  # nothing the cells printed is mixed in
     assert [item["name"] for item in definitions] == ["scale", "shout"]

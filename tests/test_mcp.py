@@ -302,6 +302,43 @@ async def test_results_without_annotation_and_with_a_lying_annotation():
             # the server checks what it promised, so the client gets an explanation, not a refusal
             result = await session.call_tool("lies", {"n": 1})
             assert result.is_error and "does not match its declared return type" in text_of(result)
+            # ... and that the tool did run, with what it returned (it may have changed something)
+            assert "it ran" in text_of(result) and text_of(result).endswith("It returned: not a number")
+
+
+async def test_max_result_chars_cuts_the_text_and_structured_content_only_where_the_spec_allows():
+    from nbtools import Limits
+
+    local = Registry(limits=Limits(max_result_chars=40))
+
+    @tool(registry=local)
+    def numbers(count: int) -> list[int]:
+        "The first `count` integers."
+        return list(range(count))
+
+    @tool(registry=local)
+    def untyped_table(count: int):
+        return {"rows": list(range(count))}
+
+    @tool(registry=local)
+    def not_a_number() -> float:
+        return float("nan")
+
+    with anyio.fail_after(DEADLINE):
+        async with session_for(local) as session:
+            # declared output: the client requires structuredContent matching outputSchema, so it is whole
+            result = await session.call_tool("numbers", {"count": 100})
+            assert not result.is_error and result.structured_content == {"result": list(range(100))}
+            assert "[truncated: " in text_of(result) and len(text_of(result)) < 120
+            # no declared output: structuredContent is optional, and left out rather than sent uncut
+            result = await session.call_tool("untyped_table", {"count": 100})
+            assert not result.is_error and result.structured_content is None
+            assert "[truncated: " in text_of(result)
+            result = await session.call_tool("untyped_table", {"count": 3})
+            assert result.structured_content == {"rows": [0, 1, 2]}
+            # NaN has no JSON number: an error result that still says what the tool gave back
+            result = await session.call_tool("not_a_number", {})
+            assert result.is_error and text_of(result).endswith("It returned: NaN")
 
 
 async def test_destructive_tools_follow_the_registry_approval():
@@ -495,6 +532,24 @@ def test_connect_failure_names_the_target():
         nbmcp.connect("no-such-command-xyz --flag", timeout=5)
 
 
+def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behind():
+    silent = [sys.executable, "-c", "import time; time.sleep(600)"]
+    script = textwrap.dedent(f'''
+        import nbtools.mcp as nbmcp
+        try:
+            nbmcp.connect({silent!r}, timeout=1)
+        except ConnectionError as error:
+            print(error)
+    ''')
+    # in a child, so that what asyncio prints at exit (a failed future nobody retrieved) is seen
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                              timeout=DEADLINE * 2)
+    assert "no answer to `initialize` within 1 s" in finished.stdout, finished
+    assert "never retrieved" not in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
+    leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True)
+    assert leftover.stdout == ""  # the server process was stopped
+
+
 def test_hints_from_annotations_and_result_values():
     import mcp_types as types
 
@@ -627,10 +682,17 @@ def test_connected_tool_with_property_names_that_are_not_identifiers():
         received.append(arguments)
         return f"{arguments['city-name']}: {arguments.get('class', 0)}"
 
+    def echo(**arguments):
+        return arguments
+
     served = Registry([Tool.from_schema(
         "forecast", "Weather for a city.",
         {"type": "object", "properties": {"city-name": {"type": "string"}, "class": {"type": "integer"}},
          "required": ["city-name"]}, forecast)])
+    # property names that are also names the forwarding code uses for itself
+    served.add(Tool.from_schema("echo", "", {"type": "object", "properties": {
+        "tool_name": {"type": "string"}, "name": {"type": "string"}, "arguments": {"type": "integer"},
+        "self": {"type": "integer"}, "from": {"type": "string"}}}, echo))
     server = nbmcp.start(served, port=0)
     try:
         with nbmcp.connect(server.url, timeout=DEADLINE) as remote:
@@ -644,6 +706,10 @@ def test_connected_tool_with_property_names_that_are_not_identifiers():
             assert remote_tool("Oslo", 1) == "Oslo: 1"
             with pytest.raises(TypeError, match=r"forecast\(\): missing a required argument: 'city_name'"):
                 remote_tool.fn(town="Oslo")
+            echo_tool = remote[1]
+            everything = {"tool_name": "t", "name": "n", "arguments": 1, "self": 2, "from": "f"}
+            assert echo_tool.call(everything) == everything
+            assert echo_tool.fn(tool_name="t", name="n", arguments=1, self=2, from_="f") == everything
     finally:
         server.stop()
     assert received == [{"city-name": "Oslo", "class": 2}, {"city-name": "Bergen", "class": 3},
