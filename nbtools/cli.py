@@ -383,6 +383,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotebookError as error:
         _report_notebook_error(error)
         return 1
+    except BrokenPipeError:
+        # `nbtools schema X | head`: the reader left; not an error worth a message. Point stdout at
+        # devnull so the interpreter's own flush at exit does not fail on the closed pipe again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (TargetError, SchemaError, OSError) as error:
         print(f"nbtools: error: {error}", file=sys.stderr)
         return 1

@@ -243,6 +243,21 @@ def test_serve_reports_a_failing_notebook_and_exits(tmp_path):
     assert "cell 1 failed: ModuleNotFoundError" in result.stderr
 
 
+def test_a_reader_that_closes_the_pipe_early_gets_no_error_message():
+    """`nbtools schema MODULE | head -1`: the reader leaves before the JSON is written."""
+    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "schema", "json"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # before the command has imported anything, so its first write fails
+    try:
+        _, errors = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 1
+    assert "Broken pipe" not in errors and "Traceback" not in errors, errors
+
+
 def test_installed_console_script():
     script = Path(sys.executable).parent / "nbtools"
     if not script.exists():
