@@ -724,7 +724,11 @@ def _class_docs(cls: type) -> FunctionDocs:
     parsed = _parse_docstring(_own_class_doc(cls) or "")
     init = _python_init(cls)
     description = parsed.description
-    if init is not None and isinstance(init.__doc__, str):
+    # An `__init__` inherited from another package (pydantic's BaseModel) documents that library,
+    # not this class.
+    foreign = init is not None and str(getattr(init, "__module__", "")).partition(".")[0] != \
+        str(cls.__module__).partition(".")[0]
+    if init is not None and not foreign and isinstance(init.__doc__, str):
         init_description = _parse_docstring(init.__doc__).description
         if init_description:
             description = f"{description}\n\n{init_description}" if description else init_description

@@ -193,8 +193,11 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     display = name or "<lambda>"
     unwrapped = inspect.unwrap(target) if not isinstance(target, type) else target
     code_owner = unwrapped.__init__ if isinstance(unwrapped, type) else unwrapped
+    record = _record_signature(unwrapped) if isinstance(unwrapped, type) else None
     try:
-        if code_owner is object.__init__:  # a class without its own __init__ takes no arguments
+        if record is not None:  # a NamedTuple or pydantic model: its fields are the arguments
+            signature = record[0]
+        elif code_owner is object.__init__:  # a class without its own __init__ takes no arguments
             signature = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)])
         else:
             signature = inspect.signature(code_owner)
@@ -202,7 +205,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
                                          "Python function with annotated parameters") from None
     ctx = Context(function=display, field_docs=field_docs)
-    hints = _hints(code_owner, unwrapped, ctx)
+    hints = record[1] if record is not None else _hints(code_owner, unwrapped, ctx)
     docs = function_docs(unwrapped)
     exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
 
@@ -290,6 +293,29 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         returns_description=docs.returns,
         is_async=_is_async(fn, target, unwrapped),
     )
+
+
+def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | None:
+    """(signature with a leading `self`, resolved hints) of a class whose `__init__` does not say
+    what it takes: a NamedTuple (fields go to `__new__`) or a pydantic model (`**data`); else None."""
+    from .types import Context, _is_namedtuple, _pydantic_model, class_hints
+
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    if _is_namedtuple(cls) and cls.__init__ is object.__init__:
+        hints = class_hints(cls, Context(function=cls.__name__))
+        defaults = getattr(cls, "_field_defaults", {})
+        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    default=defaults.get(name, inspect.Parameter.empty)) for name in cls._fields]
+        return inspect.Signature([self_param, *params]), hints
+    if _pydantic_model(cls):
+        params, hints = [], {}
+        for name, info in cls.model_fields.items():
+            # the model is built from keyword arguments named by alias when a field has one
+            key = info.alias if isinstance(info.alias, str) and info.alias.isidentifier() else name
+            params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=info))
+            hints[key] = info.annotation
+        return inspect.Signature([self_param, *params]), hints
+    return None
 
 
 def _EMPTY_TO_ANY(annotation: Any) -> Any:

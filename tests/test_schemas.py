@@ -565,3 +565,25 @@ def test_the_docs_of_kwargs_describe_the_extra_values() -> None:
 
     assert get_schema(tag)["parameters"]["additionalProperties"] == {"type": "string",
                                                                      "description": "label values by label name."}
+
+
+def test_a_namedtuple_or_pydantic_class_registered_as_a_tool_takes_its_fields() -> None:
+    # a NamedTuple's __init__ is object.__init__ and a model's is `**data`: both once gave no parameters
+    pair = Tool.from_function(corpus.Pair)
+    assert pair.parameters == get_schema(corpus.with_namedtuple)["parameters"]["properties"]["pair"]
+    assert pair.call({"left": 1, "right": "b"}) == corpus.Pair(1, "b")
+
+    class Person(pydantic.BaseModel):
+        """Someone to greet."""
+
+        name: str = pydantic.Field(description="full name", min_length=1)
+        nick: str | None = pydantic.Field(None, alias="nickname")
+
+    person = Tool.from_function(Person)
+    assert person.description == "Someone to greet."  # not BaseModel.__init__'s docstring
+    assert person.parameters == corpus.obj({"name": {"type": "string", "description": "full name", "minLength": 1},
+                                            "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                                                         "default": None}}, ["name"])
+    assert person.call({"name": "Ada", "nickname": "A"}) == Person(name="Ada", nickname="A")
+    with pytest.raises(Exception, match="at least 1 characters"):
+        person.call({"name": ""})
