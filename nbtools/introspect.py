@@ -215,6 +215,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     params = list(signature.parameters.values())
     if isinstance(unwrapped, type) or drop_first:
         params = params[1:]
+    _check_bound(display, params, bound_positional, bound_keywords)
     params = _without_bound(params, bound_positional, bound_keywords)
     for param in params:
         if param.name in exclude:
@@ -344,6 +345,20 @@ def _target(fn: Any, drop_first: bool) -> tuple[Any, str, int, frozenset[str], b
     if callable(fn):
         return fn, getattr(fn, "__name__", type(fn).__name__), 0, frozenset(), drop_first
     raise SchemaError(None, None, f"{fn!r} is not callable")
+
+
+def _check_bound(display: str, params: list[inspect.Parameter], positional: int, keywords: frozenset[str]) -> None:
+    """A functools.partial that binds what the function does not take fails on every call: say so now."""
+    kinds = {param.kind for param in params}
+    takes = sum(param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) for param in params)
+    if positional > takes and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        raise SchemaError(display, None, f"the functools.partial binds {positional} positional arguments but "
+                                         f"the function takes at most {takes}")
+    names = {param.name for param in params if param.kind is not param.POSITIONAL_ONLY}
+    unknown = sorted(keywords - names)
+    if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
+        raise SchemaError(display, unknown[0], "the functools.partial binds this keyword argument, which the "
+                                               "function does not take")
 
 
 def _without_bound(params: list[inspect.Parameter], positional: int, keywords: frozenset[str]) -> list[inspect.Parameter]:

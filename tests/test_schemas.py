@@ -587,3 +587,14 @@ def test_a_namedtuple_or_pydantic_class_registered_as_a_tool_takes_its_fields() 
     assert person.call({"name": "Ada", "nickname": "A"}) == Person(name="Ada", nickname="A")
     with pytest.raises(Exception, match="at least 1 characters"):
         person.call({"name": ""})
+
+
+def test_a_partial_that_binds_what_the_function_does_not_take_is_refused() -> None:
+    def pair(a: int, /, b: int) -> int:
+        return a + b
+
+    for bound, parameter, reason in ((functools.partial(pair, 1, 2, 3), None, "binds 3 positional"),
+                                     (functools.partial(pair, c=1), "c", "does not take")):
+        with pytest.raises(SchemaError, match=reason) as caught:
+            get_schema(bound)
+        assert (caught.value.function, caught.value.parameter) == ("pair", parameter)
