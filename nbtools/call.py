@@ -1731,11 +1731,17 @@ def _refuse_globals(ns: Mapping) -> None:
                         "(nbtools.registry, @tool, %%tool) or pass a dict/list of just the tools")
 
 
-_DICT_TOOLS: Any = None  # WeakKeyDictionary: callable -> {name: Tool}, for dict namespaces
+_DICT_TOOLS: Any = None  # WeakKeyDictionary: callable -> {name: its Tool without `fn`}, for dict namespaces
 
 
 def _tool_named(name: str, obj: Any) -> Tool:
-    """The Tool of a callable found under `name` in a dict namespace (cached per callable)."""
+    """The Tool of a callable found under `name` in a dict namespace.
+
+    The cache keeps each Tool without its function (a weak-key entry whose value held the key
+    would never die, keeping every callable ever passed in a dict alive, closures and the data
+    they hold included); the Tool handed out gets the callable back and shares the cached one's
+    renders and compiled call plans.
+    """
     import weakref
 
     global _DICT_TOOLS
@@ -1747,16 +1753,26 @@ def _tool_named(name: str, obj: Any) -> Tool:
         by_name = _DICT_TOOLS.get(obj)
     except TypeError:  # not weak-referenceable / unhashable: build each time
         by_name = None
-    if by_name is not None and name in by_name:
-        return by_name[name]
-    built = Tool.from_function(obj)
-    if built.name != name:
-        built = Tool.from_function(obj, name=name)
-    try:
-        _DICT_TOOLS.setdefault(obj, {})[name] = built
-    except TypeError:
-        pass
-    return built
+    template = by_name.get(name) if by_name is not None else None
+    if template is None:
+        built = Tool.from_function(obj)
+        if built.name != name:
+            built = Tool.from_function(obj, name=name)
+        try:
+            _DICT_TOOLS.setdefault(obj, {})[name] = built.replace(fn=None, _cache=built._cache)
+        except TypeError:
+            pass
+        return built
+    return _with_fn(template, obj)
+
+
+def _with_fn(template: Tool, fn: Any) -> Tool:
+    """A copy of `template` holding `fn` (and sharing its cache): what `replace` does, without
+    its field-by-field rebuild, which would triple the cost of a call through a dict."""
+    tool = object.__new__(Tool)
+    tool.__dict__.update(template.__dict__)
+    tool.__dict__["fn"] = fn
+    return tool
 
 
 def _wire_match(name: str, names: Iterable[str]) -> str | None:

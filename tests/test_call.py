@@ -649,6 +649,36 @@ def test_mk_ns_from_list_dict_and_registry():
         mk_ns([add, Tool.from_function(divide, name="add")])
 
 
+def test_dict_namespaces_do_not_keep_their_callables_alive():
+    import gc
+    import weakref
+
+    class Holder:  # a callable instance holding data, as a notebook user's tool object might
+        def __init__(self) -> None:
+            self.data = bytearray(1000)
+
+        def __call__(self, x: int) -> int:
+            return x + len(self.data)
+
+    def make_closure():
+        def scaled(x: int) -> int:
+            return x * 2
+
+        return scaled
+
+    alive = []
+    for make in (Holder, make_closure):
+        tool_object = make()
+        assert call_func("t", {"x": 1}, ns={"t": tool_object}) == tool_object(1)  # key != name
+        assert call_func("t", {"x": 2}, ns={"t": tool_object}) == tool_object(2)  # cached Tool
+        named = mk_ns({"other": tool_object})["other"]
+        assert named.fn is tool_object and named.name == "other"
+        alive.append(weakref.ref(tool_object))
+        del tool_object, named
+    gc.collect()
+    assert [ref() for ref in alive] == [None, None]
+
+
 def test_disabled_tools_are_refused():
     reg = Registry([add])
     reg.disable("add")
