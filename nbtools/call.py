@@ -2058,6 +2058,9 @@ async def arun_tool_calls(reply: Any, ns: Any = None) -> Any:
 def run_tool_calls(reply: Any, ns: Any = None) -> Any:
     """Run every tool call in a model reply; returns the provider's tool-result message(s).
 
+    A reply without tool calls returns `[]` (OpenAI chat, Responses) or None (Anthropic, Gemini):
+    falsy either way, never an empty message the provider would refuse.
+
     Synchronous tools run one after another in this thread (so signal-based time-outs and the
     kernel's display keep working); coroutine tools then run concurrently on one event loop
     (a private loop in a worker thread when this thread's loop is running, as in a notebook cell).

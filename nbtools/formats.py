@@ -1162,8 +1162,12 @@ def result_message(dialect: str, results: list[ToolResult]) -> Any:
     `{"type": "function_call_output", "call_id", "output"}` items; anthropic: one user message of
     `tool_result` blocks (`is_error: true` only on failures); gemini: one user content of
     `function_response` parts with `response` `{"result": value}` or `{"error": text}` (no `id` when
-    the call had none).
+    the call had none). A reply without tool calls gets `[]` in the list dialects and None in the
+    message dialects: Anthropic and Gemini reject an empty user message, and either way the result
+    is falsy, so `while results := run_tool_calls(reply): ...` ends when the model stops calling.
     """
+    if not results and dialect in ("anthropic", "gemini"):
+        return None
     if dialect == "openai":
         # a call without an id came from the deprecated `function_call`, answered by a `function` message
         return [{"role": "tool", "tool_call_id": result.request.id, "content": result.content}

@@ -253,6 +253,11 @@ def test_denied_calls_are_error_results():
 
 def test_reply_without_calls_and_default_namespace():
     assert run_tool_calls({"role": "assistant", "content": "Hello"}) == []
+    assert run_tool_calls({"output": [{"type": "message", "role": "assistant", "content": []}]}) == []
+    # Anthropic and Gemini refuse an empty user message: nothing to send is None (falsy, like []).
+    assert run_tool_calls({"role": "assistant", "content": [{"type": "text", "text": "Hello"}]}) is None
+    assert run_tool_calls({"role": "model", "parts": [{"text": "Hello"}]}) is None
+    assert asyncio.run(arun_tool_calls({"role": "model", "parts": [{"text": "Hello"}]})) is None
     from nbtools.registry import registry as default
 
     default.add(add, name="test_run_add")
