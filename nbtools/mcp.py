@@ -342,6 +342,7 @@ class RunningServer:
     _loop: asyncio.AbstractEventLoop | None = field(repr=False)
     _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _began: bool = field(default=False, repr=False)  # the serving coroutine has started running
 
     @property
     def running(self) -> bool:
@@ -364,10 +365,16 @@ class RunningServer:
         # Close the listening sockets now, so the port is free again as soon as this returns.
         for listening in getattr(self._uvicorn, "servers", []):
             listening.close()
-        self._listener.close()
-        if not self._uvicorn.started and not self.in_thread:
-            self._task.cancel()  # never started serving: nothing to shut down
         self._uvicorn.should_exit = True
+        if self._uvicorn.started:
+            self._listener.close()
+        elif not self._began:
+            # The task never ran: cancelling it is clean, and nothing else will close the socket.
+            self._listener.close()
+            self._task.cancel()
+        # Else uvicorn is starting up (its lifespan): cancelling now would log a traceback, and
+        # closing the socket would make it fail to listen (EBADF). It sees `should_exit` once
+        # started, shuts down at once and closes the socket itself.
 
     async def wait_closed(self) -> None:
         """Await the end of a loop-mode server after `stop()` (from code on the same loop)."""
@@ -406,8 +413,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
             loop = None
         if loop is not None:
             running = RunningServer(url, host, bound_port, tools, False, uvicorn_server, listener, loop)
-            running._task = loop.create_task(uvicorn_server.serve(sockets=[listener]),
-                                             name=f"nbtools MCP server on port {bound_port}")
+            async def serve_on_this_loop() -> None:
+                running._began = True
+                await uvicorn_server.serve(sockets=[listener])
+
+            running._task = loop.create_task(serve_on_this_loop(), name=f"nbtools MCP server on port {bound_port}")
             running._task.add_done_callback(functools.partial(_report_end, running))
         else:
             running = RunningServer(url, host, bound_port, tools, True, uvicorn_server, listener, None)
@@ -416,6 +426,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
             async def serve_here() -> None:
                 running._loop = asyncio.get_running_loop()
                 running._task = asyncio.current_task()
+                running._began = True
                 ready.set()
                 await uvicorn_server.serve(sockets=[listener])
 

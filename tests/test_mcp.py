@@ -411,6 +411,39 @@ async def test_start_then_stop_before_the_loop_ever_ran_it():
     assert not server.running
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+async def test_stop_while_the_server_is_still_starting_up_is_quiet(capfd, caplog):
+    """The loop ran the server a little (its lifespan is starting), then `stop()`: no traceback."""
+    server = nbmcp.start(examples.example_tools, port=0)
+    await asyncio.sleep(0)  # the task begins: uvicorn is inside its startup
+    assert not server._uvicorn.started
+    server.stop()
+    with anyio.fail_after(DEADLINE):
+        await server.wait_closed()
+    assert not server.running and port_is_free(server.port)
+    errors = capfd.readouterr().err + caplog.text  # uvicorn logs through `logging`
+    assert "Traceback" not in errors and "stopped:" not in errors, errors
+
+
+def test_start_in_a_thread_then_stop_at_once_is_quiet_and_frees_the_port(capfd, caplog):
+    for _ in range(3):  # uvicorn not started yet when stop() comes: it must not listen on a closed socket
+        server = nbmcp.start(examples.example_tools, port=0)
+        server.stop(timeout=DEADLINE)
+        assert not server.running and not server._thread.is_alive()
+        assert port_is_free(server.port)
+    errors = capfd.readouterr().err + caplog.text
+    assert "Traceback" not in errors and "Bad file descriptor" not in errors, errors
+
+
 def test_start_without_a_loop_uses_a_thread_and_connect_calls_it():
     server = nbmcp.start(examples.example_tools, port=0)
     try:
