@@ -1975,21 +1975,39 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
     """The text a model gets for a tool's return value.
 
     A `str` as it is; a value whose JSON form is text (a datetime, a Path, an object shown by its
-    `str()`) as that text; anything else as JSON (see `jsonable`), `None` as `null`. Text longer
-    than `max_chars` is cut, with a marker saying how much was left out.
+    `str()`) as that text; anything else as JSON (see `jsonable`), `None` as `null`; a generator
+    as the list of what it yields (at most `max_chars` items are read). Text longer than
+    `max_chars` is cut, with a marker saying how much was left out.
     """
     return _rendered(value, max_chars)[1]
 
 
 def _rendered(value: Any, max_chars: int) -> tuple[Any, str]:
     """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too."""
+    unread = False
+    if type(value) is pytypes.GeneratorType:
+        # A tool that `yield`s its results: the model gets them as a list. Each item takes at
+        # least one character of the text, so more than `max_chars` items could not be shown
+        # anyway; reading stops there, which also ends an endless generator.
+        items = []
+        for item in value:
+            if len(items) == max_chars:
+                unread = True
+                break
+            items.append(item)
+        value.close()
+        value = items
     if type(value) is str:
         data: Any = value
         text = value
     else:
         data = jsonable(value)
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    if len(text) > max_chars:
+    if unread:
+        text = (text[:max_chars] + f"\n[truncated: the tool yielded more than {max_chars} items; "
+                "the rest were not read]")
+        data = text
+    elif len(text) > max_chars:
         text = (text[:max_chars] + f"\n[truncated: {len(text) - max_chars} of {len(text)} characters "
                 "not shown]")
         data = text

@@ -277,6 +277,38 @@ def test_list_and_dict_namespaces():
         run_tool_calls(reply, ns=globals())
 
 
+def test_a_generator_result_reaches_the_model_as_a_list():
+    tools = Registry()
+
+    def countdown(start: int):
+        """Count down to one."""
+        yield from range(start, 0, -1)
+
+    def forever():
+        """Never stops yielding."""
+        number = 0
+        while True:
+            number += 1
+            yield number
+
+    tools.add(countdown)
+    tools.add(forever)
+    reply = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "countdown", "arguments": '{"start": 3}'}},
+        {"id": "c2", "type": "function", "function": {"name": "forever", "arguments": "{}"}}]}
+    counted, endless = run_tool_calls(reply, ns=tools)
+    assert counted["content"] == "[3, 2, 1]"
+    # An endless generator is read only as far as the result can show, then closed.
+    assert endless["content"].startswith("[1, 2, 3, ")
+    assert endless["content"].endswith(
+        f"\n[truncated: the tool yielded more than {tools.limits.max_result_chars} items; the rest were not read]")
+    from nbtools.call import result_text
+
+    assert result_text((letter for letter in "ab")) == '["a", "b"]'
+    assert result_text((number for number in range(10)), max_chars=5) == (
+        "[0, 1\n[truncated: the tool yielded more than 5 items; the rest were not read]")
+
+
 def test_long_results_are_cut_for_the_model():
     def long_text() -> str:
         return "x" * 50
