@@ -300,21 +300,42 @@ def _uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bo
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=2)
-    return _embedded_uvicorn_class()(config) if embedded else uvicorn.Server(config)
+    uvicorn_server = _uvicorn_class(embedded)(config)
+    uvicorn_server.session_manager = server.session_manager
+    return uvicorn_server
 
 
 @functools.cache
-def _embedded_uvicorn_class() -> type:
+def _uvicorn_class(embedded: bool) -> type:
     import uvicorn
 
-    class EmbeddedUvicorn(uvicorn.Server):
-        """uvicorn without its signal handlers: in a kernel, SIGINT belongs to the kernel."""
+    class McpUvicorn(uvicorn.Server):
+        """uvicorn that ends the MCP sessions before it shuts down (and, embedded, leaves SIGINT alone)."""
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield
+        session_manager: Any = None
 
-    return EmbeddedUvicorn
+        async def shutdown(self, sockets: Any = None) -> None:
+            # A connected client keeps an event stream open (GET /mcp): uvicorn would wait out its
+            # graceful time-out for it, then cancel it and log a traceback. Ending the sessions
+            # first closes those streams, so stopping is quick and quiet.
+            await _end_sessions(self.session_manager)
+            await super().shutdown(sockets=sockets)
+
+        if embedded:
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:  # in a kernel, SIGINT belongs to the kernel
+                yield
+
+    return McpUvicorn
+
+
+async def _end_sessions(session_manager: Any) -> None:
+    # The mcp package has no public way to list live sessions: read its table defensively, so a
+    # later version without it only brings back the slower shutdown.
+    sessions = getattr(session_manager, "_server_instances", None)
+    for transport in list(sessions.values()) if isinstance(sessions, dict) else []:
+        with contextlib.suppress(Exception):
+            await transport.terminate()
 
 
 # ================================================================================================
@@ -597,6 +618,8 @@ class Connection(list):
         if self._url is not None:
             from mcp.client.streamable_http import streamable_http_client
 
+            _quiet_unreachable_session_end()
+
             return streamable_http_client(self._url)
         from mcp import StdioServerParameters, stdio_client
 
@@ -644,8 +667,11 @@ class Connection(list):
 
         Raises ToolCallError when the server answers with an error result (its text is the message).
         """
-        if self._closed or self._session is None:
+        if self._closed:
             raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
+        if self._session is None:
+            raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session (has it "
+                                      "stopped?); connect again once it runs")
         if self._url is not None:
             _refuse_own_loop_server(self._url)
         future = asyncio.run_coroutine_threadsafe(self._acall(name, arguments or {}), self._loop)
@@ -664,7 +690,11 @@ class Connection(list):
         except ToolCallError:
             raise
         except Exception as error:
-            raise ToolCallError(name, f"the MCP server did not answer the call: {_leaf_message(error)}") from None
+            reason = _leaf_message(error)
+            if reason.endswith("Connection closed"):
+                raise ToolCallError(name, f"the MCP server {_describe(self.target)} closed the connection (has it "
+                                          "stopped?); connect again once it runs") from None
+            raise ToolCallError(name, f"the MCP server did not answer the call: {reason}") from None
         if result.is_error:
             raise remote_error(name, _content_text(result.content) or "the server reported an error")
         return result_value(result, self._output_schemas.get(name))
@@ -861,6 +891,18 @@ def _server_errlog() -> Any:
         except (AttributeError, OSError, ValueError):
             continue
     return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
+
+
+@functools.cache
+def _quiet_unreachable_session_end() -> None:
+    """Closing a connection whose HTTP server has gone makes the `mcp` client warn that it could not
+    end the session: nothing is left to end, so that one warning is dropped."""
+    import logging
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Session termination failed: All connection attempts failed")
+
+    logging.getLogger("mcp.client.streamable_http").addFilter(keep)
 
 
 def _settle(future: "asyncio.Future[Any]", error: BaseException) -> None:

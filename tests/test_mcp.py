@@ -444,6 +444,28 @@ def test_start_in_a_thread_then_stop_at_once_is_quiet_and_frees_the_port(capfd, 
     assert "Traceback" not in errors and "Bad file descriptor" not in errors, errors
 
 
+def test_stopping_a_server_with_a_connected_client_is_quick_and_quiet(capfd, caplog):
+    """`%tools --stop` while an agent is connected: its open event stream must not hold the stop up
+    (uvicorn's graceful wait) nor end in a logged traceback; the client learns the server has gone."""
+    server = nbmcp.start(examples.example_tools, port=0)
+    try:
+        remote = nbmcp.connect(server.url, timeout=DEADLINE)
+        add = next(item for item in remote if item.name == "add")
+        assert add.fn(1, b=2) == 3
+    finally:
+        server.stop(timeout=DEADLINE)
+    try:
+        assert not server._thread.is_alive()
+        with pytest.raises(ToolCallError, match="has it stopped"):
+            add.fn(1, b=2)
+    finally:
+        remote.close()
+    errors = capfd.readouterr().err + caplog.text
+    # "graceful shutdown exceeded": uvicorn waited its 2 s for the stream, then cancelled it
+    assert "Traceback" not in errors and "graceful shutdown exceeded" not in errors, errors
+    assert "Session termination failed" not in errors, errors
+
+
 def test_start_without_a_loop_uses_a_thread_and_connect_calls_it():
     server = nbmcp.start(examples.example_tools, port=0)
     try:
