@@ -15,7 +15,9 @@ conversion, approval and limits as `call_func`. A refused or failed call comes b
 `isError: true` and the text written for the model; the server keeps serving. A successful call comes
 back as text (`result_text`) and, when the tool declares a return type, as `structuredContent`
 (checked against the `outputSchema` it advertised; a non-object return is wrapped as
-`{"result": value}`).
+`{"result": value}`). The registry's `max_result_chars` cuts the text; `structuredContent` must match
+the `outputSchema` (MCP requires it, and the `mcp` client checks), so it stays whole, except for a
+tool without a return annotation, where it is left out when the text was cut.
 
 Which thread runs a tool call:
 
