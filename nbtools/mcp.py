@@ -602,6 +602,8 @@ class Connection(list):
                 reason = (f"no answer to `initialize` within {timeout} s (does the command start an MCP "
                           "server that speaks on its stdout?)" if self._url is None
                           else f"no answer to `initialize` within {timeout} s")
+            elif self._url is not None and reason.endswith("Not Found"):
+                reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
         self.skipped: dict[str, str] = {}
         """Tools the server listed that could not be made into functions: name -> reason."""

@@ -585,6 +585,12 @@ def test_connect_failure_names_the_target():
         nbmcp.connect(f"http://127.0.0.1:{port}/mcp", timeout=5)
     with pytest.raises(ConnectionError, match="no-such-command-xyz"):
         nbmcp.connect("no-such-command-xyz --flag", timeout=5)
+    server = nbmcp.start(examples.example_tools, port=0)
+    try:
+        with pytest.raises(ConnectionError, match="Not Found \\(is the path right\\? .* serves at /mcp\\)"):
+            nbmcp.connect(f"http://127.0.0.1:{server.port}/", timeout=DEADLINE)
+    finally:
+        server.stop(timeout=DEADLINE)
 
 
 def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behind():
