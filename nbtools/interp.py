@@ -1125,7 +1125,10 @@ class _ReprOnly:
         return self.text
 
 
-_KILL_GRACE = 0.05  # seconds the child gets past the deadline to stop itself before it is killed
+# Seconds the child gets past the deadline to stop itself before it is killed. Its own timer starts
+# after the fork, and it still has to format, pickle and send its traceback: on a loaded machine
+# 50 ms proved too short (the child was killed while stopping on its own).
+_KILL_GRACE = 0.5
 
 
 def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | None) -> ExecResult:

@@ -373,7 +373,9 @@ def test_printing_until_the_timeout_keeps_memory_bounded():
     # the first lines and the last ones.
     import nbtools.interp as interp
 
-    code = "number = 0\nwhile True:\n    number += 1\n    print('line', number)"
+    # One f-string per line: `print('line', number)` writes its parts separately, and the time-out
+    # may fall between them, leaving a last line cut short.
+    code = "number = 0\nwhile True:\n    number += 1\n    print(f'line {number}')"
     namespace: dict = {}
     result = run_code(code, namespace, timeout=1.0)
     assert result.timed_out
@@ -808,12 +810,14 @@ def kernel():
         manager.shutdown_kernel(now=True)
 
 
-def run_in_kernel(client, code):
+def run_in_kernel(client, code, on_output=None):
     outputs = []
 
     def keep(message):
         if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
             outputs.append((message["msg_type"], message["content"]))
+            if on_output is not None:
+                on_output(message["msg_type"], message["content"])
 
     reply = client.execute_interactive(code, output_hook=keep, timeout=60)
     return reply["content"]["status"], outputs
@@ -848,10 +852,19 @@ def test_kernel_streams_and_publisher_are_put_back(kernel):
 
 def test_kernel_interrupt_stops_a_run_and_the_kernel_survives(kernel):
     results = []
-    worker = threading.Thread(target=lambda: results.append(
-        run_in_kernel(kernel, "python('import time\\ntime.sleep(30)', timeout=60)")))
+    running = threading.Event()
+
+    def note_start(kind, content):
+        if kind == "stream" and "running" in content.get("text", ""):
+            running.set()
+
+    # An interrupt that arrives before the cell starts is ignored by ipykernel: wait for the cell's
+    # own word that it runs, then a moment more so the interrupt lands inside python().
+    code = "print('running', flush=True)\npython('import time\\ntime.sleep(30)', timeout=60)"
+    worker = threading.Thread(target=lambda: results.append(run_in_kernel(kernel, code, note_start)))
     worker.start()
-    time.sleep(1.0)  # the cell is running python()
+    assert running.wait(30), "the cell did not start"
+    time.sleep(0.3)
     kernel.parent.interrupt_kernel()  # what the notebook's "interrupt" button does: SIGINT
     worker.join(30)
     status, outputs = results[0]
