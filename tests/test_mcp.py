@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -594,7 +595,8 @@ def test_connect_failure_names_the_target():
 
 
 def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behind():
-    silent = [sys.executable, "-c", "import time; time.sleep(600)"]
+    token = f"nbtools-silent-{os.getpid()}-{time.monotonic_ns()}"  # finds this test's process only
+    silent = [sys.executable, "-c", "import time; time.sleep(600)", token]
     script = textwrap.dedent(f'''
         import nbtools.mcp as nbmcp
         try:
@@ -607,7 +609,7 @@ def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behi
                               timeout=DEADLINE * 2)
     assert "no answer to `initialize` within 1 s" in finished.stdout, finished
     assert "never retrieved" not in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
-    leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True)
+    leftover = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True)
     assert leftover.stdout == ""  # the server process was stopped
 
 
@@ -634,7 +636,7 @@ def test_importing_nbtools_does_not_import_mcp():
 # ------------------------------------------------------------------------------------------------
 # %tools --serve / --stop in a real kernel
 # ------------------------------------------------------------------------------------------------
-def test_tools_serve_magic_in_a_real_kernel():
+def test_tools_serve_magic_in_a_real_kernel(tmp_path):
     """Calls run on the kernel's main thread, see its variables, and wait for a running cell."""
     jupyter_client = pytest.importorskip("jupyter_client")
     kernel_manager, kernel = jupyter_client.manager.start_new_kernel(kernel_name="python3", cwd=str(ROOT))
@@ -657,12 +659,22 @@ def test_tools_serve_magic_in_a_real_kernel():
                 return "".join(texts)
 
     port = free_port()
+    # The client connects and says so; given a path, it then waits for that file before calling.
+    # The cell below creates the file and runs on for 2 s, so the call is surely sent while the
+    # cell still runs (the server, on the kernel's loop, answers nothing during a cell, not even
+    # `initialize`: the client must be connected before the cell starts).
     client_code = textwrap.dedent(f"""
-        import sys, time, nbtools.mcp
-        time.sleep(float(sys.argv[1]))
+        import pathlib, sys, time, nbtools.mcp
         with nbtools.mcp.connect("http://127.0.0.1:{port}/mcp", timeout={DEADLINE}) as remote:
+            print("connected", flush=True)
+            started = time.monotonic()
+            while len(sys.argv) > 1 and not pathlib.Path(sys.argv[1]).exists():
+                if time.monotonic() - started > {DEADLINE}:
+                    sys.exit("the cell never started")
+                time.sleep(0.02)
             print(remote[0].fn(5))
     """)
+    go = tmp_path / "cell-is-running"
     try:
         run("%load_ext nbtools")
         run("%%tool --hints read-only\n"
@@ -675,18 +687,23 @@ def test_tools_serve_magic_in_a_real_kernel():
         # running the cell again (Run All) keeps the one server instead of failing on its own port
         assert f"Already serving 1 tool at http://127.0.0.1:{port}/mcp" in run(f"%tools --serve {port}")
         # the kernel is idle: the call runs at once, on the main thread, seeing `counter`
-        idle = subprocess.run([sys.executable, "-c", client_code, "0"], capture_output=True, text=True,
+        idle = subprocess.run([sys.executable, "-c", client_code], capture_output=True, text=True,
                               timeout=DEADLINE, cwd=ROOT)
-        assert idle.stdout.strip() == "{'thread': 'MainThread', 'x': 5, 'seen': 1}", idle.stderr
-        # a call arriving while a cell runs waits for the cell to finish
-        during = subprocess.Popen([sys.executable, "-c", client_code, "0.5"], stdout=subprocess.PIPE,
+        assert idle.stdout.split() == ["connected", "{'thread':", "'MainThread',", "'x':", "5,", "'seen':",
+                                       "1}"], idle.stderr
+        # a call arriving while a cell runs waits for the cell to finish (had it run during the
+        # cell, it would have seen 2)
+        during = subprocess.Popen([sys.executable, "-c", client_code, str(go)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
-            run("import time\ncounter = 2\ntime.sleep(2.5)\ncounter = 3")
+            assert during.stdout.readline().strip() == "connected", during.stderr.read()
+            cell = run(f"import pathlib, time\ncounter = 2\npathlib.Path({str(go)!r}).touch()\n"
+                       "time.sleep(2)\ncounter = 3")
             output, errors = during.communicate(timeout=DEADLINE)
         finally:
             if during.poll() is None:
                 stop_process(during)
+        assert cell == ""
         assert output.strip() == "{'thread': 'MainThread', 'x': 5, 'seen': 3}", errors
         assert "Stopped the MCP server" in run("%tools --stop")
         assert "No MCP server is running." in run("%tools --stop")
