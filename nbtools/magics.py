@@ -13,6 +13,7 @@ import ast
 import fnmatch
 import html
 import json
+import shlex
 import sys
 import warnings
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any, Iterable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .errors import SchemaError
 from .registry import Registry
@@ -125,7 +126,9 @@ def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, 
         if not callable(obj):
             hint = (f"; for every function of a module: `for each in tools_from({name}): registry.add(each)`"
                     if type(obj).__name__ == "module" else "")
-            problems.append((name, f"it is a {type(obj).__name__}, not a function{hint}"))
+            kind = type(obj).__name__
+            article = "an" if kind[:1].lower() in "aeiou" else "a"
+            problems.append((name, f"it is {article} {kind}, not a function{hint}"))
             continue
         overrides: dict[str, Any] = {"group": group, "hints": hints or None, "strict": strict or None}
         if not isinstance(obj, Tool):
@@ -348,7 +351,7 @@ class ToolMagics(Magics):
         Top-level `await` inside a `%%tool` cell does not work (the cell runs inside the kernel's
         already running event loop); `async def` tools are fine.
         """
-        args = parse_argstring(self.tool_cell, line)
+        args = _parse_args(self.tool_cell, line, "%%tool")
         hints = _parse_hints(args.hints, "%%tool")
         shell = self.shell
         try:
@@ -394,8 +397,14 @@ class ToolMagics(Magics):
         registered; an unknown name registers nothing. A function
         nbtools cannot describe is reported and the magic fails after registering the others.
         """
-        args = parse_argstring(self.tool_line, line)
-        hints = _parse_hints(args.hints, "%tool")
+        try:
+            args = _parse_args(self.tool_line, line, "%tool")
+        except UsageError as error:
+            if "--hints" not in line or "required: NAME" not in str(error):
+                raise
+            raise UsageError("%tool: no NAME given; names go before --hints, which takes every word after it: "
+                             "`%tool NAME [NAME ...] --hints H [H ...]`") from None
+        hints = _parse_hints(args.hints, "%tool", names_first=True)
         objects, missing = [], []
         for name in args.names:
             found = _lookup(self.shell.user_ns, name)
@@ -404,7 +413,9 @@ class ToolMagics(Magics):
             else:
                 objects.append((name, found))
         if missing:
-            raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook; "
+            globs = any(char in name for name in missing for char in "*?[")
+            tip = " (%tool takes names, not globs)" if globs else ""
+            raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook{tip}; "
                              "nothing was registered")
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
@@ -421,7 +432,7 @@ class ToolMagics(Magics):
         Every pattern must match at least one tool, else nothing is removed. The functions
         themselves stay in the notebook.
         """
-        args = parse_argstring(self.untool, line)
+        args = _parse_args(self.untool, line, "%untool")
         names = self.registry.names()
         unmatched = [pattern for pattern in args.patterns
                      if not any(name == pattern or fnmatch.fnmatchcase(name, pattern) for name in names)]
@@ -459,7 +470,7 @@ class ToolMagics(Magics):
         an agent outside can call the enabled tools while you keep working: the calls run on the
         kernel's main thread between cells (see `nbtools.mcp`); `--stop` ends it.
         """
-        args = parse_argstring(self.tools, line)
+        args = _parse_args(self.tools, line, "%tools")
         self._tools_action(args)
 
     def _tools_action(self, args: Any) -> None:
@@ -504,11 +515,27 @@ def _lookup(namespace: dict, dotted: str) -> Any:
     return found
 
 
-def _parse_hints(values: list[str], magic: str) -> frozenset[str]:
+def _parse_args(magic: Any, line: str, label: str) -> Any:
+    """A magic's options, split the way a shell splits words: quotes group words and are removed
+    (`-g "data tools"`, `%tools 'math_*'`). IPython's own `parse_argstring` keeps the quotes in the
+    values, so a quoted group or glob silently matched nothing. Errors name the magic."""
+    try:
+        words = shlex.split(line)
+    except ValueError as error:  # an unclosed quote
+        raise UsageError(f"{label}: {error} in {line!r}") from None
+    try:
+        return magic.parser.parse_args(words)
+    except UsageError as error:
+        raise UsageError(f"{label}: {error} (see {label}?)") from None
+
+
+def _parse_hints(values: list[str], magic: str, names_first: bool = False) -> frozenset[str]:
     try:
         return normalise_hints(" ".join(values))
     except ValueError as error:
-        raise UsageError(f"{magic}: {error}") from None
+        # `--hints` takes every word after it, so a name typed after the hints lands here.
+        tip = "; names go before --hints" if names_first else ""
+        raise UsageError(f"{magic}: {error}{tip}") from None
 
 
 # -- extension entry points ------------------------------------------------------------------------

@@ -141,9 +141,13 @@ class ToolsPanel(widgets.VBox):
         if not force and state == self._seen:
             return
         self._seen = state
+        # A schema the person opened stays open (re-rendered) when another cell changes the registry.
+        open_schemas = {name for name, row in self.rows.items() if row.schema_toggle.value}
         for row in self.rows.values():
             row.box.close()
         self.rows = {tool.name: self._make_row(tool) for tool in self.visible_tools()}
+        for name in open_schemas & self.rows.keys():
+            self.rows[name].schema_toggle.value = True
         self._rows_box.children = [row.box for row in self.rows.values()]
         self._update_status()
 

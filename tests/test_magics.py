@@ -437,9 +437,36 @@ def test_tool_line_registers_existing_functions(fresh):
     assert "no variable named 'no_such_function'" in shown
     fresh.run("value = 3")
     shown = fresh.fails("%tool value")
-    assert "'value' not registered: it is a int, not a function" in shown
+    assert "'value' not registered: it is an int, not a function" in shown
     shown = fresh.fails("import math\n%tool math")
     assert "'math' not registered: it is a module, not a function" in shown and "tools_from(math)" in shown
+
+
+def test_quoted_option_values_lose_their_quotes_as_in_a_shell(fresh):
+    # IPython's own option parser keeps quotes in the values: a quoted group was stored with its
+    # quotes and a quoted glob matched nothing.
+    fresh.run("%%tool -g 'data tools' --hints 'read-only'\ndef load(path: str) -> str:\n    return path")
+    assert fresh.value("_registry['load'].group") == "data tools"
+    fresh.run("def save(path: str) -> str:\n    return path")
+    fresh.run('%tool "save" --group "data tools"')
+    assert names(fresh) == ["load", "save"]
+    assert "save" in text_of(fresh.run("%tools 'sa*' -g 'data tools'"))
+    listed = json.loads(stdout_of(fresh.run("%tools -g \"data tools\" --fmt 'openai'")))
+    assert [each["function"]["name"] for each in listed] == ["load", "save"]
+    assert stdout_of(fresh.run("%untool 'lo*'")) == "Removed 1 tool: load\n"
+    assert "%tools: No closing quotation" in fresh.fails("%tools 'sa*")
+
+
+def test_option_mistakes_name_the_magic_and_the_fix(fresh):
+    fresh.run("def save(path: str) -> str:\n    return path")
+    shown = fresh.fails("%tool --hints read-only save")  # the hints list swallowed the name
+    assert "%tool: no NAME given; names go before --hints" in shown
+    shown = fresh.fails("%tool save --hints read-only save")
+    assert "unknown tool hint 'save'" in shown and "names go before --hints" in shown
+    assert "%tool: the following arguments are required: NAME (see %tool?)" in fresh.fails("%tool")
+    assert "(%tool takes names, not globs)" in fresh.fails("%tool sa*")
+    assert "%%tool: unrecognized arguments: -q" in fresh.fails("%%tool -q\ndef nope(): pass")
+    assert names(fresh) == []
 
 
 def test_tool_line_names_each_tool_after_the_name_typed(fresh):

@@ -138,6 +138,23 @@ def test_new_tools_appear_after_refresh_and_removed_ones_go(tools):
     assert list(shown.rows) == ["delete_file", "remove_all"]
 
 
+def test_an_open_schema_stays_open_when_the_registry_changes(tools):
+    shown = panel(tools)
+    shown.rows["area"].schema_toggle.value = True
+
+    def area(side: float) -> float:
+        """Area of a square."""
+        return side * side
+
+    with pytest.warns(UserWarning, match="replaces it"):
+        tools.add(area)  # redefined in a later cell: the rows are rebuilt
+    shown.refresh()
+    row = shown.rows["area"]
+    assert row.schema_toggle.value and row.schema.layout.display is None
+    assert "side" in row.schema.value and "width" not in row.schema.value
+    assert not shown.rows["delete_file"].schema_toggle.value
+
+
 def test_clicking_a_row_of_a_tool_removed_meanwhile_rebuilds(tools):
     shown = panel(tools)
     checkbox = shown.rows["area"].enabled
