@@ -113,6 +113,7 @@ class ToolsPanel(widgets.VBox):
         self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry")
         self.status = widgets.HTML()
         self.rows: dict[str, ToolRowWidgets] = {}
+        self._built_from: dict[str, Tool] = {}  # the Tool each row shows, to spot a redefinition
         self._rows_box = widgets.VBox()
         self._seen: tuple = ()
         super().__init__(children=[widgets.HBox([self.filter_text, self.format_picker, self.refresh_button]),
@@ -136,19 +137,41 @@ class ToolsPanel(widgets.VBox):
         return tuple((tool.name, id(tool), self.registry.is_enabled(tool.name)) for tool in self.registry)
 
     def refresh(self, force: bool = False) -> None:
-        """Rebuild the rows from the registry (only when it changed, unless `force`)."""
+        """Bring the rows up to date with the registry (only when it changed, unless `force`).
+
+        Only rows whose tool was added, replaced or removed are rebuilt; the others keep their
+        widgets (an open schema stays open) and only their checkbox follows the registry. Every
+        panel ever shown stays alive until closed and is refreshed after each cell, so rebuilding
+        all rows of all panels on every change made each new `%%tool` cell slower.
+        """
         state = self._registry_state()
         if not force and state == self._seen:
             return
         self._seen = state
-        # A schema the person opened stays open (re-rendered) when another cell changes the registry.
-        open_schemas = {name for name, row in self.rows.items() if row.schema_toggle.value}
-        for row in self.rows.values():
-            row.box.close()
-        self.rows = {tool.name: self._make_row(tool) for tool in self.visible_tools()}
-        for name in open_schemas & self.rows.keys():
-            self.rows[name].schema_toggle.value = True
-        self._rows_box.children = [row.box for row in self.rows.values()]
+        rows: dict[str, ToolRowWidgets] = {}
+        for tool in self.visible_tools():
+            row = self.rows.get(tool.name)
+            if row is not None and self._built_from.get(tool.name) is tool:
+                enabled = self.registry.is_enabled(tool.name)
+                if row.enabled.value != enabled:
+                    row.enabled.value = enabled
+            else:  # new, or redefined: a fresh row; a schema the person had open stays open
+                reopen = row is not None and row.schema_toggle.value
+                row = self._make_row(tool)
+                self._built_from[tool.name] = tool
+                if reopen:
+                    row.schema_toggle.value = True
+            rows[tool.name] = row
+        kept = {id(row) for row in rows.values()}
+        for name, row in self.rows.items():
+            if id(row) not in kept:
+                row.box.close()
+                if name not in rows:
+                    self._built_from.pop(name, None)
+        self.rows = rows
+        boxes = [row.box for row in rows.values()]
+        if list(self._rows_box.children) != boxes:
+            self._rows_box.children = boxes
         self._update_status()
 
     def _make_row(self, tool: Tool) -> ToolRowWidgets:

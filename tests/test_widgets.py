@@ -155,6 +155,25 @@ def test_an_open_schema_stays_open_when_the_registry_changes(tools):
     assert not shown.rows["delete_file"].schema_toggle.value
 
 
+def test_refresh_rebuilds_only_the_rows_whose_tool_changed(tools, recording_comm):
+    # Every panel shown stays alive and is refreshed after each cell: rebuilding all its rows on
+    # every change made each new %%tool cell slower with every panel ever displayed.
+    shown = panel(tools)
+    area_row, delete_row = shown.rows["area"], shown.rows["delete_file"]
+    tools.add(remove_all, hints="destructive")
+    tools.disable("area")
+    recording_comm.clear()
+    shown.refresh()
+    assert shown.rows["area"] is area_row and shown.rows["delete_file"] is delete_row
+    assert area_row.enabled.value is False  # follows the registry without a new row
+    opened = sum(1 for msg_type, data in recording_comm if msg_type == "comm_open")
+    assert 0 < opened < 30  # one row's widgets (with their layouts and styles), not every row's
+    assert list(shown.rows) == ["area", "delete_file", "remove_all"]
+    tools.remove("delete_file")
+    shown.refresh()
+    assert list(shown.rows) == ["area", "remove_all"] and delete_row.box.comm is None  # closed
+
+
 def test_clicking_a_row_of_a_tool_removed_meanwhile_rebuilds(tools):
     shown = panel(tools)
     checkbox = shown.rows["area"].enabled
