@@ -21,6 +21,8 @@ How a run goes:
    `except Exception:` cannot swallow it; if the code swallows it anyway it is raised again every
    few milliseconds. Nested runs keep the outer deadline. The previous `SIGALRM` handler and timer
    are restored exactly (a timer someone else had armed keeps running, with its remaining time).
+   Code that sets its own `SIGALRM` handler or timer (`signal.alarm`) during a run gets them,
+   kept beside ours, so it cannot disarm the time-out; they end with the run.
 4. Isolated mode (`isolated=True`): the code runs in a forked child process, which stops Python
    code at the deadline itself and is killed shortly after if it is still running. This is the only
    way to stop a loop that stays inside C (`sum(range(10**10))`). Its output reaches the parent as
@@ -533,11 +535,23 @@ def _on_alarm(signum: int, frame: Any) -> None:
         if callable(foreign.handler):
             foreign.handler(signum, frame)
         return
+    own = _code_alarm
+    if own is not None and own.deadline <= now + _SLACK:
+        if not runs[-1].active:  # the code's handler runs in the code, never in our clean-up
+            _set_timer(_ITIMER_REAL, _RETRY)
+            return
+        own.deadline = now + own.interval if own.interval else math.inf
+        _rearm(now)
+        if callable(own.handler):  # SIG_DFL would kill the process; a run never does that
+            own.handler(signum, frame)
+        return
     _rearm(now)
 
 
 def _next_deadline(skip: _Run | None = None) -> float:
     soonest = _foreign.deadline if _foreign is not None else math.inf
+    if _code_alarm is not None and _code_alarm.deadline < soonest:
+        soonest = _code_alarm.deadline
     for run in _main_runs:
         if run is not skip and run.deadline < soonest:
             soonest = run.deadline
@@ -571,6 +585,7 @@ def _arm_main(run: _Run) -> bool:
         runs.pop()
         return False
     _previous_handler = previous
+    _virtualise_sigalrm(previous)
     delay, interval = _set_timer(_ITIMER_REAL, remaining)
     if delay:  # someone else's timer was running: keep honouring it, restore it afterwards
         _foreign = _ForeignTimer(previous, time.monotonic() + delay, interval)
@@ -590,6 +605,7 @@ def _disarm_main(run: _Run) -> None:
         return
     runs.clear()  # from here on a late tick is ignored by _on_alarm
     _set_timer(_ITIMER_REAL, 0)
+    _restore_sigalrm_functions()
     _set_handler(_SIGALRM, _previous_handler)
     foreign = _foreign
     if foreign is not None:
@@ -599,6 +615,104 @@ def _disarm_main(run: _Run) -> None:
                        min(max(foreign.deadline - time.monotonic(), 1e-6), _LONGEST_TIMER),
                        foreign.interval)
     _previous_handler = None
+
+
+# While a run on the main thread is active, our handler owns SIGALRM and the real timer. Code that
+# installs its own (a model guarding its work with `signal.alarm(5)` is common) would silently
+# disarm the time-out and could then run forever. So for the run's duration the signal module's
+# SIGALRM functions are replaced by ones that keep the code's handler and timer beside ours
+# (`_code_alarm`, fired by `_on_alarm`); the code sees its own settings, and they end with the
+# outermost run, which puts back the handler and timer that were there before it. Outside runs
+# the replacements call the functions the signal module had when nbtools was imported.
+_code_alarm: _ForeignTimer | None = None
+
+
+def _handler_for_code(handler: Any) -> Any:
+    """A handler as `signal.getsignal` shows it (SIG_DFL/SIG_IGN as `signal.Handlers`)."""
+    return signal.Handlers(handler) if isinstance(handler, int) else handler
+
+
+def _code_timer_state(timer: _ForeignTimer) -> tuple[float, float]:
+    if timer.deadline == math.inf:
+        return 0.0, 0.0
+    return max(timer.deadline - time.monotonic(), 1e-6), timer.interval
+
+
+def _run_signal(signalnum: Any, handler: Any) -> Any:
+    timer = _code_alarm
+    if timer is None or signalnum != _SIGALRM or _get_ident() != _main_ident:
+        return _SIGNAL_ORIGINALS["signal"](signalnum, handler)
+    if not callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN):
+        raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+    previous, timer.handler = timer.handler, handler
+    return _handler_for_code(previous)
+
+
+def _run_getsignal(signalnum: Any) -> Any:
+    timer = _code_alarm
+    if timer is None or signalnum != _SIGALRM:
+        return _SIGNAL_ORIGINALS["getsignal"](signalnum)
+    return _handler_for_code(timer.handler)
+
+
+def _run_setitimer(which: Any, seconds: float, interval: float = 0.0) -> tuple[float, float]:
+    timer = _code_alarm
+    if timer is None or which != _ITIMER_REAL:
+        return _SIGNAL_ORIGINALS["setitimer"](which, seconds, interval)
+    seconds, interval = float(seconds), float(interval)
+    if seconds < 0 or interval < 0:
+        raise signal.ItimerError(22, "Invalid argument")
+    previous = _code_timer_state(timer)
+    now = time.monotonic()
+    timer.deadline = now + seconds if seconds > 0 else math.inf
+    timer.interval = interval if seconds > 0 else 0.0
+    _rearm(now)
+    return previous
+
+
+def _run_getitimer(which: Any) -> tuple[float, float]:
+    timer = _code_alarm
+    if timer is None or which != _ITIMER_REAL:
+        return _SIGNAL_ORIGINALS["getitimer"](which)
+    return _code_timer_state(timer)
+
+
+def _run_alarm(seconds: int) -> int:
+    import operator
+
+    timer = _code_alarm
+    if timer is None:
+        return _SIGNAL_ORIGINALS["alarm"](seconds)
+    remaining, _ = _run_setitimer(_ITIMER_REAL, operator.index(seconds))
+    return max(round(remaining), 1) if remaining else 0
+
+
+# Calls that are not about the code's SIGALRM go to the functions the module had at import.
+_SIGNAL_ORIGINALS = {name: getattr(signal, name, None)
+                     for name in ("signal", "getsignal", "setitimer", "getitimer", "alarm")}
+_RUN_SIGNAL_FUNCTIONS = {"signal": _run_signal, "getsignal": _run_getsignal,
+                         "setitimer": _run_setitimer, "getitimer": _run_getitimer, "alarm": _run_alarm}
+
+
+_own_alarm = _ForeignTimer(None, math.inf, 0.0)  # reused: _code_alarm while a run is active
+
+
+def _virtualise_sigalrm(handler: Any) -> None:
+    # Once per outermost run on the main thread (hot path): the replacements are put into the
+    # signal module at the first run and stay (they pass every call through while no run is
+    # active); putting them in and back for every run would cost a tenth of a tiny run.
+    global _code_alarm
+    timer = _own_alarm
+    timer.handler, timer.deadline, timer.interval = handler, math.inf, 0.0
+    _code_alarm = timer
+    namespace = signal.__dict__
+    if namespace.get("alarm") is not _run_alarm:
+        namespace.update(_RUN_SIGNAL_FUNCTIONS)
+
+
+def _restore_sigalrm_functions() -> None:
+    global _code_alarm
+    _code_alarm = None  # the replacements now pass every call through
 
 
 class _Watchdog:

@@ -563,6 +563,58 @@ def test_someone_elses_timer_keeps_running_and_fires():
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_code_that_sets_its_own_alarm_cannot_disarm_the_timeout():
+    # A model guarding its work with signal.alarm replaced our handler and cancelled our timer:
+    # the run then never stopped.
+    code = textwrap.dedent("""\
+        import signal
+        def on_alarm(signum, frame):
+            raise RuntimeError('own alarm')
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        x = 0
+        while True:
+            x += 1
+        """)
+    result, elapsed = timed(run_code, code, {}, timeout=0.3)
+    assert result.timed_out and elapsed < 5
+    ignoring = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass"
+    assert run_code(ignoring, {}, timeout=0.2).timed_out
+    # What the code set ends with the run: the handler that was there before is back.
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+
+
+def test_code_with_its_own_alarm_guard_still_works():
+    code = textwrap.dedent("""\
+        import signal
+        class Slow(Exception):
+            pass
+        def on_alarm(signum, frame):
+            raise Slow('own alarm')
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        try:
+            x = 0
+            while True:
+                x += 1
+        except Slow as exc:
+            caught = str(exc)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        (caught, previous, signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL))
+        """)
+    assert python(code, {}, timeout=5) == ("own alarm", signal.SIG_DFL, signal.SIG_DFL, (0.0, 0.0))
+    # An alarm the code leaves armed does not outlive the run (its handler would fire later,
+    # in the middle of someone else's cell).
+    calls = []
+    left_armed = "import signal\nsignal.signal(signal.SIGALRM, on_alarm)\nsignal.alarm(1)\nsignal.alarm(1)"
+    # (the second alarm() returns the first one's remaining whole seconds, as the real one does)
+    assert python(left_armed, {"on_alarm": lambda *args: calls.append(args)}, timeout=5) == 1
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and calls == []
+
+
 def test_timeout_off_the_main_thread():
     # toolslm fails outright off the main thread (signal only works in the main thread).
     results = []
