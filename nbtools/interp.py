@@ -1280,8 +1280,14 @@ def _run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | No
             try:
                 pickle.dumps(value)
             except Exception:
-                value = _ReprOnly(repr(value))
+                try:
+                    value = _ReprOnly(repr(value))
+                except Exception as exc:  # a broken __repr__ too: say so, as an in-process run does
+                    value = _ReprOnly(f"<repr of {type(value).__name__} failed: "
+                                      f"{type(exc).__name__}: {exc}>")
             _child_stream.send(("result", value, result.error, result.timed_out, result.displays))
+        except KeyboardInterrupt:  # the code raised it, or the child was interrupted with the kernel
+            _child_stream.send(("result", None, "KeyboardInterrupt", False, ()))
         except BaseException:
             status = 1
         finally:

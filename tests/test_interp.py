@@ -799,6 +799,22 @@ def test_isolated_run_reports_errors_and_unpicklable_values():
     assert repr(result.value).startswith("<unlocked _thread.lock object")
 
 
+def test_isolated_value_that_can_be_neither_pickled_nor_shown():
+    # Its broken __repr__ used to kill the child: "ended without a result (exit status 1)".
+    class Opaque:
+        def __reduce__(self):
+            raise TypeError("not picklable")
+
+        def __repr__(self):
+            raise ValueError("no repr either")
+
+    result = run_code("opaque", {"opaque": Opaque()}, isolated=True, timeout=10)
+    assert result.error is None
+    assert repr(result.value) == "<repr of Opaque failed: ValueError: no repr either>"
+    interrupted = run_code("print('before')\nraise KeyboardInterrupt", {}, isolated=True, timeout=10)
+    assert interrupted.error == "KeyboardInterrupt" and interrupted.output == "before\n"
+
+
 def test_isolated_child_that_dies():
     result = run_code("import os\nprint('last words')\nos._exit(7)", {}, isolated=True)
     assert "ended without a result (exit status 7)" in result.error
