@@ -429,13 +429,15 @@ def _ipython_shell() -> Any:
 _stdout_router = _StreamRouter("stdout", None)  # reused while the stream under it stays the same
 _stderr_router = _StreamRouter("stderr", None)
 _routed_shell: Any = None  # the shell whose display_pub we replaced
+_streams_before: tuple[Any, Any] = (None, None)  # sys.stdout/stderr when the first active run began
 
 
 def _start_routing(shell: Any) -> None:
-    global _routing_users, _routed_shell, _stdout_router, _stderr_router
+    global _routing_users, _routed_shell, _stdout_router, _stderr_router, _streams_before
     with _routing_lock:
         if not _routing_users:
             stdout, stderr = sys.stdout, sys.stderr
+            _streams_before = (stdout, stderr)
             if type(stdout) is not _StreamRouter:
                 if _stdout_router._original is not stdout:
                     _stdout_router = _StreamRouter("stdout", stdout)
@@ -453,17 +455,16 @@ def _start_routing(shell: Any) -> None:
 
 
 def _stop_routing() -> None:
-    global _routing_users, _routed_shell
+    global _routing_users, _routed_shell, _streams_before
     with _routing_lock:
         _routing_users -= 1
         if _routing_users:
             return
-        # Put back what we replaced, unless someone replaced our router in the meantime.
-        stdout, stderr = sys.stdout, sys.stderr
-        if type(stdout) is _StreamRouter:
-            sys.stdout = stdout._original
-        if type(stderr) is _StreamRouter:
-            sys.stderr = stderr._original
+        # Put back the streams that were there before the runs, also when the code replaced them
+        # (`sys.stdout = sys.__stdout__` in a kernel would send every later cell's output to the
+        # terminal; an unclosed `sys.stdout = open(...)` would swallow it).
+        sys.stdout, sys.stderr = _streams_before
+        _streams_before = (None, None)
         if _routed_shell is not None:
             shell, _routed_shell = _routed_shell, None
             if type(getattr(shell, "display_pub", None)) is _DisplayRouter:

@@ -155,6 +155,15 @@ def test_stdout_is_restored_after_the_run():
     assert (sys.stdout, sys.stderr) == before
 
 
+def test_streams_the_code_replaces_are_put_back():
+    # In a kernel, `sys.stdout = sys.__stdout__` sent every later cell's output to the terminal.
+    stdout, stderr = sys.stdout, sys.stderr
+    code = ("import io, sys\nsys.stdout = io.StringIO()\nsys.stderr = sys.__stderr__\n"
+            "print('kept by the code')\nsys.stdout.getvalue()")
+    assert python(code, {}, timeout=5) == "kept by the code\n"
+    assert sys.stdout is stdout and sys.stderr is stderr
+
+
 def test_multiline_definitions_then_a_call():
     code = textwrap.dedent("""
         def area(width, height):
