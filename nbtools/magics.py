@@ -405,11 +405,13 @@ class ToolMagics(Magics):
             raise UsageError("%tool: no NAME given; names go before --hints, which takes every word after it: "
                              "`%tool NAME [NAME ...] --hints H [H ...]`") from None
         hints = _parse_hints(args.hints, "%tool", names_first=True)
-        objects, missing = [], []
+        objects, missing, unbound = [], [], []
         for name in args.names:
             found = _lookup(self.shell.user_ns, name)
             if found is _MISSING:
                 missing.append(name)
+            elif _is_unbound_method(self.shell.user_ns, name, found):
+                unbound.append(name)
             else:
                 objects.append((name, found))
         if missing:
@@ -419,8 +421,14 @@ class ToolMagics(Magics):
                              "nothing was registered")
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
-        if registration.problems:
-            raise MagicError("\n".join(registration.problem_lines("%tool")))
+        # A method taken from its class would make the model send `self`: refuse it, naming the fix.
+        problems = [*registration.problem_lines("%tool"),
+                    *(f"%tool: {name!r} not registered: it is a method of class {name.rsplit('.', 2)[-2]}, so "
+                      f"the model would have to send its `self`; register it from an instance "
+                      f"(`obj = {name.rsplit('.', 2)[-2]}(...)`, then `%tool obj.{name.rsplit('.', 1)[-1]}`)"
+                      for name in unbound)]
+        if problems:
+            raise MagicError("\n".join(problems))
 
     @no_var_expand
     @magic_arguments()
@@ -513,6 +521,20 @@ def _lookup(namespace: dict, dotted: str) -> Any:
         if found is _MISSING:
             return _MISSING
     return found
+
+
+def _is_unbound_method(namespace: dict, dotted: str, found: Any) -> bool:
+    """`Class.method` typed for a plain method: a function read from a class whose first
+    parameter is `self` (static and class methods come out as plain or bound functions)."""
+    import inspect
+
+    if "." not in dotted or not inspect.isfunction(found):
+        return False
+    owner = _lookup(namespace, dotted.rsplit(".", 1)[0])
+    if not isinstance(owner, type):
+        return False
+    parameters = list(inspect.signature(found).parameters)
+    return bool(parameters) and parameters[0] == "self"
 
 
 def _parse_args(magic: Any, line: str, label: str) -> Any:

@@ -486,6 +486,24 @@ def test_tool_line_names_each_tool_after_the_name_typed(fresh):
                        "_registry.call('double', {'x': 4})]") == [2, 11, 8]
 
 
+def test_tool_line_refuses_a_method_taken_from_its_class(fresh):
+    fresh.run('''
+        class Shelf:
+            def count(self, kind: str) -> int:
+                return 3
+            @staticmethod
+            def label(kind: str) -> str:
+                return kind.upper()
+        shelf = Shelf()
+    ''')
+    shown = fresh.fails("%tool Shelf.count Shelf.label")
+    # Its `self` would have become a parameter the model fills in.
+    assert "'Shelf.count' not registered: it is a method of class Shelf" in shown and "%tool obj.count" in shown
+    assert names(fresh) == ["label"]  # the others still register
+    fresh.run("%tool shelf.count")
+    assert fresh.value("_registry.call('count', {'kind': 'book'})") == 3
+
+
 def test_untool_by_name_and_glob(fresh):
     fresh.run('''
         %%tool
