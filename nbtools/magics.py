@@ -484,6 +484,11 @@ class ToolMagics(Magics):
     def _tools_action(self, args: Any) -> None:
         from IPython.display import display
 
+        chosen = [option for option, given in (("--fmt", args.fmt is not None), ("--panel", args.panel),
+                                                 ("--serve", args.serve is not None), ("--stop", args.stop))
+                  if given]
+        if len(chosen) > 1:  # each is a different action; doing one and ignoring the other misleads
+            raise UsageError(f"%tools: {' and '.join(chosen)} cannot be combined; use one at a time")
         if args.serve is not None or args.stop:
             from .mcp import serve_magic
 

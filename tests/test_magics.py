@@ -583,6 +583,16 @@ def test_tools_panel(listed):
     assert display["data"]["text/plain"] == "ToolsPanel(2 of 2 tools shown: add, wipe)"
 
 
+@pytest.mark.parametrize("options, named", [("--panel --fmt openai", "--fmt and --panel"),
+                                            ("--fmt mcp --serve", "--fmt and --serve"),
+                                            ("--serve 0 --stop", "--serve and --stop")])
+def test_tools_actions_are_not_combined(listed, options, named):
+    shown = listed.fails(f"%tools {options}")
+    assert f"%tools: {named} cannot be combined; use one at a time" in shown
+    assert not any(output["output_type"] == "display_data" for output in listed.client.nb.cells[-1].outputs)
+    assert "No MCP server is running." in text_of(listed.run("%tools --stop"))  # nothing was started
+
+
 def test_a_panel_follows_tools_defined_in_later_cells(fresh):
     fresh.run("import nbtools\nlive_panel = nbtools.panel()")
     assert fresh.value("repr(live_panel)") == "ToolsPanel(0 of 0 tools shown: )"
