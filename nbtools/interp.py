@@ -13,7 +13,9 @@ How a run goes:
 2. Capture. `sys.stdout`/`sys.stderr` (and, inside IPython, the shell's display publisher) are
    replaced by routers that send text to the capture of the run whose context is current (a
    `ContextVar`), and everything else to the original stream. So concurrent runs in threads or
-   tasks never see each other's output, and restoring never races.
+   tasks never see each other's output, and restoring never races. Threads the code starts write
+   into its run too (`Thread.start` hands them the run's capture). A run keeps the first and last
+   500k characters of its output and counts what it left out between, so memory stays bounded.
 3. Time-out. On the main thread a `SIGALRM` interval timer (sub-second, interrupts `time.sleep`,
    regex backtracking and huge integer powers); off it, one shared watchdog thread that raises the
    time-out in the late thread with `PyThreadState_SetAsyncExc` (Python code only: a C call such as
@@ -246,7 +248,7 @@ class _Capture:
     `chunks` holds the first `OUTPUT_HEAD` characters; after that only the last `OUTPUT_TAIL`
     characters are kept (in `tail`), and `dropped` counts, per stream, what fell out between."""
 
-    __slots__ = ("chunks", "size", "tail", "tail_size", "dropped", "displays", "closed")
+    __slots__ = ("chunks", "size", "tail", "tail_size", "dropped", "displays", "closed", "lock")
 
     def __init__(self) -> None:
         self.chunks: list[tuple[str, str]] = []
@@ -256,6 +258,7 @@ class _Capture:
         self.dropped: dict[str, int] = {}
         self.displays: list[dict] = []
         self.closed = False
+        self.lock = threading.Lock()
 
     def add(self, stream: str, text: str) -> None:
         size = self.size
@@ -263,6 +266,11 @@ class _Capture:
             self.chunks.append((stream, text))
             self.size = size + len(text)
             return
+        with self.lock:  # threads the code started may write at the same time
+            self._add_beyond_head(stream, text)
+
+    def _add_beyond_head(self, stream: str, text: str) -> None:
+        size = self.size
         if size < OUTPUT_HEAD:
             room = OUTPUT_HEAD - size
             self.chunks.append((stream, text[:room]))
@@ -306,19 +314,21 @@ class _ChildStream:
     """In an isolated run's child process: sends the output of the child's run to the parent as
     it is written, so what was printed survives the child being killed."""
 
-    __slots__ = ("capture", "writer")
+    __slots__ = ("capture", "writer", "lock")
 
     def __init__(self, writer: int) -> None:
         self.capture: _Capture | None = None  # the child's outermost run (nested runs are not sent)
         self.writer = writer
+        self.lock = threading.Lock()  # threads the code starts print too; messages must not interleave
 
     def send(self, message: tuple) -> None:
         import pickle
 
         payload = pickle.dumps(message)
         view = memoryview(len(payload).to_bytes(4, "big") + payload)
-        while view:
-            view = view[os.write(self.writer, view):]
+        with self.lock:
+            while view:
+                view = view[os.write(self.writer, view):]
 
 
 _child_stream: _ChildStream | None = None  # set only in the child process of an isolated run
@@ -432,10 +442,34 @@ _routed_shell: Any = None  # the shell whose display_pub we replaced
 _streams_before: tuple[Any, Any] = (None, None)  # sys.stdout/stderr when the first active run began
 
 
+_thread_start = threading.Thread.start
+
+
+def _start_inheriting_capture(self: threading.Thread) -> None:
+    """`Thread.start` once a run has happened: a thread started by a run's code writes into that
+    run's output, as the code's own prints do (threads do not inherit context variables before
+    Python 3.14). What such a thread prints after the run has ended, and every thread started
+    outside a run, behaves exactly as without nbtools."""
+    capture = _active_capture()
+    if capture is not None:
+        run = self.run
+
+        def run_in_capture() -> None:
+            _current_capture.set(capture)
+            run()
+
+        self.run = run_in_capture  # type: ignore[method-assign]
+    _thread_start(self)
+
+
 def _start_routing(shell: Any) -> None:
     global _routing_users, _routed_shell, _stdout_router, _stderr_router, _streams_before
     with _routing_lock:
         if not _routing_users:
+            # Installed at the first run and kept (outside runs it only starts the thread):
+            # swapping it in and out for every run cost a twentieth of a tiny run.
+            if threading.Thread.start is _thread_start:
+                threading.Thread.start = _start_inheriting_capture  # type: ignore[method-assign]
             stdout, stderr = sys.stdout, sys.stderr
             _streams_before = (stdout, stderr)
             if type(stdout) is not _StreamRouter:

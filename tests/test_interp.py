@@ -342,6 +342,52 @@ def test_timeout_keeps_what_was_printed():
 # --------------------------------------------------------------------------------------------
 
 
+def test_output_of_threads_the_code_starts_is_captured():
+    code = ("import threading\nfrom concurrent.futures import ThreadPoolExecutor\n"
+            "def work(item):\n    print('worked on', item)\n    return item * 2\n"
+            "worker = threading.Thread(target=print, args=('from a thread',))\n"
+            "worker.start(); worker.join()\n"
+            "with ThreadPoolExecutor(2) as pool:\n    doubled = list(pool.map(work, [1, 2, 3]))\n"
+            "doubled")
+    result = run_code(code, {}, timeout=10)
+    assert result.error is None and result.value == [2, 4, 6]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "from a thread"
+    assert sorted(lines[1:]) == ["worked on 1", "worked on 2", "worked on 3"]
+    # outside a run a thread is started untouched
+    outside = threading.Thread(target=lambda: None)
+    outside.start()
+    outside.join()
+    assert "run" not in vars(outside)
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_many_threads_printing_at_once_lose_nothing(small_output_limit, isolated):
+    # 4 threads x 50 lines of 'tN-MM\n' (6 characters): 1200 characters, of which 20 + 10 are kept
+    # and the rest counted; the count must be exact even though the threads write concurrently.
+    code = ("import threading\ndef chatter(name):\n    for number in range(50):\n"
+            "        print(f't{name}-{number:02}')\n"
+            "threads = [threading.Thread(target=chatter, args=(name,)) for name in range(4)]\n"
+            "for thread in threads: thread.start()\nfor thread in threads: thread.join()")
+    result = run_code(code, {}, timeout=10, isolated=isolated)
+    assert result.error is None
+    head, marker, tail = result.stdout.partition(
+        "\n[... 1,170 characters of output not kept ...]\n")
+    assert marker and len(head) == 20 and len(tail) == 10
+
+
+def test_a_thread_that_outlives_the_run_prints_where_it_would_without_nbtools(capsys):
+    namespace: dict = {}
+    code = ("import threading\nrelease = threading.Event()\n"
+            "def later():\n    release.wait(10)\n    print('after the run')\n"
+            "straggler = threading.Thread(target=later)\nstraggler.start()")
+    result = run_code(code, namespace, timeout=10)
+    namespace["release"].set()
+    namespace["straggler"].join(10)
+    assert result.stdout == ""
+    assert "after the run" in capsys.readouterr().out
+
+
 @pytest.fixture
 def small_output_limit(monkeypatch):
     import nbtools.interp as interp
