@@ -242,23 +242,26 @@ OUTPUT_TAIL = 500_000   # characters kept from its end
 DISPLAYS_KEPT = 1_000   # rich display() bundles kept (their text form is in the output either way)
 
 
+_BEYOND_HEAD_LOCK = threading.Lock()  # only output past the kept head takes it (rare)
+
+
 class _Capture:
     """The output of one run: chunks of (stream, text) in order, and display bundles.
 
     `chunks` holds the first `OUTPUT_HEAD` characters; after that only the last `OUTPUT_TAIL`
     characters are kept (in `tail`), and `dropped` counts, per stream, what fell out between."""
 
-    __slots__ = ("chunks", "size", "tail", "tail_size", "dropped", "displays", "closed", "lock")
+    # No __slots__: the class attributes below are the defaults, so a run (most print nothing, or
+    # little) pays only for the attributes it changes.
+    size = 0
+    tail: collections.deque[tuple[str, str]] | None = None
+    tail_size = 0
+    dropped: dict[str, int] | None = None
+    closed = False
 
     def __init__(self) -> None:
         self.chunks: list[tuple[str, str]] = []
-        self.size = 0
-        self.tail: collections.deque[tuple[str, str]] | None = None
-        self.tail_size = 0
-        self.dropped: dict[str, int] = {}
         self.displays: list[dict] = []
-        self.closed = False
-        self.lock = threading.Lock()
 
     def add(self, stream: str, text: str) -> None:
         size = self.size
@@ -266,7 +269,7 @@ class _Capture:
             self.chunks.append((stream, text))
             self.size = size + len(text)
             return
-        with self.lock:  # threads the code started may write at the same time
+        with _BEYOND_HEAD_LOCK:  # threads the code started may write at the same time
             self._add_beyond_head(stream, text)
 
     def _add_beyond_head(self, stream: str, text: str) -> None:
@@ -278,6 +281,7 @@ class _Capture:
             text = text[room:]
         if self.tail is None:
             self.tail = collections.deque()
+            self.dropped = {}
         tail = self.tail
         if len(text) > OUTPUT_TAIL:
             self.dropped[stream] = self.dropped.get(stream, 0) + len(text) - OUTPUT_TAIL
