@@ -429,7 +429,14 @@ def _is_async(fn: Any, target: Any, unwrapped: Any) -> bool:
 
 def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = False,
                name: str | None = None) -> dict:
-    """The tool definition of callable `f` in format `fmt` (None: neutral name/description/parameters)."""
+    """The tool definition of callable `f` in format `fmt`, built once and cached per function object.
+
+    `fmt`: None (neutral: name, description, parameters), "openai", "responses", "anthropic",
+    "gemini", "gemini-openapi" or "mcp"; an unknown format raises ValueError. `strict=True`: the
+    strict-mode form for "openai", "responses" and "anthropic" (other formats ignore it).
+    `name`: the tool name to use instead of the function's (required for a lambda). Raises
+    `SchemaError` naming the function, parameter and reason when `f` has no faithful definition.
+    """
     if name is None and not isinstance(f, Tool):
         # warm path: the rendered definition is cached on the spec, no Tool needs building
         spec = callable_spec(f)

@@ -476,7 +476,8 @@ class ToolMagics(Magics):
         the JSON definitions a model would get (enabled tools only). `--panel` shows the panel where
         tools can be enabled, disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so
         an agent outside can call the enabled tools while you keep working: the calls run on the
-        kernel's main thread between cells (see `nbtools.mcp`); `--stop` ends it.
+        kernel's main thread between cells (see `nbtools.mcp`); `--stop` ends it. These are four
+        different actions: give at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call.
         """
         args = _parse_args(self.tools, line, "%tools")
         self._tools_action(args)

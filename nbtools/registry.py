@@ -110,6 +110,7 @@ class Registry:
         return names
 
     def clear(self) -> None:
+        """Remove every tool."""
         self._tools.clear()
         self._disabled.clear()
         self._wire.clear()
@@ -148,6 +149,7 @@ class Registry:
         return iter(list(self._tools.values()))
 
     def names(self) -> list[str]:
+        """The names of all registered tools, enabled or not, in registration order."""
         return list(self._tools)
 
     # -- enabling ----------------------------------------------------------------------------------
@@ -160,12 +162,15 @@ class Registry:
             self._disabled.add(tool.name)
 
     def disable(self, name: str) -> None:
+        """Disable a tool (see `enable`); it stays registered."""
         self.enable(name, False)
 
     def is_enabled(self, name: str) -> bool:
+        """Whether `name` is registered and enabled."""
         return name in self._tools and name not in self._disabled
 
     def enabled(self) -> list[Tool]:
+        """The enabled Tools, in registration order."""
         return [tool for name, tool in self._tools.items() if name not in self._disabled]
 
     # -- selection and rendering -------------------------------------------------------------------
@@ -215,11 +220,17 @@ class Registry:
 
     # -- calling (see nbtools.call) ------------------------------------------------------------------
     def call(self, name: str, args: Any = None, **options: Any) -> Any:
+        """Run tool `name` with `args` (dict or JSON text): `call_func(name, args, ns=self, ...)`.
+
+        Returns what the tool returned; a refused or failing call raises `ToolCallError`, or with
+        `raise_on_err=False` returns its text for the model.
+        """
         from .call import call_func
 
         return call_func(name, args, ns=self, **options)
 
     async def acall(self, name: str, args: Any = None, **options: Any) -> Any:
+        """Like `call`, awaiting coroutine tools and async approval callbacks in the running loop."""
         from .call import call_func_async
 
         return await call_func_async(name, args, ns=self, **options)
