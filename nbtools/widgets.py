@@ -277,6 +277,20 @@ NEEDS_ASYNC = ("ApprovalPrompt needs an async call (await arun_tool_calls(...), 
                "a synchronous call blocks the kernel, so no click can arrive")
 
 
+NEEDS_KERNEL = ("ApprovalPrompt needs a Jupyter kernel whose front end shows widgets; here (a terminal or "
+                "a script) nobody could click, so the call would only wait for the time-out. Give the "
+                "registry an approve callback of your own instead (for example one that asks with input())")
+
+
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (the only place a widget's buttons can be clicked)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 class ApprovalPrompt:
     """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
 
@@ -285,7 +299,8 @@ class ApprovalPrompt:
     buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
     with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
     call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
-    refuses at once with an error saying to use the async form.
+    refuses at once with an error saying to use the async form. Outside a Jupyter kernel (terminal
+    IPython, a script) it refuses at once too, instead of waiting for a click that cannot come.
 
     Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt (for tests
     and for closing it).
@@ -303,6 +318,8 @@ class ApprovalPrompt:
             # while the kernel's main thread is blocked, so no click could ever arrive: say so now
             # instead of showing buttons that can only time out (and then report a denial).
             raise RuntimeError(NEEDS_ASYNC)
+        if not _in_kernel():
+            raise RuntimeError(NEEDS_KERNEL)
         loop = asyncio.get_running_loop()
         decision: asyncio.Future[bool] = loop.create_future()
         name = getattr(tool, "name", None) or str(tool)

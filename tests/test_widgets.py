@@ -11,6 +11,7 @@ import pytest
 from comm.base_comm import BaseComm
 
 from nbtools import Registry
+import nbtools.widgets as widgets_module
 from nbtools.widgets import ApprovalPrompt, ToolsPanel, name_matches, panel
 
 
@@ -27,6 +28,8 @@ class RecordingComm(BaseComm):
 def recording_comm(monkeypatch):
     RecordingComm.sent = []
     monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    # These tests play the browser themselves (clicks from Python), so the prompt may show here.
+    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: True)
     return RecordingComm.sent
 
 
@@ -231,6 +234,22 @@ async def test_approval_times_out_as_deny(tools):
     assert "No answer within 0.05 s" in prompt.widget.children[2].value
     prompt.approve_button.click()  # a late click changes nothing
     assert prompt.approve_button.disabled
+
+
+async def test_outside_a_kernel_the_prompt_refuses_at_once(tools, monkeypatch):
+    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: False)  # a terminal or a script
+    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=300))
+    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
+    assert "refused: the approval check failed (RuntimeError: ApprovalPrompt needs a Jupyter kernel" in text
+    assert not RecordingComm.sent  # no widget was shown
+
+
+def test_a_plain_python_process_is_not_a_kernel():
+    import subprocess
+    import sys
+
+    code = "import nbtools.widgets as w; print(w._in_kernel())"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout == "False\n"
 
 
 async def test_registry_asks_the_prompt_before_a_destructive_tool(tools):
