@@ -16,6 +16,8 @@ How a run goes:
    tasks never see each other's output, and restoring never races. Threads the code starts write
    into its run too (`Thread.start` hands them the run's capture). A run keeps the first and last
    500k characters of its output and counts what it left out between, so memory stays bounded.
+   `sys.stdin` reads end-of-file for the code (outside a kernel `input()` raises EOFError): nobody
+   can answer a model's code, and on an MCP stdio server stdin is the protocol.
 3. Time-out. On the main thread a `SIGALRM` interval timer (sub-second, interrupts `time.sleep`,
    regex backtracking and huge integer powers); off it, one shared watchdog thread that raises the
    time-out in the late thread with `PyThreadState_SetAsyncExc` (Python code only: a C call such as
@@ -440,10 +442,48 @@ def _ipython_shell() -> Any:
     return get() if get is not None else None
 
 
+class _StdinRouter:
+    """Stands in for sys.stdin while runs are active: a run's code reads end-of-file (`input()`
+    raises EOFError), all others read the stream that was there before. Nobody can type answers to
+    a model's code, and on an MCP stdio server stdin carries the protocol: a read there would steal
+    the client's next message. (In a kernel `input()` asks the notebook instead; that is left as is.)"""
+
+    def __init__(self, original: Any) -> None:
+        self._original = original
+
+    def read(self, size: int | None = -1) -> str:
+        return "" if _active_capture() is not None else self._original.read(size)
+
+    def readline(self, size: int | None = -1) -> str:
+        return "" if _active_capture() is not None else self._original.readline(size)
+
+    def readlines(self, hint: int = -1) -> list[str]:
+        return [] if _active_capture() is not None else self._original.readlines(hint)
+
+    def __iter__(self) -> Any:
+        return iter(()) if _active_capture() is not None else iter(self._original)
+
+    def fileno(self) -> int:
+        # Without a file descriptor `input()` reads through `readline` above, even on a terminal.
+        if _active_capture() is not None:
+            import io
+
+            raise io.UnsupportedOperation("stdin is empty while python() runs code")
+        return self._original.fileno()
+
+    def isatty(self) -> bool:
+        return False if _active_capture() is not None else self._original.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._original, name)
+
+
 _stdout_router = _StreamRouter("stdout", None)  # reused while the stream under it stays the same
 _stderr_router = _StreamRouter("stderr", None)
+_stdin_router = _StdinRouter(None)
 _routed_shell: Any = None  # the shell whose display_pub we replaced
-_streams_before: tuple[Any, Any] = (None, None)  # sys.stdout/stderr when the first active run began
+# sys.stdout/stderr/stdin when the first active run began
+_streams_before: tuple[Any, Any, Any] = (None, None, None)
 
 
 _thread_start = threading.Thread.start
@@ -467,15 +507,19 @@ def _start_inheriting_capture(self: threading.Thread) -> None:
 
 
 def _start_routing(shell: Any) -> None:
-    global _routing_users, _routed_shell, _stdout_router, _stderr_router, _streams_before
+    global _routing_users, _routed_shell, _stdout_router, _stderr_router, _stdin_router, _streams_before
     with _routing_lock:
         if not _routing_users:
             # Installed at the first run and kept (outside runs it only starts the thread):
             # swapping it in and out for every run cost a twentieth of a tiny run.
             if threading.Thread.start is _thread_start:
                 threading.Thread.start = _start_inheriting_capture  # type: ignore[method-assign]
-            stdout, stderr = sys.stdout, sys.stderr
-            _streams_before = (stdout, stderr)
+            stdout, stderr, stdin = sys.stdout, sys.stderr, sys.stdin
+            _streams_before = (stdout, stderr, stdin)
+            if stdin is not None and type(stdin) is not _StdinRouter:
+                if _stdin_router._original is not stdin:
+                    _stdin_router = _StdinRouter(stdin)
+                sys.stdin = _stdin_router
             if type(stdout) is not _StreamRouter:
                 if _stdout_router._original is not stdout:
                     _stdout_router = _StreamRouter("stdout", stdout)
@@ -501,8 +545,8 @@ def _stop_routing() -> None:
         # Put back the streams that were there before the runs, also when the code replaced them
         # (`sys.stdout = sys.__stdout__` in a kernel would send every later cell's output to the
         # terminal; an unclosed `sys.stdout = open(...)` would swallow it).
-        sys.stdout, sys.stderr = _streams_before
-        _streams_before = (None, None)
+        sys.stdout, sys.stderr, sys.stdin = _streams_before
+        _streams_before = (None, None, None)
         if _routed_shell is not None:
             shell, _routed_shell = _routed_shell, None
             if type(getattr(shell, "display_pub", None)) is _DisplayRouter:

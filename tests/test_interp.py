@@ -388,6 +388,27 @@ def test_a_thread_that_outlives_the_run_prints_where_it_would_without_nbtools(ca
     assert "after the run" in capsys.readouterr().out
 
 
+def test_stdin_is_empty_for_the_code_and_untouched_for_everyone_else(monkeypatch):
+    import io
+
+    waiting = io.StringIO("the next protocol message\n")
+    monkeypatch.setattr(sys, "stdin", waiting)
+    text = python("answer = input('your name? ')", {}, timeout=10)
+    assert text.startswith("your name? \nTraceback") and text.endswith("EOFError: EOF when reading a line")
+    assert python("import sys\n[sys.stdin.read(), sys.stdin.readline(), sys.stdin.readlines(), list(sys.stdin)]",
+                  {}, timeout=10) == ["", "", [], []]
+    assert sys.stdin is waiting and waiting.readline() == "the next protocol message\n"  # nothing was taken
+
+
+def test_input_in_a_process_whose_stdin_is_a_pipe_reads_nothing_from_it():
+    # As on an MCP stdio server: the code's input() must not swallow what the client sends.
+    script = ("from nbtools.interp import python\nimport sys\n"
+              "print(python('input()', {}).splitlines()[-1])\nprint(sys.stdin.read().strip())")
+    finished = subprocess.run([sys.executable, "-c", script], input="client message\n", capture_output=True,
+                              text=True, timeout=60)
+    assert finished.stdout.splitlines() == ["EOFError: EOF when reading a line", "client message"], finished.stderr
+
+
 @pytest.fixture
 def small_output_limit(monkeypatch):
     import nbtools.interp as interp
