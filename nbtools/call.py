@@ -171,7 +171,7 @@ def describe(node: ir.Node) -> str:
         return f"an object{label} with keys {names}" if names else f"an object{label}"
     if isinstance(node, ir.Ref):
         target = node.target() if callable(node.target) else None
-        kinds = _accepted_kinds(node) if target is not None else frozenset({"object"})
+        kinds = ir.accepted_kinds(node) if target is not None else frozenset({"object"})
         word = "an object" if kinds == {"object"} else "an array" if kinds == {"array"} else "a value"
         return f"{word} ({node.name})" if node.name else word
     if isinstance(node, ir.Pydantic):
@@ -472,111 +472,13 @@ def _with_constraints(convert: Converter, constraints: ir.Constraints) -> Conver
 # ==================================================================================================
 # Compiling nodes into converters
 # ==================================================================================================
-# JSON kinds by Python type, for dispatching union options without trial and error
-_KIND_OF_TYPE: dict[type, str] = {
-    str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
-    list: "array", tuple: "array", dict: "object",
-}
-_ALL_KINDS = frozenset(("string", "integer", "number", "boolean", "null", "array", "object"))
-
-
-def _kind_of(value: Any) -> str | None:
-    kind = _KIND_OF_TYPE.get(type(value))
-    if kind is not None:
-        return kind
-    for cls, name in ((bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
-                      (list, "array"), (tuple, "array"), (dict, "object")):
-        if isinstance(value, cls):
-            return name
-    return None
-
-
-def _accepted_kinds(node: ir.Node, following: frozenset[int] = frozenset()) -> frozenset[str]:
-    """The JSON kinds a node can possibly accept (before looking at the value)."""
-    if isinstance(node, ir.Ref):  # a recursive definition from a schema need not be an object
-        target = node.target() if callable(node.target) else None
-        if target is None or id(target) in following:
-            return frozenset({"object"})
-        return _accepted_kinds(target, following | {id(target)})
-    if isinstance(node, ir.AnyValue):
-        return _ALL_KINDS
-    if isinstance(node, ir.NoneValue):
-        return frozenset({"null"})
-    if isinstance(node, ir.Bool):
-        return frozenset({"boolean"})
-    if isinstance(node, (ir.Int, ir.Float)):
-        return frozenset({"integer", "number"})
-    if isinstance(node, ir.Str):
-        return frozenset({"string"})
-    if isinstance(node, (ir.Literal, ir.Enum)):
-        kinds = set()
-        for value in node.values:
-            kind = _kind_of(value)
-            if kind in ("integer", "number"):
-                kinds.update(("integer", "number"))
-            elif kind:
-                kinds.add(kind)
-        return frozenset(kinds)
-    if isinstance(node, (ir.Array, ir.Tuple)):
-        return frozenset({"array"})
-    if isinstance(node, (ir.Map, ir.Object, ir.Pydantic)):
-        return frozenset({"object"})
-    if isinstance(node, ir.Union):
-        kinds = set()
-        for option in node.options:
-            kinds |= _accepted_kinds(option, following)
-        return frozenset(kinds)
-    return _ALL_KINDS
-
-
-def _accepts_null(node: ir.Node) -> bool:
-    if isinstance(node, (ir.NoneValue, ir.AnyValue)):
-        return True
-    if isinstance(node, (ir.Literal, ir.Enum)):
-        return None in node.values
-    if isinstance(node, ir.Union):
-        return any(_accepts_null(option) for option in node.options)
-    return False
-
-
 def _null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
     """Optional fields that cannot hold null: a null for them means "left out" (the default applies).
 
     That is what OpenAI's strict mode makes a model send for an optional property (see
     `formats.drop_absent_nulls`); a null for a required field is still refused.
     """
-    return frozenset(item.name for item in fields if not item.required and not _accepts_null(item.type))
-
-
-def _static_depth(node: ir.Node) -> int | None:
-    """How many levels of arrays/objects a node's values can have, or None when unbounded or open
-    (free-form values, recursive types, pydantic models): those need the limits scan."""
-    if isinstance(node, (ir.Int, ir.Float, ir.Str, ir.Bool, ir.NoneValue, ir.Literal, ir.Enum)):
-        return 0
-    if isinstance(node, ir.Union):
-        depths = [_static_depth(option) for option in node.options]
-        return None if None in depths else max(depths, default=0)  # type: ignore[type-var]
-    if isinstance(node, ir.Array):
-        inner = _static_depth(node.item)
-    elif isinstance(node, ir.Tuple):
-        inner = _static_depth(ir.Union(options=node.items))
-    elif isinstance(node, ir.Map):
-        inner = _static_depth(node.value)
-    elif isinstance(node, ir.Object):
-        parts = [item.type for item in node.fields] + ([node.extra] if node.extra is not None else [])
-        inner = _static_depth(ir.Union(options=tuple(parts)))
-    else:
-        return None
-    return None if inner is None else inner + 1
-
-
-def _is_scalar(node: ir.Node) -> bool:
-    """True when every value the node accepts is a JSON scalar (so no nested limits to check)."""
-    if isinstance(node, (ir.Int, ir.Float, ir.Str, ir.Bool, ir.NoneValue, ir.Literal, ir.Enum)):
-        return True
-    if isinstance(node, ir.Union):
-        return all(_is_scalar(option) for option in node.options)
-    return False
+    return frozenset(item.name for item in fields if not item.required and not ir.accepts_null(item.type))
 
 
 def compile_converter(node: ir.Node, limits: Limits = DEFAULT_LIMITS) -> Converter:
@@ -924,19 +826,19 @@ class _Compiler:
     def _union(self, node: ir.Union) -> Converter:
         options = [(option, self.compile(option)) for option in node.options]
         by_kind: dict[str, tuple[tuple[ir.Node, Converter], ...]] = {}
-        for kind in _ALL_KINDS:
+        for kind in ir.JSON_KINDS:
             # a number tries the option of its own kind first: `int | float` keeps 2.0 a float and
             # `float | int` keeps 2 an int (the order stays the author's otherwise)
             inexact = ir.Float if kind == "integer" else ir.Int if kind == "number" else None
             by_kind[kind] = tuple(sorted(((option, convert) for option, convert in options
-                                          if kind in _accepted_kinds(option)),
+                                          if kind in ir.accepted_kinds(option)),
                                          key=lambda pair: type(pair[0]) is inexact))
-        by_type = {cls: by_kind[kind] for cls, kind in _KIND_OF_TYPE.items()}
+        by_type = {cls: by_kind[kind] for cls, kind in ir.KIND_OF_TYPE.items()}
 
         def convert_union(value: Any, path: str) -> Any:
             candidates = by_type.get(type(value))
             if candidates is None:
-                kind = _kind_of(value)
+                kind = ir.kind_of(value)
                 candidates = by_kind[kind] if kind else ()
             if len(candidates) == 1:
                 return candidates[0][1](value, path)
@@ -1420,10 +1322,10 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     before = tuple(order[: order.index(varargs)]) if varargs in order else ()
     return CallPlan(
         convert=convert,
-        flat=extra is None and all(_is_scalar(item.type) for item in args.fields),
-        closed=(extra is None or _static_depth(args.extra) is not None) and all(
+        flat=extra is None and all(ir.is_scalar(item.type) for item in args.fields),
+        closed=(extra is None or ir.static_depth(args.extra) is not None) and all(
             depth is not None and depth < limits.max_depth
-            for depth in (_static_depth(item.type) for item in args.fields)),
+            for depth in (ir.static_depth(item.type) for item in args.fields)),
         keyword_only=not positional and varargs is None,
         positional=positional,
         varargs=varargs,

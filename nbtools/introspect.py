@@ -292,7 +292,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         parameters=parameters,
         returns=returns_schema,
         returns_description=docs.returns,
-        is_async=_is_async(fn, target, unwrapped),
+        is_async=ir.is_async(fn, target, unwrapped, getattr(fn, "func", None)),
     )
 
 
@@ -415,14 +415,6 @@ def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
         real = inspect.Parameter.empty if default.default_factory is None else default.default_factory()
     constraints = metadata_constraints(default)
     return real, default.description, constraints
-
-
-def _is_async(fn: Any, target: Any, unwrapped: Any) -> bool:
-    for candidate in (fn, target, unwrapped, getattr(fn, "func", None)):
-        if candidate is not None and (inspect.iscoroutinefunction(candidate)
-                                      or inspect.isasyncgenfunction(candidate)):
-            return True
-    return False
 
 
 # -- public helpers ---------------------------------------------------------------------------------

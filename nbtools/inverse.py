@@ -96,20 +96,6 @@ def _check_json_depth(value: Any, what: str) -> None:
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
 
-def _children(node: ir.Node) -> tuple[ir.Node, ...]:
-    if isinstance(node, ir.Array):
-        return (node.item,)
-    if isinstance(node, ir.Tuple):
-        return node.items
-    if isinstance(node, ir.Map):
-        return (node.key, node.value)
-    if isinstance(node, ir.Object):
-        return tuple(item.type for item in node.fields) + ((node.extra,) if node.extra is not None else ())
-    if isinstance(node, ir.Union):
-        return node.options
-    return ()  # scalars, and Ref: a cycle is walked once, not expanded
-
-
 class _Reader:
     """One pass over one schema document; remembers definitions it has read (and is reading)."""
 
@@ -127,7 +113,7 @@ class _Reader:
         known = self.sizes.get(id(node))
         if known is not None and known[0] is node:
             return known[1]
-        size = 1 + sum(self._size(child) for child in _children(node))
+        size = 1 + sum(self._size(child) for child in ir.children(node))
         self.sizes[id(node)] = (node, size)
         return size
 
@@ -521,7 +507,7 @@ def tool_from_schema(name: str, description: str | None, parameters: dict | None
         strict=bool(meta.get("strict", False)),
         args=args,
         passing=passing,
-        is_async=fn is not None and _is_async(fn),
+        is_async=fn is not None and ir.is_async(fn),
     )
 
 
@@ -559,10 +545,6 @@ def _arguments_object(name: str, parameters: dict) -> ir.Object:
         raise ValueError(f"tool {name!r}: parameters must describe a JSON object with named properties; "
                          f"read it as {type(node).__name__}")
     return node
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -754,7 +736,7 @@ def mk_tool(dispatch: Callable[..., Any], tool_def: Any) -> Callable[..., Any]:
                 arguments[key] = value
         return arguments
 
-    if _is_async(dispatch):
+    if ir.is_async(dispatch):
         async def tool_function(*args: Any, **kwargs: Any) -> Any:
             return await dispatch(tool_name, **arguments_for(args, kwargs))
     else:
@@ -792,7 +774,7 @@ def _plan(tool_def: Any) -> _Plan:
         py = py_name(field.name)
         annotation = annotations.of(field.type, hint=py)
         has_json_default = field.json_default is not ir.MISSING
-        nullable = _accepts_null(field.type)
+        nullable = ir.accepts_null(field.type)
         if has_json_default:
             default = field.json_default
         elif not field.required:
@@ -827,16 +809,6 @@ def _extra_declared(parameters: dict) -> bool:
     """Whether the root says extra properties are welcome (absent `additionalProperties` is not enough)."""
     additional = parameters.get("additionalProperties")
     return additional is True or isinstance(additional, dict)
-
-
-def _accepts_null(node: ir.Node) -> bool:
-    if isinstance(node, (ir.NoneValue, ir.AnyValue)):
-        return True
-    if isinstance(node, ir.Union):
-        return any(_accepts_null(option) for option in node.options)
-    if isinstance(node, ir.Literal):
-        return None in node.values
-    return False
 
 
 def _docstring(description: str, params: list[tuple[str, str]]) -> str | None:

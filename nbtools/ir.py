@@ -175,3 +175,133 @@ class Pydantic(Node):
     """A pydantic model: its own JSON Schema, validated and built by pydantic itself."""
 
     cls: type | None = None
+
+
+# ==================================================================================================
+# Questions about nodes: each answered here and only here (dispatch, schema reading and the inverse
+# all ask them; copies in several modules drifted apart before).
+# ==================================================================================================
+JSON_KINDS = frozenset(("string", "integer", "number", "boolean", "null", "array", "object"))
+
+# JSON kind by exact Python type (the fast path of `kind_of`)
+KIND_OF_TYPE: dict[type, str] = {
+    str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null",
+    list: "array", tuple: "array", dict: "object",
+}
+
+_SCALAR_NODES = (Int, Float, Str, Bool, NoneValue, Literal, Enum)
+
+
+def kind_of(value: _Any) -> str | None:
+    """The JSON kind of a Python value ("string", "integer", ...), or None when it has none."""
+    kind = KIND_OF_TYPE.get(type(value))
+    if kind is not None:
+        return kind
+    for cls, name in ((bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
+                      (list, "array"), (tuple, "array"), (dict, "object")):
+        if isinstance(value, cls):
+            return name
+    return None
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The nodes directly inside `node` (a Ref is a leaf: a cycle is walked once, not expanded)."""
+    if isinstance(node, Array):
+        return (node.item,)
+    if isinstance(node, Tuple):
+        return node.items
+    if isinstance(node, Map):
+        return (node.key, node.value)
+    if isinstance(node, Object):
+        return tuple(item.type for item in node.fields) + ((node.extra,) if node.extra is not None else ())
+    if isinstance(node, Union):
+        return node.options
+    return ()
+
+
+def accepted_kinds(node: Node, following: frozenset[int] = frozenset()) -> frozenset[str]:
+    """The JSON kinds a node can possibly accept (before looking at the value)."""
+    if isinstance(node, Ref):  # a recursive definition read from a schema need not be an object
+        target = node.target() if callable(node.target) else None
+        if target is None or id(target) in following:
+            return frozenset({"object"})
+        return accepted_kinds(target, following | {id(target)})
+    if isinstance(node, AnyValue):
+        return JSON_KINDS
+    if isinstance(node, NoneValue):
+        return frozenset({"null"})
+    if isinstance(node, Bool):
+        return frozenset({"boolean"})
+    if isinstance(node, (Int, Float)):
+        return frozenset({"integer", "number"})
+    if isinstance(node, Str):
+        return frozenset({"string"})
+    if isinstance(node, (Literal, Enum)):
+        kinds: set[str] = set()
+        for value in node.values:
+            kind = kind_of(value)
+            if kind in ("integer", "number"):
+                kinds.update(("integer", "number"))
+            elif kind:
+                kinds.add(kind)
+        return frozenset(kinds)
+    if isinstance(node, (Array, Tuple)):
+        return frozenset({"array"})
+    if isinstance(node, (Map, Object, Pydantic)):
+        return frozenset({"object"})
+    if isinstance(node, Union):
+        found: frozenset[str] = frozenset()
+        for option in node.options:
+            found |= accepted_kinds(option, following)
+        return found
+    return JSON_KINDS
+
+
+def accepts_null(node: Node) -> bool:
+    """Whether JSON null is a valid value for `node` (None, Any, a Literal/Enum with a None value,
+    or a union with such an option)."""
+    if isinstance(node, (NoneValue, AnyValue)):
+        return True
+    if isinstance(node, (Literal, Enum)):
+        return None in node.values
+    if isinstance(node, Union):
+        return any(accepts_null(option) for option in node.options)
+    return False
+
+
+def static_depth(node: Node) -> int | None:
+    """How many levels of arrays/objects a node's values can have, or None when unbounded or open
+    (free-form values, recursive types, pydantic models): those need the limits scan."""
+    if isinstance(node, _SCALAR_NODES):
+        return 0
+    if isinstance(node, Union):
+        depths = [static_depth(option) for option in node.options]
+        return None if None in depths else max(depths, default=0)  # type: ignore[type-var]
+    if isinstance(node, (Array, Tuple, Map, Object)):
+        parts = children(node) if not isinstance(node, Map) else (node.value,)
+        depths = [static_depth(part) for part in parts]
+        return None if None in depths else max(depths, default=0) + 1  # type: ignore[type-var,operator]
+    return None
+
+
+def is_scalar(node: Node) -> bool:
+    """True when every value the node accepts is a JSON scalar (so no nested limits to check)."""
+    if isinstance(node, _SCALAR_NODES):
+        return True
+    if isinstance(node, Union):
+        return all(is_scalar(option) for option in node.options)
+    return False
+
+
+def is_async(*candidates: _Any) -> bool:
+    """Whether calling any of `candidates` (a callable, what it wraps or unwraps to, a callable
+    instance's `__call__`) returns an awaitable: coroutine functions and async generators."""
+    import inspect  # the standard library's; cheap after the first import
+
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        for fn in (candidate, getattr(candidate, "__call__", None)):
+            if fn is not None and (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)):
+                return True
+    return False
