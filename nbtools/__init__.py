@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import SchemaError, ToolCallError
+from .errors import NbtoolsError, SchemaError, ToolCallError
 from .introspect import get_schema, tools_from
 from .registry import Limits, Registry, registry
 from .schema import type_schema
@@ -57,5 +57,5 @@ def unload_ipython_extension(shell: Any) -> None:
 
 __all__ = [
     "Tool", "tool", "tools_from", "get_schema", "type_schema", "Registry", "registry", "Limits",
-    "SchemaError", "ToolCallError", "HINTS", *_LAZY,
+    "NbtoolsError", "SchemaError", "ToolCallError", "HINTS", *_LAZY,
 ]

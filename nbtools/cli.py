@@ -20,6 +20,8 @@ TARGET is one of:
 MCP over stdio (stdout carries the protocol) or, with `--http PORT`, streamable HTTP at
 `http://HOST:PORT/mcp`. Everything else (progress, the notebook's own output on failure) goes to
 stderr. Exit status: 0 on success, 1 when the target cannot be loaded or described, 2 for usage errors.
+
+Running a notebook, and keeping a target's code off stdout and stdin, is `nbtools.nbrun`'s job.
 """
 
 from __future__ import annotations
@@ -35,35 +37,14 @@ import sys
 import types as pytypes
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-from .errors import SchemaError
+from .errors import NotebookError, SchemaError, TargetError
+from .nbrun import notebook_tools, on_sys_path, stdout_to_stderr
 from .registry import Registry
 from .tool import Tool
 
 FORMAT_NAMES = ("neutral", "openai", "responses", "anthropic", "gemini", "gemini-openapi", "mcp")
-
-
-class TargetError(Exception):
-    """A TARGET that cannot be found or loaded; the message says which and why."""
-
-
-class NotebookError(Exception):
-    """A notebook cell that failed while the notebook ran to collect its tools.
-
-    Fields: `path` (the notebook), `cell` (its 1-based position among all cells, as Jupyter shows
-    them), `source` (the cell's code), `error` (the exception), `output` (what the cell printed,
-    traceback included).
-    """
-
-    def __init__(self, path: str, cell: int, source: str, error: BaseException | None, output: str = ""):
-        self.path = path
-        self.cell = cell
-        self.source = source
-        self.error = error
-        self.output = output
-        what = f"{type(error).__name__}: {error}" if error is not None else "the cell failed"
-        super().__init__(f"{path}, cell {cell} failed: {what}")
 
 
 @dataclass(frozen=True)
@@ -113,7 +94,7 @@ def _import_target_module(spec: str) -> pytypes.ModuleType:
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
         try:
-            with _on_sys_path(str(path.resolve().parent)):  # so the file's own sibling imports work
+            with on_sys_path(str(path.resolve().parent)):  # so the file's own sibling imports work
                 module_spec.loader.exec_module(module)
         except Exception as error:
             sys.modules.pop(name, None)
@@ -186,151 +167,6 @@ def _registered_tool(value: Any) -> Tool:
 
 
 # ================================================================================================
-# Notebooks
-# ================================================================================================
-def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry:
-    """Run a notebook's code cells in an embedded IPython shell and return the tools it registered.
-
-    The shell has the nbtools extension loaded and runs in the notebook's folder. The result is a
-    new Registry holding the enabled tools the run added to (or redefined in) `nbtools.registry`,
-    with that registry's approval and limits. Raises NotebookError for the first failing cell.
-    Not for use inside IPython itself (the notebook would run in your own session).
-    """
-    notebook = Path(path)
-    if not notebook.is_file():
-        raise TargetError(f"{str(path)!r}: no such notebook")
-    try:
-        document = json.loads(notebook.read_text(encoding="utf-8"))
-        cells = document["cells"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise TargetError(f"{str(path)!r} is not a Jupyter notebook (.ipynb JSON): {error}") from None
-    language = (document.get("metadata", {}).get("kernelspec", {}) or {}).get("language", "python")
-    if language != "python":
-        raise TargetError(f"{str(path)!r} is a {language} notebook; nbtools runs Python notebooks")
-
-    from IPython.core.getipython import get_ipython
-
-    if get_ipython() is not None:
-        raise TargetError("notebook_tools() runs a notebook in an embedded IPython shell and cannot run inside "
-                          "IPython; run `nbtools schema NOTEBOOK` or `nbtools serve NOTEBOOK` in a terminal")
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-
-    from .registry import registry as default_registry
-
-    code_cells = [(index, cell) for index, cell in enumerate(cells, 1) if cell.get("cell_type") == "code"]
-    _say(progress, f"running {path} ({len(code_cells)} code cells)")
-    before = {tool.name: tool for tool in default_registry}
-    folder = notebook.resolve().parent
-    shell = InteractiveShell.instance(colors="nocolor")
-    with _stdout_to_stderr(), _stdin_from_devnull(), contextlib.chdir(folder), _on_sys_path(str(folder)):
-        shell.run_line_magic("load_ext", "nbtools")
-        for index, cell in code_cells:
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else str(source)
-            tags = (cell.get("metadata") or {}).get("tags") or []
-            if "skip-execution" in tags or not source.strip():
-                continue
-            with capture_output() as captured:
-                result = shell.run_cell(source, store_history=True)
-            if not result.success and "raises-exception" not in tags:
-                error = result.error_before_exec or result.error_in_exec
-                raise NotebookError(str(path), index, source, error, captured.stdout + captured.stderr)
-    found = Registry(approve=default_registry.approve, refuse_destructive=default_registry.refuse_destructive,
-                     limits=default_registry.limits)
-    for tool in default_registry.enabled():
-        if before.get(tool.name) is not tool:
-            found.add(tool)
-    return found
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to stdout (Python's and file descriptor 1's) to stderr meanwhile.
-
-    stdout belongs to the JSON that `schema` prints and to the stdio protocol of `serve`; `!cmd`
-    lines and C extensions write to fd 1 directly, so the descriptor is redirected too.
-    """
-    sys.stdout.flush()
-    try:
-        saved_fd = os.dup(1)
-    except OSError:  # no usable fd 1 (embedded interpreters): Python-level redirect only
-        saved_fd = None
-    try:
-        if saved_fd is not None:
-            os.dup2(2, 1)
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stderr.flush()
-        if saved_fd is not None:
-            os.dup2(saved_fd, 1)
-            os.close(saved_fd)
-
-
-@contextlib.contextmanager
-def _stdin_from_devnull() -> Iterator[None]:
-    """Give the notebook's code an empty stdin meanwhile (`input()` raises EOFError, `!cat` reads nothing).
-
-    Under `nbtools serve` stdin is the stdio protocol: the client's first messages are already
-    waiting there, and a cell that read them would leave the server without its `initialize`.
-    (Jupyter gives notebooks no stdin either when they run unattended.)
-    """
-    devnull = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed below
-    try:
-        saved_fd = os.dup(0)
-    except OSError:  # no usable fd 0: Python-level redirect only
-        saved_fd = None
-    saved_stdin = sys.stdin
-    try:
-        if saved_fd is not None:
-            os.dup2(devnull.fileno(), 0)
-        sys.stdin = devnull
-        yield
-    finally:
-        sys.stdin = saved_stdin
-        if saved_fd is not None:
-            os.dup2(saved_fd, 0)
-            os.close(saved_fd)
-        devnull.close()
-
-
-@contextlib.contextmanager
-def _on_sys_path(folder: str) -> Iterator[None]:
-    """Put `folder` first on sys.path meanwhile (as `python file.py` and Jupyter do), then last.
-
-    Kept afterwards, because tools may import sibling modules lazily when they are called; but
-    moved to the end, so a file there called `mcp.py` or `uvicorn.py` cannot hide the modules that
-    serving imports next.
-    """
-    _load_nbtools_internals()  # before the folder can hide a module they import (a `uuid.py` there)
-    if folder in sys.path:
-        sys.path.remove(folder)
-    sys.path.insert(0, folder)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(folder)
-        sys.path.append(folder)
-
-
-def _load_nbtools_internals() -> None:
-    importlib.import_module("nbtools.introspect")
-    importlib.import_module("nbtools.formats")
-    importlib.import_module("nbtools.call")
-
-
-def _say(progress: Any, message: str) -> None:
-    if progress is not None:
-        progress(message)
-
-
-def _stderr_progress(message: str) -> None:
-    print(f"nbtools: {message}", file=sys.stderr, flush=True)
-
-
-# ================================================================================================
 # Commands
 # ================================================================================================
 def _parser() -> argparse.ArgumentParser:
@@ -371,6 +207,11 @@ def _port(text: str) -> int:
     return port
 
 
+def stderr_progress(message: str) -> None:
+    """Progress of the command, on stderr (stdout is for the JSON or the protocol)."""
+    print(f"nbtools: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `nbtools` command; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -398,12 +239,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _schema_command(args: argparse.Namespace) -> int:
-    with _stdout_to_stderr():  # importing a module may print; only the JSON goes to stdout
-        loaded = load_target(args.target, progress=_stderr_progress)
+    with stdout_to_stderr():  # importing a module may print; only the JSON goes to stdout
+        loaded = load_target(args.target, progress=stderr_progress)
         fmt = None if args.fmt == "neutral" else args.fmt
         definitions = loaded.registry.schemas(fmt, strict=args.strict)
     if not definitions:
-        _stderr_progress(f"{args.target} defines no tools")
+        stderr_progress(f"{args.target} defines no tools")
     output = definitions[0] if loaded.single else definitions
     print(json.dumps(output, indent=2, ensure_ascii=False))
     return 0
@@ -412,22 +253,22 @@ def _schema_command(args: argparse.Namespace) -> int:
 def _serve_command(args: argparse.Namespace) -> int:
     from . import mcp
 
-    with _stdout_to_stderr():
-        loaded = load_target(args.target, progress=_stderr_progress)
+    with stdout_to_stderr():
+        loaded = load_target(args.target, progress=stderr_progress)
     tools = loaded.registry
     names = [tool.name for tool in tools.enabled()]
     if not names:
         raise TargetError(f"{args.target} defines no tools: nothing to serve")
-    _stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
+    stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
     name = args.name or _server_name(args.target)
     if args.http is None:
         hint = " (stdin is a terminal: this waits for an MCP client; --http PORT serves over HTTP)" \
             if sys.stdin.isatty() else ""
-        _stderr_progress(f"serving MCP over stdio{hint}")
+        stderr_progress(f"serving MCP over stdio{hint}")
         mcp.serve(tools, transport="stdio", name=name)
     else:
         mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name,
-                  on_listening=lambda url: _stderr_progress(f"serving MCP at {url} (Ctrl+C stops it)"))
+                  on_listening=lambda url: stderr_progress(f"serving MCP at {url} (Ctrl+C stops it)"))
     return 0
 
 

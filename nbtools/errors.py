@@ -1,4 +1,19 @@
-"""The two errors people meet: a callable we cannot describe, and a tool call we refuse or that failed."""
+"""Every error nbtools raises on purpose, under one base class, and the text for the model built once.
+
+    NbtoolsError
+    ├── SchemaError      a callable, parameter or schema with no faithful tool definition (also a TypeError)
+    ├── ToolCallError    a tool call refused (unknown tool, bad arguments, denied) or that failed
+    ├── TargetError      a TARGET of the `nbtools` command that cannot be found or loaded
+    └── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
+
+`except NbtoolsError` catches all of them; each keeps the standard base class code already catches
+(`except TypeError` for a SchemaError, `except Exception` for the rest).
+
+A ToolCallError's text ("Error calling tool 'name', argument 'path': problem", then the schema) is
+written only by `ToolCallError.text`. Where an error crosses a process boundary (an MCP server's
+error result) it travels as `record()` and is rebuilt with `from_record`, never parsed back out of
+its text.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +21,11 @@ import json
 from typing import Any
 
 
-class SchemaError(TypeError):
+class NbtoolsError(Exception):
+    """Base class of the errors nbtools raises on purpose (see the module docs for the family)."""
+
+
+class SchemaError(NbtoolsError, TypeError):
     """A callable, parameter or annotation that has no faithful tool definition.
 
     Fields: `function` (its name), `parameter` (or None), `reason` (what to change).
@@ -25,7 +44,7 @@ class SchemaError(TypeError):
         super().__init__(f"{prefix}: {reason}" if prefix else reason)
 
 
-class ToolCallError(Exception):
+class ToolCallError(NbtoolsError):
     """A tool call that was refused (unknown tool, bad arguments, denied) or that raised.
 
     Fields:
@@ -61,8 +80,51 @@ class ToolCallError(Exception):
             lines.append("Parameters schema: " + schema)
         return "\n".join(lines)
 
+    def record(self) -> dict[str, Any]:
+        """The fields as JSON data (`tool`, `problem`, and `argument`/`schema` when set), for `from_record`."""
+        record: dict[str, Any] = {"tool": self.tool, "problem": self.problem}
+        if self.argument is not None:
+            record["argument"] = self.argument
+        if self.schema is not None:
+            record["schema"] = self.schema
+        return record
+
+    @classmethod
+    def from_record(cls, record: Any, tool: str | None) -> "ToolCallError | None":
+        """The error `record()` described, named after `tool` (the name the caller used); None when
+        `record` is not such a record (it may come from another process, so every field is checked)."""
+        if not isinstance(record, dict):
+            return None
+        problem, argument, schema = record.get("problem"), record.get("argument"), record.get("schema")
+        if (not isinstance(problem, str) or not isinstance(argument, (str, type(None)))
+                or not isinstance(schema, (dict, type(None)))):
+            return None
+        return cls(tool, problem, argument, schema)
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
 
 
-__all__ = ["SchemaError", "ToolCallError"]
+class TargetError(NbtoolsError):
+    """A TARGET of the `nbtools` command that cannot be found or loaded; the message says which and why."""
+
+
+class NotebookError(NbtoolsError):
+    """A notebook cell that failed while the notebook ran to collect its tools.
+
+    Fields: `path` (the notebook), `cell` (its 1-based position among all cells, as Jupyter shows
+    them), `source` (the cell's code), `error` (the exception), `output` (what the cell printed,
+    traceback included).
+    """
+
+    def __init__(self, path: str, cell: int, source: str, error: BaseException | None, output: str = ""):
+        self.path = path
+        self.cell = cell
+        self.source = source
+        self.error = error
+        self.output = output
+        what = f"{type(error).__name__}: {error}" if error is not None else "the cell failed"
+        super().__init__(f"{path}, cell {cell} failed: {what}")
+
+
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError"]

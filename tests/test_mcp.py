@@ -627,6 +627,99 @@ def test_hints_from_annotations_and_result_values():
     assert nbmcp.result_value(types.CallToolResult(content=words)) == "plain words"
 
 
+def quoted_registry() -> Registry:
+    """A tool whose property name holds a quote: its repr is `"it's"`, not `'it's'`."""
+    from nbtools import Tool
+
+    return Registry([Tool.from_schema("t", "Takes a quoted name.", {
+        "type": "object", "properties": {"it's": {"type": "integer"}}, "required": ["it's"]}, lambda **kw: kw)])
+
+
+async def test_error_results_carry_the_error_fields_and_are_rebuilt_without_parsing_text():
+    quoted = quoted_registry()
+    cases = [
+        (quoted, "t", {"it's": "x"}),  # a bad argument whose name needs double quotes
+        (quoted, "t", {}),  # a missing argument
+        (examples.example_tools, "divide", {"numerator": 1, "denominator": 0}),  # the tool raised
+        (examples.example_tools, "no_such_tool", {}),  # unknown tool
+    ]
+    for registry, name, arguments in cases:
+        with pytest.raises(ToolCallError) as raised:
+            registry.call(name, arguments)
+        local = raised.value
+        result = await nbmcp.call_result(registry, name, arguments)
+        assert result.is_error and text_of(result) == str(local)
+        rebuilt = nbmcp.remote_error(name, result)
+        assert (rebuilt.tool, rebuilt.argument, rebuilt.problem, rebuilt.schema) == \
+            (local.tool, local.argument, local.problem, local.schema)
+        assert str(rebuilt) == str(local) and str(rebuilt).count("Error calling tool") == 1
+    assert rebuilt.argument is None
+    with pytest.raises(ToolCallError) as raised:
+        quoted.call("t", {"it's": "x"})
+    assert raised.value.argument == "it's"
+
+
+def test_error_result_of_another_server_keeps_its_text_and_a_malformed_record_is_ignored():
+    import mcp_types as types
+
+    def error(text: str, meta: dict | None = None):
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, _meta=meta)
+
+    plain = nbmcp.remote_error("x", error("Error executing tool x: boom"))
+    assert str(plain) == "Error calling tool 'x': Error executing tool x: boom" and plain.argument is None
+    for record in ({"problem": 5}, {"problem": "p", "argument": ["a"]}, {"problem": "p", "schema": "s"}, "text"):
+        odd = nbmcp.remote_error("x", error("the text", {nbmcp.ERROR_META_KEY: record}))
+        assert str(odd) == "Error calling tool 'x': the text"
+    # the name the caller used, whatever name the record gives
+    named = nbmcp.remote_error("x", error("t", {nbmcp.ERROR_META_KEY: {"tool": "other", "problem": "p"}}))
+    assert str(named) == "Error calling tool 'x': p"
+    assert str(nbmcp.remote_error("x", types.CallToolResult(content=[], is_error=True))) == \
+        "Error calling tool 'x': the server reported an error"
+
+
+def test_a_connected_tool_raises_the_servers_own_error_once():
+    """An argument named `it's` used to come back as `Error calling tool 't': Error calling tool 't', argument "it's": …`."""
+    server = nbmcp.start(quoted_registry(), port=0)
+    try:
+        with nbmcp.connect(server.url, timeout=DEADLINE) as remote:
+            with pytest.raises(ToolCallError) as raised:
+                remote.call("t", {"it's": "x"})
+    finally:
+        server.stop()
+    with pytest.raises(ToolCallError) as local:
+        quoted_registry().call("t", {"it's": "x"})
+    assert raised.value.argument == "it's" and raised.value.schema == local.value.schema
+    assert str(raised.value) == str(local.value)
+    assert str(raised.value).startswith("Error calling tool 't', argument \"it's\": ")
+    assert str(raised.value).count("Error calling tool") == 1
+
+
+def test_importing_nbtools_mcp_without_the_mcp_package():
+    """The package imports; what needs `mcp` says it is missing when called (as before the split)."""
+    script = textwrap.dedent('''
+        import importlib.abc, sys
+
+        class NoMcp(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name.split(".")[0] in ("mcp", "mcp_types"):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+        sys.meta_path.insert(0, NoMcp())
+        import nbtools.mcp as nbmcp
+        from nbtools import Registry
+        for call in (lambda: nbmcp.build_server(Registry()), lambda: nbmcp.start(Registry()),
+                     lambda: nbmcp.serve(Registry()), lambda: nbmcp.connect("http://127.0.0.1:1/mcp")):
+            try:
+                call()
+            except ModuleNotFoundError as error:
+                print(error.name)
+        print(sorted(name for name in sys.modules if name.split(".")[0] in ("mcp", "mcp_types", "uvicorn")))
+    ''')
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                              timeout=DEADLINE)
+    assert finished.stdout.split("\n")[:5] == ["mcp", "mcp", "mcp", "mcp", "[]"], finished
+
+
 def test_importing_nbtools_does_not_import_mcp():
     code = "import sys, nbtools; print('mcp' in sys.modules, 'nbtools.mcp' in sys.modules)"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -1,0 +1,65 @@
+"""MCP (Model Context Protocol): serve a registry's tools to any MCP client, and use another server's tools.
+
+Built on the official `mcp` package (its low-level `Server`, the stdio and streamable HTTP transports,
+and `ClientSession`); this package only maps between nbtools' `Tool`/`Registry` and MCP's messages.
+Importing it imports neither `mcp` nor uvicorn: each function imports what it needs when called.
+
+One job per module:
+
+* `server`: a Registry as an `mcp` low-level `Server` (the `tools/list` and `tools/call` handlers).
+* `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
+* `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
+* `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
+* `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
+* `client`: `connect()`, another server's tools as nbtools Tools.
+
+Serving:
+
+* `serve(registry, transport="stdio" | "http", host, port)` blocks and serves until the client goes
+  away (stdio) or the process is stopped (HTTP, at path `/mcp`). `nbtools serve` uses it.
+* `start(registry, port=...)` serves over HTTP *inside this process* and returns at once; in a kernel
+  this is `%tools --serve`. See "Which thread runs a tool call" below.
+
+Every `tools/call` goes through `call_func_async`: the same lookup (enabled tools only), validation,
+conversion, approval and limits as `call_func`. A refused or failed call comes back as a result with
+`isError: true` and the text written for the model (its fields also ride along in the result's
+`_meta`, so an nbtools client rebuilds the same `ToolCallError`); the server keeps serving. A
+successful call comes back as text (`result_text`) and, when the tool declares a return type, as
+`structuredContent` (checked against the `outputSchema` it advertised; a non-object return is wrapped
+as `{"result": value}`). The registry's `max_result_chars` cuts the text; `structuredContent` must
+match the `outputSchema` (MCP requires it, and the `mcp` client checks), so it stays whole, except for
+a tool without a return annotation, where it is left out when the text was cut.
+
+Which thread runs a tool call:
+
+* `serve(...)`: the thread that called `serve` (the main thread under `nbtools serve`), one call at
+  a time for plain functions; `async def` tools interleave at their `await`s.
+* `start(...)` where an asyncio event loop is running on the calling thread (a Jupyter kernel, where
+  cells run on the main thread inside that loop): the server is a task on that loop, so tool calls
+  run on the kernel's main thread, *between* cells. A call never runs in the middle of a cell's code
+  (only at an `await` of a cell that awaits), sees the kernel's current variables, and a long cell
+  simply delays the call. A long tool call likewise delays the next cell. Interrupting the kernel
+  during a call ends that call with an error result, and the server keeps running.
+* `start(...)` with no running loop (a plain Python script or terminal IPython): the server gets its
+  own thread and event loop, and tool calls run on that thread, concurrently with your code. Share
+  state with care.
+
+Client: `connect(command_or_url)` starts (stdio) or reaches (HTTP) an MCP server and returns its tools
+as nbtools `Tool`s (functions built by `mk_tool`), ready for a `Registry` or any provider format.
+"""
+
+from __future__ import annotations
+
+from .background import RunningServer, running_servers, serve_magic, start, stop
+from .blocking import DEFAULT_PORT, serve
+from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
+from .results import ERROR_META_KEY, error_result, remote_error, result_value, success_result
+from .server import as_registry, build_server, call_result
+from .web import MCP_PATH, bind_socket
+
+__all__ = [
+    "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
+    "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
+    "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
+    "HINT_ANNOTATIONS", "ERROR_META_KEY",
+]

@@ -1,0 +1,81 @@
+"""`serve()`: serve over stdio or streamable HTTP until the client leaves or the process is stopped.
+
+What `nbtools serve` runs. It owns the thread's event loop while it serves; inside a running loop (a
+notebook) `background.start` is the way to serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+from .server import build_server
+from .web import bind_socket, listener_url, uvicorn_server
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+DEFAULT_PORT = 8000
+
+
+def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1",
+          port: int = DEFAULT_PORT, *, name: str = "nbtools", log_level: str = "warning",
+          on_listening: Callable[[str], Any] | None = None) -> None:
+    """Serve the registry's enabled tools over MCP until the client leaves or the process is stopped.
+
+    Args:
+        registry: a Registry (default: `nbtools.registry`), or Tools/callables.
+        transport: "stdio" (the process's stdin/stdout carry the protocol; anything the tools print
+            goes to stderr) or "http" (streamable HTTP at `http://HOST:PORT/mcp`).
+        host, port: where the HTTP transport listens (default 127.0.0.1: this machine only; port 0
+            picks a free port).
+        name: the server name clients see.
+        log_level: uvicorn's log level for the HTTP transport.
+        on_listening: HTTP only: called with the URL (`http://HOST:PORT/mcp`, the real port) once
+            the socket listens, before the first request is served.
+
+    Blocks, running its own event loop; in a notebook use `start` (or `%tools --serve`) instead.
+    """
+    if transport not in ("stdio", "http"):
+        raise ValueError(f"serve: transport must be 'stdio' or 'http', not {transport!r}")
+    _refuse_running_loop("serve")
+    server = build_server(registry, name=name)
+    import anyio
+
+    if transport == "stdio":
+        try:
+            anyio.run(_serve_stdio, server)
+        except* (BrokenPipeError, ConnectionResetError):
+            pass  # the client closed its end of the pipe before reading every reply: it has left
+    else:
+        listener = bind_socket(host, port)
+        served = uvicorn_server(server, host, log_level=log_level, embedded=False)
+        with listener:
+            if on_listening is not None:
+                on_listening(listener_url(host, listener))
+            anyio.run(functools.partial(served.serve, sockets=[listener]))
+
+
+async def _serve_stdio(server: "Server") -> None:
+    from mcp.server.stdio import stdio_server
+
+    # stdout is the protocol: a tool's print() must not reach it. The transport takes the stdout
+    # pipe for itself and points fd 1 at stderr while serving; sys.stdout is redirected as well (after
+    # the transport has taken the real one), or text left in its buffer would reach the pipe at exit.
+    sys.stdout.flush()
+    async with stdio_server() as (read_stream, write_stream):
+        with contextlib.redirect_stdout(sys.stderr):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _refuse_running_loop(what: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(f"{what}() blocks and runs its own event loop, but one is already running in this "
+                       "thread (a notebook?). Use nbtools.mcp.start(...) or `%tools --serve` to serve from "
+                       "a kernel, or `nbtools serve` in a terminal.")

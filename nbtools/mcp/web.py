@@ -1,0 +1,94 @@
+"""The streamable HTTP transport: the `mcp` server's HTTP app at `/mcp`, under uvicorn, on a socket we bind.
+
+Both ways of serving over HTTP use this: `blocking.serve(transport="http")` and `background.start`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import socket
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+MCP_PATH = "/mcp"
+"""Where the streamable HTTP transport is served."""
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: a free one), with an error that says which address failed."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"cannot serve MCP on port {port!r}: a TCP port is an integer from 0 to 65535 "
+                         "(0 picks a free one)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError as error:
+        listener.close()
+        raise OSError(error.errno, f"cannot serve MCP on {host}:{port}: {error.strerror or error}") from None
+    listener.setblocking(False)
+    return listener
+
+
+def listener_url(host: str, listener: socket.socket) -> str:
+    """`http://HOST:PORT/mcp` for a bound socket (the real port; a loopback address for a wildcard bind)."""
+    return f"http://{_url_host(host)}:{listener.getsockname()[1]}{MCP_PATH}"
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bool) -> Any:
+    """A uvicorn server for the streamable HTTP app at `/mcp` (DNS-rebinding protection on localhost).
+
+    `embedded`: it runs inside a process that owns SIGINT (a kernel), so uvicorn must not take it.
+    """
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
+                            lifespan="on", timeout_graceful_shutdown=2)
+    served = _uvicorn_class(embedded)(config)
+    served.session_manager = server.session_manager
+    return served
+
+
+@functools.cache
+def _uvicorn_class(embedded: bool) -> type:
+    import uvicorn
+
+    class McpUvicorn(uvicorn.Server):
+        """uvicorn that ends the MCP sessions before it shuts down (and, embedded, leaves SIGINT alone)."""
+
+        session_manager: Any = None
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            # A connected client keeps an event stream open (GET /mcp): uvicorn would wait out its
+            # graceful time-out for it, then cancel it and log a traceback. Ending the sessions
+            # first closes those streams, so stopping is quick and quiet.
+            await _end_sessions(self.session_manager)
+            await super().shutdown(sockets=sockets)
+
+        if embedded:
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:  # in a kernel, SIGINT belongs to the kernel
+                yield
+
+    return McpUvicorn
+
+
+async def _end_sessions(session_manager: Any) -> None:
+    # The mcp package has no public way to list live sessions: read its table defensively, so a
+    # later version without it only brings back the slower shutdown.
+    sessions = getattr(session_manager, "_server_instances", None)
+    for transport in list(sessions.values()) if isinstance(sessions, dict) else []:
+        with contextlib.suppress(Exception):
+            await transport.terminate()
