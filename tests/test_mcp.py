@@ -678,7 +678,8 @@ def test_error_result_of_another_server_keeps_its_text_and_a_malformed_record_is
 
 
 def test_a_connected_tool_raises_the_servers_own_error_once():
-    """An argument named `it's` used to come back as `Error calling tool 't': Error calling tool 't', argument "it's": …`."""
+    """An argument named `it's` used to come back as
+    `Error calling tool 't': Error calling tool 't', argument "it's": …` (its text parsed by a regex)."""
     server = nbmcp.start(quoted_registry(), port=0)
     try:
         with nbmcp.connect(server.url, timeout=DEADLINE) as remote:

@@ -269,8 +269,9 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     docstring); calling it (or `Tool.call`) sends `tools/call` and returns the structured result
     (unwrapped from `{"result": ...}` when the server wrapped a non-object value) or else the text.
     An error result raises ToolCallError: from an nbtools server the same error it raised there (its
-    argument, problem and schema), from another server one with the server's text. Hints come from the tool's
-    annotations (only those the server sets to true), `returns` from its `outputSchema`.
+    argument, problem and schema), from another server one whose problem is the server's text. Hints
+    come from the tool's annotations (only those the server sets to true), `returns` from its
+    `outputSchema`.
     """
     return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog)
 
