@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import ToolCallError
 from ..tool import Tool
-from ..values import to_json
 
 if TYPE_CHECKING:
     import mcp_types
@@ -53,6 +52,7 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     import mcp_types as types
 
     from ..call import _rendered
+    from ..values import to_json
 
     data, text = _rendered(value, max_chars)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
