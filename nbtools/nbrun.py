@@ -29,6 +29,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
     with that registry's approval and limits. Raises NotebookError for the first failing cell.
     Not for use inside IPython itself (the notebook would run in your own session).
     """
+    # 1. A Python notebook's cells, read as JSON (nothing runs yet).
     notebook = Path(path)
     if not notebook.is_file():
         raise TargetError(f"{str(path)!r}: no such notebook")
@@ -41,6 +42,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
     if language != "python":
         raise TargetError(f"{str(path)!r} is a {language} notebook; nbtools runs Python notebooks")
 
+    # 2. An embedded shell of our own (never the person's running session).
     from IPython.core.getipython import get_ipython
 
     if get_ipython() is not None:
@@ -51,6 +53,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
 
     from .registry import registry as default_registry
 
+    # 3. Every code cell in order, in the notebook's folder, with stdout and stdin kept for the command.
     code_cells = [(index, cell) for index, cell in enumerate(cells, 1) if cell.get("cell_type") == "code"]
     _say(progress, f"running {path} ({len(code_cells)} code cells)")
     before = {tool.name: tool for tool in default_registry}
@@ -69,6 +72,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
             if not result.success and "raises-exception" not in tags:
                 error = result.error_before_exec or result.error_in_exec
                 raise NotebookError(str(path), index, source, error, captured.stdout + captured.stderr)
+    # 4. The enabled tools the run added or redefined, under the default registry's policy.
     found = Registry(approve=default_registry.approve, refuse_destructive=default_registry.refuse_destructive,
                      limits=default_registry.limits)
     for tool in default_registry.enabled():
