@@ -476,7 +476,7 @@ def _null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
     """Optional fields that cannot hold null: a null for them means "left out" (the default applies).
 
     That is what OpenAI's strict mode makes a model send for an optional property (see
-    `formats.drop_absent_nulls`); a null for a required field is still refused.
+    `formats.strict`); a null for a required field is still refused.
     """
     return frozenset(item.name for item in fields if not item.required and not ir.accepts_null(item.type))
 

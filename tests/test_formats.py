@@ -4,7 +4,8 @@ Checks, for every case: the output is JSON, its parameter schema is valid draft 
 output obeys the provider's strict rules (checked by an independent checker below, written from
 the providers' documentation), Gemini declarations validate in google-genai, MCP tools validate in
 the mcp SDK, and values keep their meaning (valid examples stay valid once strict nulls are
-filled in, and `drop_absent_nulls` gives the original back). Refusals name the parameter.
+filled in, and dispatch reads those nulls as "left out", giving the function the original value).
+Refusals name the parameter.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import re
 import jsonschema
 import pytest
 
-from nbtools.errors import SchemaError
+from nbtools import call_func
+from nbtools.errors import SchemaError, ToolCallError
 from nbtools.formats import (
-    FORMATS, drop_absent_nulls, mcp_output_schema, mcp_wraps_result, openapi_schema, render,
+    FORMATS, mcp_output_schema, mcp_wraps_result, openapi_schema, render,
     strict_schema, wire_name, wire_names,
 )
 from nbtools.tool import Tool
@@ -281,6 +283,19 @@ def fill_nulls(schema: dict, value, defs: dict):
     return value
 
 
+def dispatched(parameters: dict, arguments) -> dict:
+    """The keyword arguments dispatch passes to a tool with these parameters (validated, converted)."""
+    def received(**kwargs):
+        return kwargs
+
+    return Tool.from_schema("demo", "", parameters, received).call(arguments)
+
+
+def as_json(value):
+    """`value` as JSON data (tuples become lists), to compare what a tool received with what was sent."""
+    return json.loads(json.dumps(value))
+
+
 def without_null_defaults(value, schema: dict, defs: dict):
     """`value` with the nulls removed that equal their property's default (same meaning)."""
     while isinstance(schema, dict) and "$ref" in schema:
@@ -339,7 +354,7 @@ def strict_grid():
 @pytest.mark.parametrize("case,provider", list(strict_grid()))
 def test_strict_keeps_the_meaning_of_valid_values(case, provider):
     """A value valid for the neutral schema, sent the strict way, passes the strict schema, and
-    `drop_absent_nulls` turns it back into the original value."""
+    dispatch gives the function the original value (a null that stands for "left out" dropped)."""
     parameters, examples = CORPUS[case]
     strict = strict_schema(parameters, "demo", provider)
     neutral_check = jsonschema.Draft202012Validator(parameters)
@@ -350,7 +365,7 @@ def test_strict_keeps_the_meaning_of_valid_values(case, provider):
         sent = fill_nulls(parameters, example, defs) if provider == "openai" else example
         strict_check.validate(sent)
         # A null for a nullable property whose default is null means the same as leaving it out.
-        assert without_null_defaults(drop_absent_nulls(parameters, sent), parameters, defs) == \
+        assert without_null_defaults(as_json(dispatched(parameters, sent)), parameters, defs) == \
             without_null_defaults(example, parameters, defs)
 
 
@@ -663,20 +678,38 @@ def test_registry_accepts_every_mapped_name():
 
 
 # ------------------------------------------------------------------------------------------------
-# drop_absent_nulls
+# A strict null means "left out": dispatch applies the rule
 # ------------------------------------------------------------------------------------------------
 
-def test_drop_absent_nulls_only_drops_nulls_that_mean_left_out():
+def test_dispatch_reads_a_strict_null_as_left_out_only_where_it_means_that():
+    """Nulls for optional properties that cannot hold null are left out (in nested objects too);
+    nulls a property accepts are kept; a null for a required property is refused."""
     parameters = CORPUS["optional"][0]
     sent = {"when": None, "maybe": None, "count": None, "note": None}
-    assert drop_absent_nulls(parameters, sent) == {"when": None, "maybe": None}
+    assert dispatched(parameters, sent) == {"when": None, "maybe": None}
     assert sent == {"when": None, "maybe": None, "count": None, "note": None}
     nested = CORPUS["recursive"][0]
-    assert drop_absent_nulls(nested, {"tree": {"value": 1, "children": [{"value": 2, "children": None}]}}) == {
+    assert dispatched(nested, {"tree": {"value": 1, "children": [{"value": 2, "children": None}]}}) == {
         "tree": {"value": 1, "children": [{"value": 2}]}}
     required_null = obj({"a": {"type": "integer"}}, ["a"])
-    assert drop_absent_nulls(required_null, {"a": None}) == {"a": None}  # validation will refuse it
-    assert drop_absent_nulls(parameters, "not a dict") == "not a dict"
+    with pytest.raises(ToolCallError) as info:
+        dispatched(required_null, {"a": None})
+    assert info.value.argument == "a" and "got null" in str(info.value)
+    with pytest.raises(ToolCallError, match="JSON object"):
+        dispatched(parameters, ["not", "a dict"])
+
+
+def test_a_strict_null_for_an_optional_parameter_gives_the_default():
+    def scaled(x: int, factor: int = 3, label: str = "n") -> str:
+        return f"{label}{x * factor}"
+
+    sent = {"x": 2, "factor": None, "label": None}
+    strict = render(Tool.from_function(scaled), "openai", strict=True)["function"]["parameters"]
+    jsonschema.Draft202012Validator(strict).validate(sent)  # what an OpenAI strict model may send
+    assert call_func("scaled", sent, ns=[scaled]) == "n6"
+    with pytest.raises(ToolCallError) as info:
+        call_func("scaled", {"x": None, "factor": None, "label": None}, ns=[scaled])
+    assert info.value.argument == "x"
 
 
 def test_the_strict_checker_rejects_what_providers_reject():

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import corpus
-from nbtools import SchemaError, get_schema, type_schema
+from nbtools import SchemaError, Tool, get_schema, type_schema
 
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -247,30 +247,34 @@ def test_schemas_are_deterministic_and_cached_per_function(typed: Typed) -> None
 
 
 @st.composite
-def strict_round_trips(draw: st.DrawFn) -> tuple[Callable[..., Any], dict]:
-    """A function taking a record whose optional fields are not nullable, and arguments as an OpenAI
-    strict model sends them: every key present, null where it means "use the default"."""
+def strict_round_trips(draw: st.DrawFn) -> tuple[Callable[..., Any], dict, dict]:
+    """A function taking a record whose optional fields are mostly not nullable, arguments as an
+    OpenAI strict model sends them (every key present, null where it means "use the default"), and
+    the record the function must receive (those nulls left out; nulls a field accepts kept)."""
     children = draw(st.lists(st.sampled_from(LEAVES[:5]) | literals(), min_size=1, max_size=4))
     optional = draw(st.lists(st.booleans(), min_size=len(children), max_size=len(children)))
     annotations = {f"f{index}": typing.NotRequired[child.annotation] if is_optional else child.annotation
                    for index, (child, is_optional) in enumerate(zip(children, optional))}
     record = typing.TypedDict(f"Sent{next(_names)}", annotations)  # type: ignore[operator]
-    sent = {}
+    sent, received = {}, {}
     for index, (child, is_optional) in enumerate(zip(children, optional)):
-        value = draw(child.values)
-        sent[f"f{index}"] = None if is_optional and draw(st.booleans()) else value
+        value = None if is_optional and draw(st.booleans()) else draw(child.values)
+        sent[f"f{index}"] = value
+        holds_null = child.annotation is type(None) or None in typing.get_args(child.annotation)
+        if value is not None or holds_null or not is_optional:
+            received[f"f{index}"] = value
     fn = _fresh_function(record)
-    return fn, {"x": sent}
+    return fn, {"x": sent}, received
 
 
 @PROPERTY_SETTINGS
 @given(case=strict_round_trips())
-def test_a_strict_null_means_left_out_and_then_fits_the_neutral_schema(case: tuple[Callable[..., Any], dict]) -> None:
-    from nbtools.formats import drop_absent_nulls
-
-    fn, arguments = case
+def test_a_strict_null_means_left_out_and_then_fits_the_neutral_schema(
+        case: tuple[Callable[..., Any], dict, dict]) -> None:
+    fn, arguments, received = case
     strict = get_schema(fn, "openai", strict=True)["function"]["parameters"]
     neutral = get_schema(fn)["parameters"]
     assert _validator(strict).is_valid(arguments), (strict, arguments)
-    restored = drop_absent_nulls(neutral, arguments)
-    assert _validator(neutral).is_valid(restored), (neutral, restored)
+    # dispatch drops the nulls that stand for "left out"; what the function gets fits the neutral schema
+    assert Tool.from_function(fn).call(arguments) == received, (neutral, arguments)
+    assert _validator(neutral).is_valid({"x": received}), (neutral, received)

@@ -1,0 +1,229 @@
+"""What the strict and the OpenAPI transforms share: reading one JSON Schema node, refusing what has
+no faithful form in the target dialect (naming the tool and the parameter), arrays, notes in words.
+
+Each transform subclasses `Walker` with its own `node(schema, where)`; `where` is the path from the
+parameter down (`("shape", "corner")`, `"[]"` for array items), used in error messages.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..errors import SchemaError
+
+MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
+IN_PROGRESS: Any = type("_InProgress", (), {"__repr__": lambda self: "IN_PROGRESS"})()
+
+# Annotations no provider needs; dropping them changes nothing a value must satisfy.
+_DROPPED_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$anchor", "examples", "deprecated",
+                                  "readOnly", "writeOnly"})
+
+# Refusal texts; `{form}`, `{advice}` and `{why}` are filled in by `Walker.fail`.
+UNTYPED = ("an untyped value (no annotation, Any or object) has no {form}; annotate it with a "
+           "concrete type{advice}")
+OPEN_MAP = ("an object with arbitrary keys (a dict or mapping) has no {form}{why}; use a dataclass or "
+            "TypedDict with fixed keys{advice}")
+MIXED_TUPLE = ("a fixed-length tuple whose items differ in type (prefixItems) has no {form}; use a "
+               "list of one type or a dataclass/TypedDict{advice}")
+
+# Keywords with no faithful form in either target dialect, and why.
+_NO_FORM = {
+    "propertyNames": "constrained mapping keys (propertyNames) have no {form}; use a dataclass or "
+                     "TypedDict with fixed keys{advice}",
+    "patternProperties": "keys matched by pattern (patternProperties) have no {form}{advice}",
+    "not": "a negated schema (not) has no {form}{advice}",
+    "if": "a conditional schema (if/then/else) has no {form}{advice}",
+    "dependentSchemas": "dependentSchemas has no {form}{advice}",
+    "unevaluatedProperties": "unevaluatedProperties has no {form}{advice}",
+    "unevaluatedItems": "unevaluatedItems has no {form}{advice}",
+    "contains": "an array constraint on some of its items (contains) has no {form}{advice}",
+    "$dynamicRef": "$dynamicRef has no {form}{advice}",
+}
+
+
+def is_object_schema(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+def is_untyped(schema: dict) -> bool:
+    """True for a schema that says nothing about the value's type (`{}`, or only annotations)."""
+    return not any(key in schema for key in ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
+                                             "properties", "items", "prefixItems"))
+
+
+def split_ref(ref: Any) -> str | None:
+    """The `$defs` name a local reference points to, or None when it is not `#/$defs/<name>`."""
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref[len("#/$defs/"):]
+        if "/" not in name:
+            return name.replace("~1", "/").replace("~0", "~")
+    return None
+
+
+def pop_type(keys: dict) -> Any:
+    """Pop `type` from `keys`; with no type, anyOf or enum the node is an object (when it has
+    properties) or else an array (it has items or prefixItems: untyped nodes are refused earlier)."""
+    kind = keys.pop("type", None)
+    if kind is None and "anyOf" not in keys and "enum" not in keys:
+        kind = "object" if "properties" in keys else "array"
+    return kind
+
+
+def type_list(kind: Any) -> list[str]:
+    """A `type` keyword as a list: `"integer"` -> `["integer"]`, `["integer", "null"]` as is, None -> `[]`."""
+    return [kind] if isinstance(kind, str) else list(kind or ())
+
+
+def note_text(notes: dict[str, Any]) -> str:
+    """`{"minLength": 3, "": "null leaves it out"}` -> `minLength: 3; null leaves it out`."""
+    keywords = ", ".join(f"{key}: {json.dumps(value, default=str)}" for key, value in notes.items() if key)
+    words = notes.get("")
+    return "; ".join(part for part in (keywords, words) if part)
+
+
+def with_notes(description: str | None, notes: dict[str, Any] | str | None) -> str | None:
+    """The description with constraints the dialect cannot carry appended in words, e.g. `(minLength: 3)`."""
+    if not notes:
+        return description
+    text = notes if isinstance(notes, str) else note_text(notes)
+    return f"{description} ({text})" if description else f"({text})"
+
+
+def _path_text(where: tuple[str, ...]) -> str:
+    text = ""
+    for segment in where:
+        text += segment if segment == "[]" else ("." if text else "") + segment
+    return text
+
+
+def _homogeneous_tuple(keys: dict) -> dict | None:
+    """The item schema of a `prefixItems` tuple whose items all share one schema, else None."""
+    prefix = keys.get("prefixItems")
+    if not isinstance(prefix, list) or not prefix:
+        return None
+    count = len(prefix)
+    if any(item != prefix[0] for item in prefix) or keys.get("maxItems") != count:
+        return None
+    if keys.get("items", False) is not False:
+        return None
+    return prefix[0]
+
+
+class Walker(ABC):
+    """The base of a transform: the tool, the root's `$defs`, error reporting, arrays.
+
+    Subclasses set `form` (what the target is called in messages), `advice` (what else to try) and
+    `empty_array_items`, and define `node(schema, where, root=False) -> dict`.
+    """
+
+    form = ""
+    advice = ""
+    empty_array_items = "null"  # item type written for an always-empty array (`maxItems: 0`)
+
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
+        self.tool = tool_name
+        self.extras_name = extras_name
+        defs = root.get("$defs") if isinstance(root, dict) else None
+        self.source_defs: dict = defs if isinstance(defs, dict) else {}
+
+    @abstractmethod
+    def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
+        """One schema in the target dialect (`root`: the parameters object itself)."""
+
+    def root_keys(self, schema: Any) -> dict:
+        """The root's keys without `$defs` (those are reached through references); the root must be an object."""
+        if not is_object_schema(schema):
+            raise SchemaError(self.tool, None, "the parameters schema must be an object at its root")
+        return {key: value for key, value in schema.items() if key != "$defs"}
+
+    def fail(self, where: tuple[str, ...], reason: str) -> None:
+        # Plain replacement, not str.format: reasons quote user names that may hold braces.
+        reason = reason.replace("{why}", "").replace("{form}", self.form).replace("{advice}", self.advice)
+        if len(where) > 1:
+            reason = f"at {_path_text(where)}: {reason}"
+        raise SchemaError(self.tool, where[0] if where else None, reason)
+
+    def def_of(self, ref: Any, where: tuple[str, ...]) -> tuple[str, Any]:
+        name = split_ref(ref)
+        if name is None:
+            self.fail(where, f"the reference {ref!r} is not a local '#/$defs/<name>' reference")
+        if name not in self.source_defs:
+            self.fail(where, f"the reference {ref!r} points to no entry of $defs")
+        return name, self.source_defs[name]
+
+    def fail_root_extras(self, where: tuple[str, ...], root: bool, reason: str) -> None:
+        """Refuse open extra keys; at the root they are **kwargs, so the error names that parameter."""
+        if root:
+            name = f"**{self.extras_name}" if self.extras_name else "extra keyword arguments (**kwargs)"
+            self.fail((self.extras_name,) if self.extras_name else where,
+                      f"{name}: arbitrary extra argument names have no {{form}}; declare them as named "
+                      "parameters{advice}")
+        self.fail(where, reason)
+
+    def merged_all_of(self, keys: dict, where: tuple[str, ...]) -> dict:
+        """A one-part `allOf` merged into its schema (what older generators write around a `$ref`)."""
+        parts = keys.pop("allOf")
+        if not isinstance(parts, list) or len(parts) != 1 or not isinstance(parts[0], dict):
+            self.fail(where, "an intersection of several schemas (allOf) has no {form}; "
+                             "merge them into one object type{advice}")
+        return {**parts[0], **keys}
+
+    def check_no_form(self, keys: dict, where: tuple[str, ...]) -> None:
+        """Refuse keywords with no faithful form (`keys` loses the harmless `unevaluated*: false`)."""
+        for keyword in ("unevaluatedProperties", "unevaluatedItems"):
+            if keys.get(keyword) is False:
+                del keys[keyword]  # closed already: strict objects are closed, OpenAPI cannot say it
+        for keyword in keys:
+            if keyword in _NO_FORM:
+                self.fail(where, _NO_FORM[keyword])
+
+    def opened(self, schema: Any, where: tuple[str, ...]) -> tuple[dict, Any, Any]:
+        """A copy of one schema's keys ready to transform (one-part `allOf` merged, `$id`/`examples`
+        and the like dropped, keywords with no form refused), and its description and title."""
+        if schema is False:
+            self.fail(where, "a schema that accepts no value has no {form}")
+        if not isinstance(schema, dict) or is_untyped(schema):
+            self.fail(where, UNTYPED)
+        keys = dict(schema)
+        if "allOf" in keys:
+            return self.opened(self.merged_all_of(keys, where), where)
+        description = keys.pop("description", None)
+        title = keys.pop("title", None)
+        for keyword in _DROPPED_ANNOTATIONS:
+            keys.pop(keyword, None)
+        self.check_no_form(keys, where)
+        return keys, description, title
+
+    def const_and_one_of(self, keys: dict, where: tuple[str, ...]) -> None:
+        """`const` as a one-value `enum` (empty when it contradicts `enum`), `oneOf` as `anyOf`."""
+        if "const" in keys:
+            value = keys.pop("const")
+            enum = keys.pop("enum", [value])
+            keys["enum"] = [value] if value in enum else []
+        if "oneOf" in keys:
+            # Disjoint alternatives (tagged unions) mean the same as anyOf; dispatch still checks them.
+            if "anyOf" in keys:
+                self.fail(where, "a schema with both anyOf and oneOf has no {form}{advice}")
+            keys["anyOf"] = keys.pop("oneOf")
+
+    def array_into(self, out: dict, keys: dict, where: tuple[str, ...]) -> None:
+        """`items` of an array schema; a tuple of one repeated item type becomes a plain array."""
+        if "prefixItems" in keys:
+            item = _homogeneous_tuple(keys)
+            if item is None:
+                self.fail(where, MIXED_TUPLE)
+            keys.pop("prefixItems")
+            keys.pop("items", None)
+            keys["items"] = item
+        items = keys.pop("items", MISSING)
+        if items is MISSING and keys.get("maxItems") == 0:
+            items = {"type": self.empty_array_items}  # an always-empty array: its item type is irrelevant
+        if items is MISSING:
+            self.fail(where, UNTYPED)
+        out["items"] = self.node(items, where + ("[]",))
+
+
+__all__ = ["MISSING", "IN_PROGRESS", "UNTYPED", "OPEN_MAP", "MIXED_TUPLE", "Walker", "is_object_schema",
+           "is_untyped", "split_ref", "pop_type", "type_list", "note_text", "with_notes"]
