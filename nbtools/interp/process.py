@@ -42,8 +42,8 @@ How patches are put in and taken out:
 - `uninstall()` puts back only what is still ours: where another library has wrapped over our
   patch since, its wrapper stays (it keeps calling ours, which passes through and still works).
   Each install makes fresh replacements that remember their own originals, so installing again
-  over such a wrapper never forms a loop; a thread started through two of ours is handed its
-  run's output only once.
+  over such a wrapper never forms a loop (two of ours in one chain do the same thing twice:
+  harmless).
 - `uninstall()` may be called any time, any number of times. While a run is active (in any
   thread) it is deferred: the patches are taken out when the last active run ends. A run that
   begins after that installs them again.
@@ -94,15 +94,13 @@ def _thread_start(original: Callable) -> Callable:
     @functools.wraps(original)
     def start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
         capture = active_capture()
-        # Not twice: after a reinstall over someone's wrapper, two of ours may be in the chain.
-        if capture is not None and not getattr(self.run, "_nbtools_inherits_capture", False):
+        if capture is not None:
             run = self.run
 
             def run_in_capture() -> None:
                 current_capture.set(capture)
                 run()
 
-            run_in_capture._nbtools_inherits_capture = True  # type: ignore[attr-defined]
             self.run = run_in_capture  # type: ignore[method-assign]
         return original(self, *args, **kwargs)
 
@@ -242,26 +240,22 @@ def _after_fork_in_child() -> None:
 # Per-run routing of the standard streams and IPython's display publisher
 # ------------------------------------------------------------------------------------------------
 
-# Per stream name: (the stream, its router), reused while the stream under it stays the same.
-_routers: dict[str, tuple[Any, Any]] = {}
+# (stream, its router) for each standard stream: a router is reused while the stream under it
+# stays the same.
+_stdout_pair: tuple[Any, Any] = (None, None)
+_stderr_pair: tuple[Any, Any] = (None, None)
+_stdin_pair: tuple[Any, Any] = (None, None)
 _routed_shell: Any = None      # the shell whose display_pub we replaced
 _publisher_before: Any = None  # and the publisher that was there
 # sys.stdout/stderr/stdin when the first active run began
 _streams_before: tuple[Any, Any, Any] = (None, None, None)
 
 
-def _router(name: str, stream: Any) -> Any:
-    cached = _routers.get(name)
-    if cached is None or cached[0] is not stream:
-        router = StdinRouter(stream) if name == "stdin" else StreamRouter(name, stream)
-        cached = _routers[name] = (stream, router)
-    return cached[1]
-
-
 def enter(shell: Any) -> None:
     """A run begins: install the lasting patches if needed, route the streams (and `shell`'s
     display publisher) if this is the first active run."""
     global _users, _routed_shell, _publisher_before, _streams_before
+    global _stdout_pair, _stderr_pair, _stdin_pair
     with _lock:
         if not _users:
             if _patches is None:
@@ -269,11 +263,17 @@ def enter(shell: Any) -> None:
             stdout, stderr, stdin = sys.stdout, sys.stderr, sys.stdin
             _streams_before = (stdout, stderr, stdin)
             if stdin is not None and type(stdin) is not StdinRouter:
-                sys.stdin = _router("stdin", stdin)
+                if _stdin_pair[0] is not stdin:
+                    _stdin_pair = (stdin, StdinRouter(stdin))
+                sys.stdin = _stdin_pair[1]
             if type(stdout) is not StreamRouter:
-                sys.stdout = _router("stdout", stdout)
+                if _stdout_pair[0] is not stdout:
+                    _stdout_pair = (stdout, StreamRouter("stdout", stdout))
+                sys.stdout = _stdout_pair[1]
             if type(stderr) is not StreamRouter:
-                sys.stderr = _router("stderr", stderr)
+                if _stderr_pair[0] is not stderr:
+                    _stderr_pair = (stderr, StreamRouter("stderr", stderr))
+                sys.stderr = _stderr_pair[1]
         if shell is not None and _routed_shell is None:
             publisher = getattr(shell, "display_pub", None)
             if publisher is not None and type(publisher) is not DisplayRouter:
