@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from .capture import Capture, start_child_stream
 from .result import ExecResult

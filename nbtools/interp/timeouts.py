@@ -96,7 +96,6 @@ _own_alarm = _ForeignTimer(None, math.inf, 0.0)  # reused: code_timer while a ru
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
-    global _foreign
     runs = _main_runs
     if not runs:
         return  # a tick that arrived after our last run ended
