@@ -1081,19 +1081,21 @@ def test_uninstall_during_a_run_waits_for_the_run_to_end(no_patches):
     assert not process.installed() and vars(threading.Thread)["start"] is original_start
 
 
-def test_patches_are_taken_out_at_exit():
+def test_patches_are_put_in_at_the_first_run_and_taken_out_at_exit():
     script = textwrap.dedent("""\
         import _signal, atexit, signal, threading
         start = threading.Thread.start
         # Registered before nbtools' own exit call, so it runs after it.
         atexit.register(lambda: print("at exit:", threading.Thread.start is start, signal.alarm is _signal.alarm))
         from nbtools.interp import process, python
+        print("imported:", process.installed(), threading.Thread.start is start, signal.alarm is _signal.alarm)
         process.uninstall()  # nothing installed yet: does nothing
         python("1", {}, timeout=5)
         print("installed:", process.installed(), threading.Thread.start is start, signal.alarm is _signal.alarm)
         """)
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert finished.stdout.splitlines() == ["installed: True False False", "at exit: True True"], finished.stderr
+    assert finished.stdout.splitlines() == ["imported: False True True", "installed: True False False",
+                                            "at exit: True True"], finished.stderr
 
 
 # --------------------------------------------------------------------------------------------
