@@ -1,0 +1,74 @@
+"""The `python(code, timeout)` code-interpreter tool: run a model's code, return what it computed.
+
+How a run goes (one file per step):
+
+1. `compiling.py`: parse once; the last expression (unless silenced by `;`, IPython's rule) is
+   compiled apart so its value comes back; catch-all handlers are guarded so they cannot swallow
+   the time-out.
+2. `capture.py`: the run's output, bounded (first `OUTPUT_HEAD` and last `OUTPUT_TAIL`
+   characters), and the routers that send a run's prints, `display()` calls and the output of
+   threads it starts there while everyone else's go where they went before; stdin reads
+   end-of-file for the code.
+3. `timeouts.py`: a `SIGALRM` interval timer on the main thread, a watchdog thread off it, a
+   task wake-up in an `await`; nested runs keep the outer deadline. The time-out is
+   `TimeoutInterrupt`, a `BaseException`.
+4. `isolated.py`: `isolated=True` runs the code in a forked child, killed if it overruns (the only
+   way to stop a loop inside C).
+5. `run.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
+   (`result.py`; errors as a short traceback by `tracebacks.py`); `python`/`python_async` are the
+   model-facing tools that format it.
+6. `process.py`: every process-wide patch (`threading.Thread.start`, the signal module's SIGALRM
+   functions, the standard streams, IPython's display publisher, the at-fork hook), installed at
+   the first run and removed by `process.uninstall()` (at exit and on `%unload_ext nbtools`). Its
+   docstring is the manual.
+
+`OUTPUT_HEAD`, `OUTPUT_TAIL` and `DISPLAYS_KEPT` can be read and set here; setting them here sets
+them where the capture reads them.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+from . import capture as _capture
+from .result import ExecResult, TimeoutInterrupt
+from .run import python, python_async, run_code, run_code_async
+
+__all__ = [
+    "ExecResult",
+    "TimeoutInterrupt",
+    "run_code",
+    "run_code_async",
+    "python",
+    "python_async",
+]
+
+# Limits that live in `capture.py` (read there on the hot path) but were always set here.
+_FORWARDED = ("OUTPUT_HEAD", "OUTPUT_TAIL", "DISPLAYS_KEPT")
+
+
+def _forward(name: str) -> property:
+    def get(module: ModuleType) -> Any:
+        return getattr(_capture, name)
+
+    def set_(module: ModuleType, value: Any) -> None:
+        setattr(_capture, name, value)
+
+    return property(get, set_, doc=f"`capture.{name}`, readable and settable here")
+
+
+class _Package(ModuleType):
+    """This package's module type: `nbtools.interp.OUTPUT_HEAD = n` sets the capture's limit."""
+
+    OUTPUT_HEAD = _forward("OUTPUT_HEAD")
+    OUTPUT_TAIL = _forward("OUTPUT_TAIL")
+    DISPLAYS_KEPT = _forward("DISPLAYS_KEPT")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FORWARDED})
+
+
+sys.modules[__name__].__class__ = _Package

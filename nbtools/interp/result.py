@@ -1,0 +1,71 @@
+"""What a run gives back: the `ExecResult` record, and `TimeoutInterrupt`, the time-out raised in code.
+
+Imports nothing from the rest of the package: every other module may use these two names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TimeoutInterrupt(BaseException):
+    """Raised inside submitted code whose time is up.
+
+    A `BaseException` (like `KeyboardInterrupt`) so that `except Exception:` in the submitted code
+    cannot swallow it; bare `except:` handlers are rewritten to let it through.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What one run of submitted code produced.
+
+    Fields:
+        value: the last expression's value (None when the code ends with a statement, with a `;`,
+            or did not finish).
+        stdout: text printed to `sys.stdout` (plus the text form of rich `display()` output).
+        stderr: text printed to `sys.stderr` (warnings included).
+        output: everything printed or displayed, interleaved in the order it happened.
+            Each of these three keeps the first `OUTPUT_HEAD` and the last `OUTPUT_TAIL`
+            characters of a run's output, with a line counting what was left out between them,
+            so code printing in a loop until its time-out cannot exhaust the kernel's memory.
+        error: a short traceback showing the submitted code's lines when the code raised, could
+            not be compiled, or timed out; None on success.
+        timed_out: whether the run was stopped at its deadline.
+        duration: wall-clock seconds the run took (compilation and clean-up included).
+        displays: the raw mime bundles of rich `display()` calls (inside IPython only).
+        exception: the exception the code raised (None on success; not kept in isolated mode).
+    """
+
+    value: Any = None
+    stdout: str = ""
+    stderr: str = ""
+    output: str = ""
+    error: str | None = None
+    timed_out: bool = False
+    duration: float = 0.0
+    displays: tuple[dict, ...] = ()
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    def for_model(self) -> Any:
+        """The tool result `python` returns: the value itself when nothing was printed; otherwise
+        one string with the printed text, then the value's repr (if any) on a last line; the
+        printed text and the error text when the code failed or timed out."""
+        if self.error is not None:
+            return _join_lines(self.output, self.error)
+        if not self.output:
+            return self.value
+        if self.value is None:
+            return self.output
+        try:
+            shown = repr(self.value)
+        except Exception as exc:  # a broken __repr__ must not turn into an exception for the model
+            shown = f"<repr of {type(self.value).__name__} failed: {type(exc).__name__}: {exc}>"
+        return _join_lines(self.output, shown)
+
+
+def _join_lines(first: str, second: str) -> str:
+    if not first:
+        return second
+    return first + ("" if first.endswith("\n") else "\n") + second

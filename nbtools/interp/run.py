@@ -1,0 +1,375 @@
+"""Running code: `run_code`/`run_code_async` tie the steps together; `python`/`python_async` are
+the model-facing tools that format the result.
+
+One run, in order:
+1. Check the arguments and pick the namespaces (the kernel's `user_ns` inside IPython, else the
+   caller's globals).
+2. Begin (`_Execution.begin`): register the source in `linecache` under a unique name (tracebacks
+   show its lines, `inspect.getsource` works on functions it defines), make its `Capture`, enter
+   the process-wide routing (`process.enter`, which installs the lasting patches at the first
+   run) and make the capture current in this context.
+3. Compile (`compiling.py`), then execute under the deadline (`timeouts.arm`/`disarm`); an async
+   run steps through the code's coroutine, each step under the deadline.
+4. Finish: close the capture, leave the routing, and build the `ExecResult` (errors as a short
+   traceback, `tracebacks.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+import time
+from typing import Any, Mapping
+
+from . import process
+from .capture import Capture, claim_for_child, current_capture, ipython_shell
+from .compiling import Compiled, compile_source, defines_code, new_filename
+from .isolated import run_isolated
+from .result import ExecResult, TimeoutInterrupt
+from .timeouts import Run, Waker, arm, check_timeout, disarm
+from .tracebacks import format_error
+
+_INTERNAL_MODULES = ("nbtools", "threading", "asyncio", "concurrent", "contextvars", "functools")
+
+
+def _default_namespace(frame: Any) -> tuple[dict, Mapping | None]:
+    """The kernel's user namespace inside IPython, else the globals of the first frame from
+    `frame` outwards that is outside nbtools (and outside the thread/async machinery)."""
+    shell = ipython_shell() if "IPython" in sys.modules else None
+    if shell is not None:
+        globals_ns, locals_ns = shell.user_global_ns, shell.user_ns
+        return globals_ns, (None if locals_ns is globals_ns else locals_ns)
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if name.partition(".")[0] not in _INTERNAL_MODULES:
+            return frame.f_globals, None
+        frame = frame.f_back
+    return sys.modules["__main__"].__dict__, None
+
+
+def _namespaces(glb: Any, loc: Any, caller: Any) -> tuple[dict, Mapping | None]:
+    if glb is None:
+        glb, default_loc = _default_namespace(caller)
+        if loc is None:
+            loc = default_loc
+    if not isinstance(glb, dict):
+        raise TypeError(f"glb must be a dict (the globals the code runs in), got {type(glb).__name__}")
+    if loc is not None and not isinstance(loc, Mapping):
+        raise TypeError(f"loc must be a mapping (the code's local namespace), got {type(loc).__name__}")
+    return glb, loc
+
+
+def _leaf(group: BaseExceptionGroup, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of class `kind` inside `group` (however deeply nested), or None."""
+    for inner in group.exceptions:
+        found = _leaf(inner, kind) if isinstance(inner, BaseExceptionGroup) else inner
+        if isinstance(found, kind):
+            return found
+    return None
+
+
+class _Execution:
+    """Set-up and tear-down shared by the sync and async runners (capture, linecache, names)."""
+
+    # Defaults as class attributes: a run only pays for the attributes it changes.
+    compiled: Compiled | None = None
+    run: Run | None = None
+    value: Any = None
+    exception: BaseException | None = None
+    timed_out = False
+    keep_lines = False  # keep the source in linecache even though nothing defined there survives
+
+    def __init__(self, source: str, glb: dict, loc: Mapping | None, timeout: float | None) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"code must be a str of Python source, got {type(source).__name__}")
+        self.source = source
+        self.glb = glb
+        self.loc = loc
+        self.timeout = timeout
+        self.filename = new_filename()
+
+    def begin(self) -> None:
+        self.started = time.perf_counter()
+        linecache.cache[self.filename] = (len(self.source), None,
+                                          self.source.splitlines(True), self.filename)
+        self.added_builtins = "__builtins__" not in self.glb
+        self.capture = Capture()
+        claim_for_child(self.capture)
+        self.shell = ipython_shell() if "IPython" in sys.modules else None
+        process.enter(self.shell)
+        self.token = current_capture.set(self.capture)
+
+    def compile(self, flags: int = 0) -> bool:
+        try:
+            self.compiled = compile_source(self.source, self.filename, flags)
+            return True
+        except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes in the source
+            self.exception = exc
+            return False
+
+    def caught(self, exc: BaseException) -> None:
+        """Record an exception from the code; re-raise what must not become a tool result."""
+        if isinstance(exc, BaseExceptionGroup):  # `except*` wraps what it lets through in a group
+            exc = _leaf(exc, KeyboardInterrupt) or _leaf(exc, TimeoutInterrupt) or exc
+        if isinstance(exc, KeyboardInterrupt):
+            self.keep_lines = True  # the traceback a person sees shows these lines
+            raise exc  # a person interrupting the kernel
+        if isinstance(exc, TimeoutInterrupt):
+            if self.run is None or not self.run.fired:
+                self.keep_lines = True  # the enclosing run's traceback passes through this code
+                raise exc  # an enclosing run's deadline: let it unwind to that run
+            self.timed_out = True
+        self.exception = exc
+
+    def finish(self) -> ExecResult:
+        capture = self.capture
+        capture.closed = True
+        current_capture.reset(self.token)
+        process.leave()
+        if self.added_builtins:
+            self.glb.pop("__builtins__", None)  # exec() put it there; the namespace stays as given
+        error = None
+        if self.exception is not None:
+            error = format_error(self.exception, self.filename, self.timed_out, self.timeout)
+        elif not self.keep_lines and (self.compiled is None or not defines_code(self.compiled)):
+            linecache.cache.pop(self.filename, None)  # nothing can ask for these lines later
+        duration = time.perf_counter() - self.started
+        if not capture.chunks:  # the common case, kept cheap
+            value = None if self.exception is not None else self.value
+            return ExecResult(value, "", "", "", error, self.timed_out, duration, (), self.exception)
+        return ExecResult(
+            value=None if self.exception is not None else self.value,
+            stdout=capture.text("stdout"),
+            stderr=capture.text("stderr"),
+            output=capture.text(),
+            error=error,
+            timed_out=self.timed_out,
+            duration=duration,
+            displays=tuple(capture.displays),
+            exception=self.exception,
+        )
+
+
+def run_code(code: str, glb: dict | None = None, loc: Mapping | None = None,
+             timeout: float | None = 3600, *, isolated: bool = False) -> ExecResult:
+    """Run `code` and return an `ExecResult` (value, output, error, timed_out, duration).
+
+    `glb`/`loc` are the namespaces (default: the kernel's `user_ns` inside IPython, else the
+    caller's globals); nothing but what the code itself assigns is added to them. `timeout` is in
+    seconds (fractions allowed; None for no limit). `isolated=True` runs the code in a forked child
+    process, killed if it overruns the deadline (see `isolated.run_isolated` for its limits).
+    Exceptions from the code are returned in the result, except `KeyboardInterrupt`, which
+    propagates.
+    """
+    limit = check_timeout(timeout)
+    glb, loc = _namespaces(glb, loc, sys._getframe(1) if glb is None else None)
+    if isolated:
+        return run_isolated(code, glb, loc, limit, run_code)
+    execution = _Execution(code, glb, loc, limit)
+    execution.begin()
+    try:
+        if execution.compile():
+            _execute(execution)
+    finally:
+        result = execution.finish()
+    return result
+
+
+def _execute(execution: _Execution) -> None:
+    compiled = execution.compiled
+    glb, loc = execution.glb, execution.loc
+    run = None
+    if execution.timeout is not None:
+        run = execution.run = Run(execution.timeout)
+        arm(run)
+    try:
+        try:
+            if run is not None:
+                run.active = True
+            body, last = compiled
+            if body is not None:
+                exec(body, glb, loc)
+            if last is not None:
+                execution.value = eval(last, glb, loc)
+        finally:
+            if run is not None:
+                run.active = False
+    except BaseException as exc:
+        execution.caught(exc)
+    finally:
+        if run is not None:
+            disarm(run)
+
+
+# ------------------------------------------------------------------------------------------------
+# Async: top-level await
+# ------------------------------------------------------------------------------------------------
+
+
+async def run_code_async(code: str, glb: dict | None = None, loc: Mapping | None = None,
+                         timeout: float | None = 3600) -> ExecResult:
+    """Like `run_code`, but the code may use top-level `await`; awaited.
+
+    The deadline covers the whole run: while the code is suspended in an `await`, the task is
+    woken and the time-out raised at that `await`; while it computes, the same timer as
+    `run_code` interrupts it.
+    """
+    limit = check_timeout(timeout)
+    glb, loc = _namespaces(glb, loc, sys._getframe(1) if glb is None else None)
+    execution = _Execution(code, glb, loc, limit)
+    execution.begin()
+    try:
+        if execution.compile(ast.PyCF_ALLOW_TOP_LEVEL_AWAIT):
+            await _execute_async(execution)
+    finally:
+        result = execution.finish()
+    return result
+
+
+async def _execute_async(execution: _Execution) -> None:
+    import asyncio
+
+    compiled = execution.compiled
+    glb, loc = execution.glb, execution.loc
+    run = execution.run = Run(execution.timeout) if execution.timeout is not None else None
+    task = asyncio.current_task()
+    waker = Waker(run, task) if run is not None and task is not None else None
+    try:
+        body, last = compiled
+        for code in compiled:
+            if code is None:
+                continue
+            outcome = _stepped_call(lambda code=code: eval(code, glb, loc), run)
+            if code.co_flags & _CO_COROUTINE:
+                outcome = await _Stepper(outcome, run, task)
+            if code is last:
+                execution.value = outcome
+    except asyncio.CancelledError as exc:
+        if task is not None and task.cancelling():
+            raise  # the task running this code is being cancelled from outside
+        execution.caught(exc)
+    except BaseException as exc:
+        execution.caught(exc)
+    finally:
+        if waker is not None:
+            waker.stop()
+
+
+_CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE, without importing inspect
+
+
+def _stepped_call(step: Any, run: Run | None) -> Any:
+    """Call `step()` (a slice of the code's own work) under the run's deadline."""
+    if run is None:
+        return step()
+    arm(run)
+    try:
+        run.active = True
+        try:
+            return step()
+        finally:
+            run.active = False
+    finally:
+        disarm(run)
+
+
+class _Stepper:
+    """Awaits the code's coroutine one step at a time, each step under the deadline, and turns
+    the deadline's task cancellation (by `timeouts.Waker`) into `TimeoutInterrupt` at the code's
+    `await`."""
+
+    __slots__ = ("coroutine", "run", "task")
+
+    def __init__(self, coroutine: Any, run: Run | None, task: Any) -> None:
+        self.coroutine, self.run, self.task = coroutine, run, task
+
+    def __await__(self) -> Any:
+        import asyncio
+
+        coroutine, run = self.coroutine, self.run
+        to_send: Any = None
+        to_throw: BaseException | None = None
+        while True:
+            try:
+                if to_throw is not None:
+                    exc, to_throw = to_throw, None
+                    yielded = _stepped_call(lambda: coroutine.throw(exc), run)
+                else:
+                    yielded = _stepped_call(lambda: coroutine.send(to_send), run)
+            except StopIteration as stop:
+                return stop.value
+            except TimeoutInterrupt:
+                coroutine.close()
+                raise
+            try:
+                to_send = yield yielded
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as exc:
+                if (isinstance(exc, asyncio.CancelledError) and run is not None and run.fired
+                        and self.task is not None):
+                    self.task.uncancel()  # our own wake-up call, not a cancellation from outside
+                    exc = TimeoutInterrupt(f"the code ran for more than {run.timeout:g} s")
+                to_throw, to_send = exc, None
+
+
+# ------------------------------------------------------------------------------------------------
+# The model-facing tools
+# ------------------------------------------------------------------------------------------------
+
+
+# `python` and `python_async` have no return annotation on purpose: the tool description would
+# gain a useless "Returns: Any"; the docstring says what comes back.
+
+
+def python(
+    code: str,  # Python source code to run
+    glb: dict | None = None,
+    loc: Mapping | None = None,
+    timeout: float = 3600,  # seconds before the run is stopped (fractions allowed)
+    *,
+    isolated: bool = False,
+):
+    """Run Python code in the current session and return its result.
+
+    Variables, imports and functions persist from one call to the next. Returns the value of the
+    last expression (end the code with `;` to return nothing); if the code printed anything, the
+    printed text followed by that value's repr on a final line. Errors come back as a short
+    traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
+    if glb is None:
+        glb, default_loc = _default_namespace(sys._getframe(1))
+        loc = default_loc if loc is None else loc
+    try:
+        result = run_code(code, glb, loc, timeout, isolated=isolated)
+    except (TypeError, ValueError, RuntimeError) as exc:  # bad arguments: tell the model, do not raise
+        return f"Error: {exc}"
+    return result.for_model()
+
+
+async def python_async(
+    code: str,  # Python source code to run; top-level `await` is allowed
+    glb: dict | None = None,
+    loc: Mapping | None = None,
+    timeout: float = 3600,  # seconds before the run is stopped (fractions allowed)
+):
+    """Run Python code in the current session (top-level `await` allowed) and return its result.
+
+    Variables, imports and functions persist from one call to the next. Returns the value of the
+    last expression (end the code with `;` to return nothing); if the code printed anything, the
+    printed text followed by that value's repr on a final line. Errors come back as a short
+    traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
+    if glb is None:
+        glb, default_loc = _default_namespace(sys._getframe(1))
+        loc = default_loc if loc is None else loc
+    try:
+        result = await run_code_async(code, glb, loc, timeout)
+    except (TypeError, ValueError) as exc:
+        return f"Error: {exc}"
+    return result.for_model()
+
+
+# Namespaces and process isolation are the caller's business, not the model's.
+python.__tool_exclude__ = ("glb", "loc", "isolated")  # type: ignore[attr-defined]
+python_async.__tool_exclude__ = ("glb", "loc")  # type: ignore[attr-defined]

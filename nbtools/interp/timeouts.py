@@ -1,0 +1,407 @@
+"""Deadlines: stop submitted code that runs too long, without ever killing the process.
+
+- On the main thread: a `SIGALRM` interval timer (sub-second; interrupts `time.sleep`, regex
+  backtracking and huge integer powers). For the outermost run our handler is installed and the
+  timer armed; when that run ends the previous handler and timer are restored exactly (a timer
+  someone else had armed keeps running, with its remaining time, and fires its own handler
+  meanwhile). Nested runs keep the outer deadline: the timer is always set for the soonest one.
+- Off the main thread: one shared watchdog thread raises the time-out in the late thread with
+  `PyThreadState_SetAsyncExc` (Python code only: a C call such as `time.sleep` finishes first).
+- In an `await`: `Waker` cancels the run's task at the deadline (the runner turns that into the
+  time-out at the code's `await`).
+
+The time-out is `TimeoutInterrupt`, a `BaseException`; if the code swallows it anyway it is raised
+again every `REPEAT` seconds. While a main-thread run is active the code's own `SIGALRM` handler
+and timer are kept beside ours in `code_timer` (the `code_*` functions below are what the signal
+module's functions do for the code then; `process.py` puts them in front of the signal module), so
+code calling `signal.alarm(0)` cannot disarm the time-out; they end with the run.
+
+Our own calls use `_signal`'s C functions directly: they never go through the replaced ones.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from typing import Any
+
+from .result import TimeoutInterrupt
+
+REPEAT = 0.01     # a swallowed time-out is raised again this often (seconds)
+_RETRY = 0.0005   # a time-out due while our own bookkeeping runs is retried this soon
+_SLACK = 1e-4     # timer and clock may disagree by a few microseconds
+_LONGEST_TIMER = 1e6  # setitimer overflows on absurd values; the handler re-arms when it fires early
+
+
+class Run:
+    """One deadline being enforced. `active` is true only while the submitted code itself runs,
+    so a time-out is never raised inside the runner's bookkeeping; `fired` records that the
+    time-out was raised for this run (which tells nested runs whose time-out it is)."""
+
+    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.fired = False
+        self.active = False
+        self.thread_id = 0
+        self.on_main = False
+
+
+class _ForeignTimer:
+    """An interval timer with its handler that is not ours: someone else's, armed before our
+    outermost run, or the code's own (`code_timer`)."""
+
+    __slots__ = ("handler", "deadline", "interval")
+
+    def __init__(self, handler: Any, deadline: float, interval: float) -> None:
+        self.handler = handler
+        self.deadline = deadline
+        self.interval = interval
+
+
+# The C functions behind the signal module: never the replacements `process.py` installs, and
+# `signal.signal`/`getsignal` without the enum conversions (~2 us a call).
+try:
+    from _signal import getsignal as _get_handler, signal as _set_handler
+except ImportError:  # pragma: no cover - other Python implementations
+    _get_handler, _set_handler = signal.getsignal, signal.signal
+_get_ident = threading.get_ident
+HAS_TIMER = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+if HAS_TIMER:
+    try:
+        from _signal import setitimer as _set_timer
+    except ImportError:  # pragma: no cover - other Python implementations
+        _set_timer = signal.setitimer
+    ITIMER_REAL = signal.ITIMER_REAL
+    SIGALRM = int(signal.SIGALRM)
+    main_ident: int | None = threading.main_thread().ident
+else:  # no interval timers (Windows): the watchdog serves every thread
+    main_ident = None
+
+
+# ------------------------------------------------------------------------------------------------
+# The main thread: SIGALRM
+# ------------------------------------------------------------------------------------------------
+
+_main_runs: list[Run] = []         # active runs on the main thread, outermost first
+_previous_handler: Any = None      # SIGALRM handler to restore when the outermost run ends
+_foreign: _ForeignTimer | None = None
+# The code's own SIGALRM handler and timer while a main-thread run is active (None otherwise).
+code_timer: _ForeignTimer | None = None
+_own_alarm = _ForeignTimer(None, math.inf, 0.0)  # reused: code_timer while a run is active
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    runs = _main_runs
+    if not runs:
+        return  # a tick that arrived after our last run ended
+    now = time.monotonic()
+    due = next((run for run in runs if run.deadline <= now + _SLACK), None)
+    if due is not None:
+        if runs[-1].active:
+            due.fired = True
+            due.deadline = now + REPEAT
+            _rearm(now)
+            raise TimeoutInterrupt(f"the code ran for more than {due.timeout:g} s")
+        # Inside our own set-up or clean-up (or a suspended async run): try again in a moment.
+        _set_timer(ITIMER_REAL, _RETRY)
+        return
+    foreign = _foreign
+    if foreign is not None and foreign.deadline <= now + _SLACK:
+        foreign.deadline = now + foreign.interval if foreign.interval else math.inf
+        _rearm(now)
+        if callable(foreign.handler):
+            foreign.handler(signum, frame)
+        return
+    own = code_timer
+    if own is not None and own.deadline <= now + _SLACK:
+        if not runs[-1].active:  # the code's handler runs in the code, never in our clean-up
+            _set_timer(ITIMER_REAL, _RETRY)
+            return
+        own.deadline = now + own.interval if own.interval else math.inf
+        _rearm(now)
+        if callable(own.handler):  # SIG_DFL would kill the process; a run never does that
+            own.handler(signum, frame)
+        return
+    _rearm(now)
+
+
+def _next_deadline(skip: Run | None = None) -> float:
+    soonest = _foreign.deadline if _foreign is not None else math.inf
+    if code_timer is not None and code_timer.deadline < soonest:
+        soonest = code_timer.deadline
+    for run in _main_runs:
+        if run is not skip and run.deadline < soonest:
+            soonest = run.deadline
+    return soonest
+
+
+def _rearm(now: float, skip: Run | None = None) -> None:
+    soonest = _next_deadline(skip)
+    if soonest < math.inf:
+        _set_timer(ITIMER_REAL, min(max(soonest - now, 1e-6), _LONGEST_TIMER))
+
+
+def _arm_main(run: Run) -> bool:
+    """Enforce `run` with SIGALRM. False when signals cannot be used here (caller falls back)."""
+    global _previous_handler, _foreign, code_timer
+    runs = _main_runs
+    remaining = run.deadline - time.monotonic()
+    remaining = _LONGEST_TIMER if remaining > _LONGEST_TIMER else 1e-6 if remaining < 1e-6 else remaining
+    if runs:  # nested: our handler is installed; make sure the timer fires by this deadline
+        soonest = _next_deadline()
+        runs.append(run)
+        if run.deadline < soonest:
+            _set_timer(ITIMER_REAL, remaining)
+        return True
+    if _get_handler(SIGALRM) is None:
+        return False  # a handler installed from C: Python could not put it back afterwards
+    runs.append(run)
+    try:
+        previous = _set_handler(SIGALRM, _on_alarm)
+    except ValueError:  # not the main thread of the main interpreter after all
+        runs.pop()
+        return False
+    _previous_handler = previous
+    # From here until the outermost run ends, the code's SIGALRM settings are kept beside ours;
+    # it starts out seeing the handler that was there before and no timer.
+    timer = _own_alarm
+    timer.handler, timer.deadline, timer.interval = previous, math.inf, 0.0
+    code_timer = timer
+    delay, interval = _set_timer(ITIMER_REAL, remaining)
+    if delay:  # someone else's timer was running: keep honouring it, restore it afterwards
+        _foreign = _ForeignTimer(previous, time.monotonic() + delay, interval)
+        if delay < remaining:
+            _set_timer(ITIMER_REAL, delay)
+    return True
+
+
+def _disarm_main(run: Run) -> None:
+    global _previous_handler, _foreign, code_timer
+    runs = _main_runs
+    if len(runs) > 1:
+        # Nested: re-arm for the remaining runs first, leave the stack last, so an outer time-out
+        # arriving meanwhile is deferred (this run is inactive), not raised inside this clean-up.
+        _rearm(time.monotonic(), skip=run)
+        runs.remove(run)
+        return
+    runs.clear()  # from here on a late tick is ignored by _on_alarm
+    _set_timer(ITIMER_REAL, 0)
+    code_timer = None  # what the code set ends with the run; the signal functions pass through
+    _set_handler(SIGALRM, _previous_handler)
+    foreign = _foreign
+    if foreign is not None:
+        _foreign = None
+        if foreign.deadline < math.inf:
+            _set_timer(ITIMER_REAL,
+                       min(max(foreign.deadline - time.monotonic(), 1e-6), _LONGEST_TIMER),
+                       foreign.interval)
+    _previous_handler = None
+
+
+# ------------------------------------------------------------------------------------------------
+# What the signal module's SIGALRM functions do for the code while `code_timer` is set
+# ------------------------------------------------------------------------------------------------
+# A model guarding its work with `signal.alarm(5)` is common: with the real functions it would
+# replace our handler and cancel our timer, and the run could then go on forever.
+
+
+def _as_code_sees_it(handler: Any) -> Any:
+    """A handler as `signal.getsignal` shows it (SIG_DFL/SIG_IGN as `signal.Handlers`)."""
+    return signal.Handlers(handler) if isinstance(handler, int) else handler
+
+
+def _timer_state(timer: _ForeignTimer) -> tuple[float, float]:
+    if timer.deadline == math.inf:
+        return 0.0, 0.0
+    return max(timer.deadline - time.monotonic(), 1e-6), timer.interval
+
+
+def code_signal(timer: _ForeignTimer, handler: Any) -> Any:
+    """`signal.signal(SIGALRM, handler)` for the code: kept beside ours; returns the previous one."""
+    if not callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN):
+        raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+    previous, timer.handler = timer.handler, handler
+    return _as_code_sees_it(previous)
+
+
+def code_getsignal(timer: _ForeignTimer) -> Any:
+    return _as_code_sees_it(timer.handler)
+
+
+def code_setitimer(timer: _ForeignTimer, seconds: float, interval: float = 0.0) -> tuple[float, float]:
+    """`signal.setitimer(ITIMER_REAL, ...)` for the code: our timer fires for both deadlines."""
+    seconds, interval = float(seconds), float(interval)
+    if seconds < 0 or interval < 0:
+        raise signal.ItimerError(22, "Invalid argument")
+    previous = _timer_state(timer)
+    now = time.monotonic()
+    timer.deadline = now + seconds if seconds > 0 else math.inf
+    timer.interval = interval if seconds > 0 else 0.0
+    _rearm(now)
+    return previous
+
+
+def code_getitimer(timer: _ForeignTimer) -> tuple[float, float]:
+    return _timer_state(timer)
+
+
+def code_alarm(timer: _ForeignTimer, seconds: int) -> int:
+    """`signal.alarm(seconds)` for the code: whole seconds left on the previous alarm, as the real one."""
+    import operator
+
+    remaining, _ = code_setitimer(timer, operator.index(seconds))
+    return max(round(remaining), 1) if remaining else 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Other threads: the watchdog
+# ------------------------------------------------------------------------------------------------
+
+
+class _Watchdog:
+    """One thread that raises the time-out in threads whose runs are late (threads cannot use
+    signals). It exits after a while without work and is started again when needed."""
+
+    IDLE_EXIT = 5.0
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition(threading.Lock())
+        self.runs: list[Run] = []
+        self.thread: threading.Thread | None = None
+        self.raise_in: Any = None
+
+    def add(self, run: Run) -> None:
+        if self.raise_in is None:
+            self.raise_in = _async_raiser()
+        with self.condition:
+            self.runs.append(run)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog",
+                                               daemon=True)
+                self.thread.start()
+            else:
+                self.condition.notify()
+
+    def remove(self, run: Run) -> None:
+        """Stop watching `run`; drop a time-out that was raised for it but not yet delivered."""
+        while True:
+            try:
+                with self.condition:
+                    run.active = False
+                    if run in self.runs:
+                        self.runs.remove(run)
+                if run.fired:
+                    self.raise_in(run.thread_id, None)
+                return
+            except TimeoutInterrupt:
+                continue  # delivered during this clean-up: the run is over; finish cleaning up
+
+    def _watch(self) -> None:
+        with self.condition:
+            while True:
+                now = time.monotonic()
+                soonest = math.inf
+                for run in self.runs:
+                    if run.deadline <= now:
+                        if run.active:
+                            run.fired = True
+                            self.raise_in(run.thread_id, TimeoutInterrupt)
+                        run.deadline = now + REPEAT
+                    soonest = min(soonest, run.deadline)
+                if soonest == math.inf:
+                    if not self.condition.wait(self.IDLE_EXIT) and not self.runs:
+                        self.thread = None
+                        return
+                else:
+                    self.condition.wait(soonest - now)
+
+
+def _async_raiser() -> Any:
+    import ctypes
+
+    set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+
+    def raise_in(thread_id: int, exception_type: type[BaseException] | None) -> None:
+        # None clears a pending exception (NULL pointer).
+        set_async_exc(ctypes.c_ulong(thread_id),
+                      ctypes.py_object(exception_type) if exception_type is not None else None)
+
+    return raise_in
+
+
+_watchdog = _Watchdog()
+
+
+# ------------------------------------------------------------------------------------------------
+# The runner's interface
+# ------------------------------------------------------------------------------------------------
+
+
+def arm(run: Run) -> None:
+    """Start enforcing `run`'s deadline in the calling thread."""
+    thread_id = run.thread_id = _get_ident()
+    if thread_id == main_ident and _arm_main(run):
+        run.on_main = True
+    else:
+        _watchdog.add(run)
+
+
+def disarm(run: Run) -> None:
+    """Stop enforcing `run`'s deadline (the main thread's handler and timer are restored)."""
+    run.active = False
+    if run.on_main:
+        run.on_main = False
+        _disarm_main(run)
+    else:
+        _watchdog.remove(run)
+
+
+class Waker:
+    """Wakes a run suspended in an `await` at its deadline (and again every `REPEAT` seconds if
+    the code swallows the time-out) by cancelling its task; the runner turns that cancellation
+    into `TimeoutInterrupt`."""
+
+    __slots__ = ("run", "task", "handle")
+
+    def __init__(self, run: Run, task: Any) -> None:
+        self.run, self.task = run, task
+        self.handle = task.get_loop().call_later(run.timeout, self._wake)
+
+    def _wake(self) -> None:
+        self.run.fired = True
+        self.task.cancel()
+        self.handle = self.task.get_loop().call_later(REPEAT, self._wake)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
+def check_timeout(timeout: Any) -> float | None:
+    """The time limit in seconds (None: no limit). Raises ValueError with the reason."""
+    if type(timeout) is int or type(timeout) is float:
+        if 0 < timeout < math.inf:
+            return timeout
+    if timeout is None:
+        return None
+    import numbers
+
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not timeout > 0:  # also refuses NaN
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return None if timeout == math.inf else float(timeout)
+
+
+def reset_after_fork() -> None:
+    """In the child of a fork (called by `process.py`'s at-fork hook): only the forking thread
+    exists there, so no watchdog and no main-thread runs; the forking thread is the main one."""
+    global _watchdog, main_ident
+    _watchdog = _Watchdog()
+    _main_runs.clear()
+    if main_ident is not None:
+        main_ident = _get_ident()
