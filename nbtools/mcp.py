@@ -162,9 +162,9 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     """
     import mcp_types as types
 
-    from .call import _rendered
+    from .call import rendered
 
-    data, text = _rendered(value, max_chars)
+    data, text = rendered(value, max_chars)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:
@@ -185,10 +185,10 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
 
 
 def to_json_value(value: Any) -> Any:
-    """`value` as plain JSON data (dataclasses as objects, tuples as arrays, ...; see `call.jsonable`)."""
-    from .call import jsonable
+    """`value` as plain JSON data (dataclasses as objects, tuples as arrays, ...; see `values.to_json`)."""
+    from .values import to_json
 
-    return jsonable(value)
+    return to_json(value)
 
 
 # One compiled validator per Tool object (Tools are immutable; a redefinition is a new Tool).

@@ -21,8 +21,9 @@ from nbtools import Limits, Registry, Tool, ToolCallError
 from nbtools import ir
 from nbtools.call import (
     ConversionError, acall_tool, call_func, call_func_async, call_plan, call_tool, compile_converter,
-    jsonable, mk_ns, parse_duration, result_text,
+    mk_ns, parse_duration, result_text,
 )
+from nbtools.values import to_json
 
 
 # -- types used by the tools below -------------------------------------------------------------------
@@ -765,9 +766,9 @@ def test_result_text_truncation_is_marked():
     assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4, 5, 6\n[truncated: 370 of 390 characters not shown]"
 
 
-def test_jsonable_is_json():
+def test_to_json_is_json():
     value = {"p": Point(1, 2), "s": {Segment(Point(0, 0), Point(1, 1)).label}, "m": Model(name="x")}
-    assert json.loads(json.dumps(jsonable(value))) == {"p": {"x": 1, "y": 2}, "s": [""],
+    assert json.loads(json.dumps(to_json(value))) == {"p": {"x": 1, "y": 2}, "s": [""],
                                                        "m": {"name": "x", "count": 0, "when": None}}
 
 
