@@ -391,6 +391,25 @@ def test_tools_from_schemas_validate_against_the_schema():
     assert bare.call('{"first-name": "Bo"}') == "ok"
 
 
+def test_a_hand_made_tool_reads_its_schema_as_tool_from_schema_does():
+    # one reader of "parameters schema -> arguments object" (inverse.arguments_object); dispatch had
+    # its own copy, which worded a non-object schema differently
+    def echo(**arguments: Any) -> dict:
+        return arguments
+
+    not_an_object = {"$ref": "#/$defs/S", "$defs": {"S": {"type": "string"}}}
+    with pytest.raises(ValueError) as from_schema:
+        Tool.from_schema("text", "", not_an_object, echo)
+    with pytest.raises(ToolCallError) as called:
+        Tool(name="text", description="", parameters=not_an_object, fn=echo).call({})
+    assert str(from_schema.value) in called.value.problem
+    open_map = {"type": "object", "additionalProperties": {"type": "integer"}}
+    for built in (Tool.from_schema("m", "", open_map, echo), Tool(name="m", description="", parameters=open_map, fn=echo)):
+        assert built.call({"a": 1}) == {"a": 1}
+        with pytest.raises(ToolCallError, match="expected an integer"):
+            built.call({"a": "x"})
+
+
 def test_hand_built_tool_records():
     args = ir.Object(fields=(ir.Field("a", ir.Int()), ir.Field("b", ir.Int(), required=False, default=1)))
     tool = Tool(name="plus", description="", parameters={"type": "object"}, fn=add, args=args,
