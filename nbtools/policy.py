@@ -43,14 +43,20 @@ DEFAULT_LIMITS = Limits()
 class ToolSource:
     """A namespace with a policy: what `nbtools.call` reads from a registry.
 
-    Attributes: `limits` (what a model may send), `approve` (`callback(tool, args) -> bool`, or an
-    awaitable bool, consulted before a `destructive` tool runs; None: no question asked) and
-    `refuse_destructive` (refuse `destructive` tools outright).
+    Attributes (set by `__init__`): `limits` (what a model may send), `approve`
+    (`callback(tool, args) -> bool`, or an awaitable bool, consulted before a `destructive` tool
+    runs; None: no question asked) and `refuse_destructive` (refuse `destructive` tools outright).
     """
 
-    limits: Limits = DEFAULT_LIMITS
-    approve: Callable[..., Any] | None = None
-    refuse_destructive: bool = False
+    limits: Limits
+    approve: Callable[..., Any] | None
+    refuse_destructive: bool
+
+    def __init__(self, *, limits: Limits | None = None, approve: Callable[..., Any] | None = None,
+                 refuse_destructive: bool = False):
+        self.limits = limits or DEFAULT_LIMITS
+        self.approve = approve
+        self.refuse_destructive = refuse_destructive
 
     def resolve(self, name: str) -> Tool | None:
         """The Tool a model's call named (exact name, or a provider-mapped form of it), or None

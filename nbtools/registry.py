@@ -28,12 +28,10 @@ class Registry(ToolSource):
 
     def __init__(self, tools: Iterable[Any] = (), *, approve: Callable[..., Any] | None = None,
                  refuse_destructive: bool = False, limits: Limits | None = None):
+        super().__init__(limits=limits, approve=approve, refuse_destructive=refuse_destructive)
         self._tools: dict[str, Tool] = {}
         self._disabled: set[str] = set()
         self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
-        self.approve = approve
-        self.refuse_destructive = refuse_destructive
-        self.limits = limits or DEFAULT_LIMITS
         for item in tools:
             self.add(item)
 

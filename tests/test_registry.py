@@ -286,9 +286,8 @@ def test_dispatch_reads_any_tool_source_with_its_policy():
         return text
 
     class Single(ToolSource):
-        limits = Limits(max_string=3)
-
         def __init__(self) -> None:
+            super().__init__(limits=Limits(max_string=3))
             self.tool = Tool.from_function(echo, hints="destructive")
 
         def resolve(self, name: str) -> Tool | None:
