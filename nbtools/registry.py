@@ -1,8 +1,8 @@
 """Registries: named collections of Tools, the explicit namespace calls resolve in.
 
 The default `registry` lives here (not in `nbtools/__init__.py`) so `%reload_ext nbtools` keeps it.
-A Registry is the `policy.ToolSource` that dispatch (`nbtools.call`) reads; dispatch never imports
-this module, so `Registry.call` reaching `nbtools.call` closes no import cycle.
+A Registry is the `policy.ToolSource` that dispatch (`nbtools.call`) reads: dispatch never imports
+this module, so `Registry.call` reaching `nbtools.call` (on first use) ties no pair of modules.
 """
 
 from __future__ import annotations

@@ -404,7 +404,8 @@ def test_a_hand_made_tool_reads_its_schema_as_tool_from_schema_does():
         Tool(name="text", description="", parameters=not_an_object, fn=echo).call({})
     assert str(from_schema.value) in called.value.problem
     open_map = {"type": "object", "additionalProperties": {"type": "integer"}}
-    for built in (Tool.from_schema("m", "", open_map, echo), Tool(name="m", description="", parameters=open_map, fn=echo)):
+    for built in (Tool.from_schema("m", "", open_map, echo),
+                  Tool(name="m", description="", parameters=open_map, fn=echo)):
         assert built.call({"a": 1}) == {"a": 1}
         with pytest.raises(ToolCallError, match="expected an integer"):
             built.call({"a": "x"})
