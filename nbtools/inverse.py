@@ -491,7 +491,7 @@ def tool_from_schema(name: str, description: str | None, parameters: dict | None
     if not isinstance(name, str) or not name:
         raise ValueError(f"tool_from_schema: the tool name must be a non-empty string, got {name!r}")
     parameters = _parameters_root(name, parameters)
-    args = _arguments_object(name, parameters)
+    args = arguments_object(name, parameters)
     passing = tuple((field.name, "keyword") for field in args.fields)
     if args.extra is not None:
         passing += (("kwargs", "varkw"),)
@@ -532,7 +532,9 @@ def _parameters_root(name: str, parameters: Any) -> dict:
     return copied
 
 
-def _arguments_object(name: str, parameters: dict) -> ir.Object:
+def arguments_object(name: str, parameters: dict) -> ir.Object:
+    """The arguments object of tool `name` read from its parameters schema (dispatch uses it too).
+    Raises ValueError naming the tool when the schema is not an object schema or too large to read."""
     try:
         node = schema_to_ir(parameters)
     except ValueError as error:
@@ -754,7 +756,7 @@ def mk_tool(dispatch: Callable[..., Any], tool_def: Any) -> Callable[..., Any]:
 
 def _plan(tool_def: Any) -> _Plan:
     definition = read_tool_def(tool_def)
-    args = _arguments_object(definition.name, definition.parameters)
+    args = arguments_object(definition.name, definition.parameters)
     func_name = py_name(definition.name)
     annotations = _Annotations(func_name)
 

@@ -1,43 +1,21 @@
 """Registries: named collections of Tools, the explicit namespace calls resolve in.
 
 The default `registry` lives here (not in `nbtools/__init__.py`) so `%reload_ext nbtools` keeps it.
+A Registry is the `policy.ToolSource` that dispatch (`nbtools.call`) reads: dispatch never imports
+this module, so `Registry.call` reaching `nbtools.call` (on first use) ties no pair of modules.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
+from .policy import DEFAULT_LIMITS, Limits, ToolSource, set_default
 from .tool import Tool, normalise_hints
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Limits on what a model may send (checked before anything runs).
-
-    Fields:
-        max_bytes: size of the argument JSON text (also bounds any single string or list).
-        max_depth: nesting depth of arrays/objects.
-        max_string: longest string, in characters.
-        max_items: longest array / largest object, in elements.
-        max_int: integers must lie within ±max_int.
-        max_result_chars: results longer than this are cut, with a marker saying so.
-    """
-
-    max_bytes: int = 1 << 20
-    max_depth: int = 64
-    max_string: int = 1 << 20
-    max_items: int = 1 << 20
-    max_int: int = 2**63
-    max_result_chars: int = 100_000
-
-
-DEFAULT_LIMITS = Limits()
-
-
-class Registry:
+class Registry(ToolSource):
     """A named collection of Tools.
 
     Args:
@@ -50,12 +28,10 @@ class Registry:
 
     def __init__(self, tools: Iterable[Any] = (), *, approve: Callable[..., Any] | None = None,
                  refuse_destructive: bool = False, limits: Limits | None = None):
+        super().__init__(limits=limits, approve=approve, refuse_destructive=refuse_destructive)
         self._tools: dict[str, Tool] = {}
         self._disabled: set[str] = set()
         self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
-        self.approve = approve
-        self.refuse_destructive = refuse_destructive
-        self.limits = limits or DEFAULT_LIMITS
         for item in tools:
             self.add(item)
 
@@ -218,7 +194,7 @@ class Registry:
                                      "leave one out with select(deny=...)")
         return [tool.schema(fmt, strict) for tool in tools]
 
-    # -- calling (see nbtools.call) ------------------------------------------------------------------
+    # -- calling (nbtools.call, imported on first use: `import nbtools` stays light) ----------------
     def call(self, name: str, args: Any = None, **options: Any) -> Any:
         """Run tool `name` with `args` (dict or JSON text): `call_func(name, args, ns=self, ...)`.
 
@@ -253,5 +229,6 @@ def _same_definition(old: Any, new: Any) -> bool:
 
 registry = Registry()
 """The default, process-wide registry (in a kernel: the in-kernel registry)."""
+set_default(registry)
 
 __all__ = ["Registry", "registry", "Limits", "DEFAULT_LIMITS"]

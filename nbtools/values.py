@@ -1,10 +1,10 @@
 """Python values -> plain JSON data: the one conversion behind schema defaults and tool results.
 
 `types.json_default` needs a default's *faithful* JSON form or nothing (`ir.MISSING`, so the schema
-leaves the default out rather than show something the function would not receive); `call.jsonable`
-needs *some* JSON for any result a tool returns (text stands in for what JSON cannot hold). Both
-convert the same families the same way; only what happens to a value with no JSON form differs,
-which is the `strict` switch.
+leaves the default out rather than show something the function would not receive); a tool's result
+(`call.result_text`, MCP's structured content) needs *some* JSON for any value a tool returns (text
+stands in for what JSON cannot hold). Both convert the same families the same way; only what
+happens to a value with no JSON form differs, which is the `strict` switch.
 """
 
 from __future__ import annotations

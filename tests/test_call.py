@@ -21,8 +21,9 @@ from nbtools import Limits, Registry, Tool, ToolCallError
 from nbtools import ir
 from nbtools.call import (
     ConversionError, acall_tool, call_func, call_func_async, call_plan, call_tool, compile_converter,
-    jsonable, mk_ns, parse_duration, result_text,
+    mk_ns, parse_duration, result_text,
 )
+from nbtools.values import to_json
 
 
 # -- types used by the tools below -------------------------------------------------------------------
@@ -388,6 +389,26 @@ def test_tools_from_schemas_validate_against_the_schema():
     with pytest.raises(ToolCallError, match="unexpected argument"):
         bare.call({"first-name": "Ada", "other": 1})
     assert bare.call('{"first-name": "Bo"}') == "ok"
+
+
+def test_a_hand_made_tool_reads_its_schema_as_tool_from_schema_does():
+    # one reader of "parameters schema -> arguments object" (inverse.arguments_object); dispatch had
+    # its own copy, which worded a non-object schema differently
+    def echo(**arguments: Any) -> dict:
+        return arguments
+
+    not_an_object = {"$ref": "#/$defs/S", "$defs": {"S": {"type": "string"}}}
+    with pytest.raises(ValueError) as from_schema:
+        Tool.from_schema("text", "", not_an_object, echo)
+    with pytest.raises(ToolCallError) as called:
+        Tool(name="text", description="", parameters=not_an_object, fn=echo).call({})
+    assert str(from_schema.value) in called.value.problem
+    open_map = {"type": "object", "additionalProperties": {"type": "integer"}}
+    for built in (Tool.from_schema("m", "", open_map, echo),
+                  Tool(name="m", description="", parameters=open_map, fn=echo)):
+        assert built.call({"a": 1}) == {"a": 1}
+        with pytest.raises(ToolCallError, match="expected an integer"):
+            built.call({"a": "x"})
 
 
 def test_hand_built_tool_records():
@@ -765,9 +786,9 @@ def test_result_text_truncation_is_marked():
     assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4, 5, 6\n[truncated: 370 of 390 characters not shown]"
 
 
-def test_jsonable_is_json():
+def test_to_json_is_json():
     value = {"p": Point(1, 2), "s": {Segment(Point(0, 0), Point(1, 1)).label}, "m": Model(name="x")}
-    assert json.loads(json.dumps(jsonable(value))) == {"p": {"x": 1, "y": 2}, "s": [""],
+    assert json.loads(json.dumps(to_json(value))) == {"p": {"x": 1, "y": 2}, "s": [""],
                                                        "m": {"name": "x", "count": 0, "when": None}}
 
 

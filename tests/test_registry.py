@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import gc
+import pathlib
+import subprocess
+import sys
 import warnings
 import weakref
 
 import pytest
 
-from nbtools import Registry, SchemaError, Tool, get_schema, tool, tools_from
+from nbtools import Registry, SchemaError, Tool, ToolCallError, get_schema, tool, tools_from
 from nbtools.introspect import callable_spec
 
 
@@ -269,3 +273,52 @@ def test_the_decorator_inside_a_class_body_says_to_register_a_bound_method():
     local.add(Till().pay)  # the bound method: no self in its schema
     assert local.names() == ["total", "pay"]
     assert "self" not in local.get("pay").parameters["properties"]
+
+
+# -- registry and dispatch: no import cycle -------------------------------------------------------------
+def test_dispatch_reads_any_tool_source_with_its_policy():
+    # nbtools.call reads registries through policy.ToolSource (limits, approval, lookup), so it
+    # never imports nbtools.registry: a registry of another shape works the same way
+    from nbtools.call import call_func, mk_ns
+    from nbtools.policy import Limits, ToolSource
+
+    def echo(text: str) -> str:
+        return text
+
+    class Single(ToolSource):
+        def __init__(self) -> None:
+            super().__init__(limits=Limits(max_string=3))
+            self.tool = Tool.from_function(echo, hints="destructive")
+
+        def resolve(self, name: str) -> Tool | None:
+            return self.tool if name == "echo" else None
+
+        def get(self, name: str, default=None):
+            return self.resolve(name) or default
+
+        def enabled(self) -> list[Tool]:
+            return [self.tool]
+
+    source = Single()
+    assert call_func("echo", {"text": "abc"}, ns=source) == "abc"
+    assert mk_ns(source) == {"echo": source.tool}
+    with pytest.raises(ToolCallError, match="too long"):
+        call_func("echo", {"text": "abcd"}, ns=source)
+    with pytest.raises(ToolCallError, match="available tools: echo"):
+        call_func("ech", {}, ns=source)
+    source.refuse_destructive = True
+    with pytest.raises(ToolCallError, match="refused"):
+        call_func("echo", {"text": "a"}, ns=source)
+
+
+def test_dispatch_never_imports_the_registry_and_import_nbtools_loads_no_dispatch():
+    package = pathlib.Path(__file__).resolve().parent.parent / "nbtools" / "call"
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [getattr(node, "module", None) or ""] + [alias.name for alias in node.names]
+                assert not any(name == "registry" or name.endswith(".registry") for name in names), path.name
+    loaded = subprocess.run([sys.executable, "-c", "import sys, nbtools; "
+                             "print(sorted(m for m in sys.modules if m.startswith('nbtools.call')))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -51,10 +51,10 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     """
     import mcp_types as types
 
-    from ..call import _rendered
+    from ..call import rendered
     from ..values import to_json
 
-    data, text = _rendered(value, max_chars)
+    data, text = rendered(value, max_chars)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:

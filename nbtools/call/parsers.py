@@ -1,0 +1,98 @@
+"""String-borne values: the fixed list of Python types a JSON string converts to, and their parsers.
+
+Each parser takes the text and returns the value or raises one of `PARSE_FAILURES` with a reason a
+model can act on. Nothing outside this list is ever built from a string a model sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import decimal
+import pathlib
+import re
+import uuid
+from typing import Any, Callable
+
+# the language of the schema's pattern, written to match in linear time (no two parts can match the
+# same digits, which would backtrack quadratically on a long run of digits)
+_DECIMAL_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+_DECIMAL_MAX_EXPONENT = 4300  # the same bound Python puts on int <-> str digits
+
+
+def parse_decimal(text: str) -> decimal.Decimal:
+    """A finite Decimal written like a JSON number (`12.50`, `-3e2`), exponent within +-4300."""
+    if not _DECIMAL_TEXT.match(text):
+        raise ValueError("write it like a JSON number, e.g. 12.50 or -3e2")
+    number = decimal.Decimal(text)
+    if abs(number.adjusted()) > _DECIMAL_MAX_EXPONENT:
+        raise ValueError(f"the exponent is beyond +-{_DECIMAL_MAX_EXPONENT}")
+    return number
+
+
+_DURATION = re.compile(
+    r"(?P<sign>[-+])?P(?!\Z)"
+    r"(?:(?P<years>\d+(?:[.,]\d+)?)Y)?(?:(?P<months>\d+(?:[.,]\d+)?)M)?"
+    r"(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
+    r"(?:T(?!\Z)(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
+    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?\Z"
+)
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """An ISO 8601 duration (`P1DT2H30M`, `PT0.5S`, `P2W`, `-P1D`) as a timedelta.
+
+    Years and months are refused: their length depends on the calendar, a timedelta has none.
+    """
+    match = _DURATION.match(text.strip().upper())
+    if match is None:
+        raise ValueError("not an ISO 8601 duration")
+    parts = match.groupdict()
+    if parts["years"] or parts["months"]:
+        raise ValueError("years and months have no fixed length; use weeks, days, hours, minutes, seconds")
+
+    def amount(name: str) -> float:
+        raw = parts[name]
+        return float(raw.replace(",", ".")) if raw else 0.0
+
+    delta = dt.timedelta(weeks=amount("weeks"), days=amount("days"), hours=amount("hours"),
+                         minutes=amount("minutes"), seconds=amount("seconds"))
+    return -delta if parts["sign"] == "-" else delta
+
+
+def parse_base64(text: str) -> bytes:
+    """Bytes from strict base64 (characters outside the alphabet are refused, not skipped)."""
+    return base64.b64decode(text, validate=True)
+
+
+def path_parser(cls: type) -> Callable[[str], Any]:
+    """A parser building `cls` (a PurePath subclass) from text without NUL characters."""
+    def parse(text: str) -> Any:
+        if "\x00" in text:
+            raise ValueError("a path cannot contain NUL characters")
+        return cls(text)
+
+    return parse
+
+
+_STRING_PARSERS: dict[type, Callable[[str], Any]] = {
+    dt.datetime: dt.datetime.fromisoformat,
+    dt.date: dt.date.fromisoformat,
+    dt.time: dt.time.fromisoformat,
+    dt.timedelta: parse_duration,
+    uuid.UUID: uuid.UUID,
+    decimal.Decimal: parse_decimal,
+    bytes: parse_base64,
+    bytearray: lambda text: bytearray(parse_base64(text)),
+}
+
+PARSE_FAILURES = (ValueError, TypeError, OverflowError, ArithmeticError, binascii.Error)
+"""What a parser raises for text it refuses."""
+
+
+def string_parser(py: Any) -> Callable[[str], Any] | None:
+    """The parser for strings declared as `py`; None for a type no string converts to."""
+    if isinstance(py, type) and issubclass(py, pathlib.PurePath):
+        return path_parser(py)
+    return _STRING_PARSERS.get(py)

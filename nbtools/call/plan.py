@@ -1,0 +1,208 @@
+"""The call plan of one Tool: how its arguments object becomes one Python call.
+
+Compiled once per (Tool, Limits) and cached on the Tool: the converters of its parameters (from
+the Tool's intermediate form, or its JSON Schema read back when it has none), which checks the
+arguments need, and how each parameter is passed (keyword, positional-only, `*args`, `**kwargs`).
+`prepare` runs a plan on what a model sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import ir
+from ..errors import SchemaError, ToolCallError
+from ..policy import DEFAULT_LIMITS, Limits
+from ..tool import Tool
+from .arguments import check_limits, count_keys, parse_arguments, scan_json
+from .constraints import with_constraints
+from .convert import Compiler, null_means_absent
+from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, got, short
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """How to turn a model's arguments into one Python call of a Tool's function.
+
+    Fields:
+        convert: the arguments dict -> converted values by parameter name (raises ConversionError).
+        flat: every parameter is a scalar, so the nesting scan can be skipped.
+        closed: every parameter has a fixed type of bounded depth (no free-form values, no
+            recursion), so the converters enforce every limit themselves and the scan is skipped.
+        keyword_only: every parameter is passed by keyword (no positional-only, no *args).
+        positional: positional-only parameter names, in order.
+        varargs: the name of the `*args` parameter (a JSON array), or None.
+        before_varargs: parameters before `*args`, passed positionally when `*args` is non-empty.
+        defaults: Python defaults of optional parameters (to fill positional gaps).
+    A plan holds no function and no name: Tools built from one function share it.
+    """
+
+    convert: Callable[[dict], dict]
+    flat: bool
+    closed: bool
+    keyword_only: bool
+    positional: tuple[str, ...]
+    varargs: str | None
+    before_varargs: tuple[str, ...]
+    defaults: Mapping[str, Any]
+
+    def arguments(self, converted: dict) -> tuple[tuple, dict]:
+        """(positional, keyword) arguments for the call, from the converted values."""
+        if self.keyword_only:
+            return (), converted
+        kwargs = dict(converted)
+        varargs = self.varargs
+        extra_positional: Any = ()
+        if varargs is not None:
+            extra_positional = kwargs.pop(varargs, ()) or ()
+        if extra_positional:
+            leading = self.before_varargs
+        else:
+            present = [index for index, name in enumerate(self.positional) if name in kwargs]
+            leading = self.positional[: present[-1] + 1] if present else ()
+        positional = []
+        for name in leading:
+            if name in kwargs:
+                positional.append(kwargs.pop(name))
+                continue
+            default = self.defaults.get(name, ir.MISSING)
+            if default is ir.MISSING:
+                raise ConversionError(name, "this argument must be given when a later positional argument is")
+            positional.append(default)
+        positional.extend(extra_positional)
+        return tuple(positional), kwargs
+
+
+def call_plan(tool: Tool, limits: Limits = DEFAULT_LIMITS) -> CallPlan:
+    """The cached CallPlan of `tool` under `limits` (compiled on first use)."""
+    cache = tool._cache
+    entry = cache.get("converter")
+    if entry is not None and entry[0] is limits:
+        return entry[1]
+    by_limits = cache.setdefault("converters", {})
+    plan = by_limits.get(limits)
+    if plan is None:
+        plan = _compile_plan(tool, limits)
+        by_limits[limits] = plan
+    cache["converter"] = (limits, plan)
+    return plan
+
+
+def _arguments_node(tool: Tool) -> ir.Object:
+    """The arguments object of `tool`: its intermediate form, or else its parameters schema read back
+    (a Tool built directly from a schema, with no `args`)."""
+    if tool.args is not None:
+        return tool.args
+    from ..inverse import arguments_object  # the schema reader, needed only for such Tools
+
+    try:
+        return arguments_object(tool.name, tool.parameters)
+    except ValueError as error:  # not an object schema, or one too deep or too large to read
+        raise SchemaError(None, None, str(error)) from None  # the text names the tool already
+
+
+def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
+    args = _arguments_node(tool)
+    compiler = Compiler(limits)
+    try:
+        fields = {item.name: compiler.compile(item.type) for item in args.fields}
+        extra = compiler.compile(args.extra) if args.extra is not None else None
+    except SchemaError as error:
+        raise SchemaError(tool.name, error.parameter, error.reason) from None
+    required = tuple(item.name for item in args.fields if item.required)
+    field_count = len(fields)
+    absent_if_null = null_means_absent(args.fields)
+    if fields:
+        takes = "this tool takes: " + ", ".join(fields) + (" (and other keys)" if extra is not None else "")
+    else:
+        takes = "this tool takes no arguments" if extra is None else "this tool takes any keys"
+
+    def convert_arguments(raw: dict) -> dict:
+        out = {}
+        for key, value in raw.items():
+            if value is None and key in absent_if_null:
+                continue
+            convert = fields.get(key)
+            if convert is None:
+                if extra is None:
+                    raise ConversionError(short(str(key), KEY_MAX_CHARS),
+                                          f"unexpected argument{did_you_mean(key, fields)}; {takes}")
+                if type(key) is not str:
+                    raise ConversionError(str(key), f"argument names must be strings, got {got(key)}")
+                convert = extra
+            out[key] = convert(value, key)
+        if len(out) != field_count or extra is not None:
+            for name in required:
+                if name not in out:
+                    raise ConversionError(name, "missing required argument")
+        return out
+
+    convert = convert_arguments
+    if args.constraints:
+        root_checks = with_constraints(lambda value, path: value, args.constraints)
+
+        def convert_arguments_checked(raw: dict) -> dict:
+            root_checks(raw, "")
+            return convert_arguments(raw)
+
+        convert = convert_arguments_checked
+
+    passing = tool.passing or tuple((name, "keyword") for name in fields)
+    order = [name for name, kind in passing if kind != "varkw"]
+    positional = tuple(name for name, kind in passing if kind == "positional")
+    varargs = next((name for name, kind in passing if kind == "varargs"), None)
+    before = tuple(order[: order.index(varargs)]) if varargs in order else ()
+    return CallPlan(
+        convert=convert,
+        flat=extra is None and all(ir.is_scalar(item.type) for item in args.fields),
+        closed=(extra is None or ir.static_depth(args.extra) is not None) and all(
+            depth is not None and depth < limits.max_depth
+            for depth in (ir.static_depth(item.type) for item in args.fields)),
+        keyword_only=not positional and varargs is None,
+        positional=positional,
+        varargs=varargs,
+        before_varargs=before,
+        defaults={item.name: item.default for item in args.fields if not item.required},
+    )
+
+
+def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:
+    """Validate and convert: (positional, keyword, raw arguments). Raises ToolCallError."""
+    try:
+        plan = call_plan(tool, limits)
+        if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
+            # the common case, JSON text of an object, parsed without the wrapper layers
+            try:
+                raw, end = scan_json(inputs, 0)
+            except Exception:  # invalid JSON and the like: the careful path says what is wrong
+                raw, text = parse_arguments(inputs, limits)
+            else:
+                text = inputs
+                if end != len(inputs):
+                    raw, text = parse_arguments(inputs, limits)
+        else:
+            raw, text = parse_arguments(inputs, limits)
+        if plan.flat:
+            # scalar converters check their own limits; here only duplicate keys are in question
+            if text is not None and text.count(":") != len(raw):
+                check_limits(raw, text, limits)
+            converted = plan.convert(raw)
+        elif plan.closed:
+            # converters check every limit of a closed type; once they accepted the value, its
+            # depth is bounded, so counting its keys for the duplicate check cannot run away
+            converted = plan.convert(raw)
+            if text is not None and text.count(":") != count_keys(raw):
+                check_limits(raw, text, limits)
+        else:
+            check_limits(raw, text, limits)
+            converted = plan.convert(raw)
+        if plan.keyword_only:
+            return (), converted, raw
+        positional, kwargs = plan.arguments(converted)
+    except ConversionError as error:
+        raise ToolCallError(tool.name, error.problem, error.where() or None, tool.parameters) from None
+    except SchemaError as error:
+        raise ToolCallError(tool.name, f"this tool cannot be called: {error}") from None
+    return positional, kwargs, raw

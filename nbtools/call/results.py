@@ -1,0 +1,155 @@
+"""Results for the model: a tool's return value as text (and JSON data), and whole model replies.
+
+`run_tool_calls` takes a provider's reply, runs every tool call in it through `call_func` (the
+namespace's approval and limits included) and answers in that provider's tool-result format
+(`formats` reads the reply and writes the answer). A failing call is an error result for the
+model; it never loses the other calls' results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import types as pytypes
+from typing import Any
+
+from ..errors import ToolCallError
+from ..policy import DEFAULT_LIMITS
+from ..values import to_json
+from .namespace import check_namespace, resolve_tool, settings
+from .run import call_func, call_func_async, run_awaitable
+
+
+def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) -> str:
+    """The text a model gets for a tool's return value.
+
+    A `str` as it is; a value whose JSON form is text (a datetime, a Path, an object shown by its
+    `str()`) as that text; anything else as JSON (see `values.to_json`), `None` as `null`; a generator
+    as the list of what it yields (at most `max_chars` items are read). Text longer than
+    `max_chars` is cut, with a marker saying how much was left out.
+    """
+    return rendered(value, max_chars)[1]
+
+
+def rendered(value: Any, max_chars: int) -> tuple[Any, str]:
+    """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too."""
+    unread = False
+    if type(value) is pytypes.GeneratorType:
+        # A tool that `yield`s its results: the model gets them as a list. Each item takes at
+        # least one character of the text, so more than `max_chars` items could not be shown
+        # anyway; reading stops there, which also ends an endless generator.
+        items = []
+        for item in value:
+            if len(items) == max_chars:
+                unread = True
+                break
+            items.append(item)
+        value.close()
+        value = items
+    if type(value) is str:
+        data: Any = value
+        text = value
+    else:
+        data = to_json(value)
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    if unread:
+        text = (text[:max_chars] + f"\n[truncated: the tool yielded more than {max_chars} items; "
+                "the rest were not read]")
+        data = text
+    elif len(text) > max_chars:
+        text = (text[:max_chars] + f"\n[truncated: {len(text) - max_chars} of {len(text)} characters "
+                "not shown]")
+        data = text
+    return data, text
+
+
+# ==================================================================================================
+# A whole model reply: run every call, answer in the provider's format
+# ==================================================================================================
+def _result_for(request: Any, value: Any, error: BaseException | None, max_chars: int) -> Any:
+    from ..formats import ToolResult
+
+    if error is not None:
+        text = str(error) if isinstance(error, ToolCallError) else \
+            str(ToolCallError(getattr(request, "name", None), f"internal error: {type(error).__name__}: {error}"))
+        return ToolResult(request, text, text, True)
+    data, text = rendered(value, max_chars)
+    return ToolResult(request, text, data, False)
+
+
+async def _run_one_async(request: Any, ns: Any, max_chars: int) -> Any:
+    try:
+        value = await call_func_async(request.name, request.arguments, ns=ns)
+    except Exception as error:  # a failing call is an answer for the model, not a lost batch
+        return _result_for(request, None, error, max_chars)
+    try:
+        return _result_for(request, value, None, max_chars)
+    except Exception as error:
+        return _result_for(request, None, error, max_chars)
+
+
+def _run_one(request: Any, ns: Any, max_chars: int) -> Any:
+    try:
+        value = call_func(request.name, request.arguments, ns=ns)
+    except Exception as error:
+        return _result_for(request, None, error, max_chars)
+    try:
+        return _result_for(request, value, None, max_chars)
+    except Exception as error:
+        return _result_for(request, None, error, max_chars)
+
+
+def _is_async_call(request: Any, ns: Any) -> bool:
+    try:
+        return resolve_tool(request.name, ns).is_async
+    except ToolCallError:
+        return False
+
+
+async def arun_tool_calls(reply: Any, ns: Any = None) -> Any:
+    """Run every tool call in a model reply, coroutine tools concurrently; the tool-result message(s).
+
+    `reply`: an OpenAI chat completion/message, an OpenAI Responses response/output list, an
+    Anthropic message/content list or a Gemini response/content, as dicts or SDK objects. Each
+    failing call becomes an error result (`is_error`) carrying the text for the model.
+    """
+    from ..formats import parse_reply, result_message
+
+    check_namespace(ns)
+    limits = settings(ns, {})[0]
+    dialect, requests = parse_reply(reply)
+    results = await asyncio.gather(*(_run_one_async(request, ns, limits.max_result_chars) for request in requests))
+    return result_message(dialect, list(results))
+
+
+def run_tool_calls(reply: Any, ns: Any = None) -> Any:
+    """Run every tool call in a model reply; returns the provider's tool-result message(s).
+
+    A reply without tool calls returns `[]` (OpenAI chat, Responses) or None (Anthropic, Gemini):
+    falsy either way, never an empty message the provider would refuse.
+
+    Synchronous tools run one after another in this thread (so signal-based time-outs and the
+    kernel's display keep working); coroutine tools then run concurrently on one event loop
+    (a private loop in a worker thread when this thread's loop is running, as in a notebook cell).
+    See `arun_tool_calls` for the accepted replies.
+    """
+    from ..formats import parse_reply, result_message
+
+    check_namespace(ns)
+    limits = settings(ns, {})[0]
+    dialect, requests = parse_reply(reply)
+    results: list[Any] = [None] * len(requests)
+    waiting = []
+    for index, request in enumerate(requests):
+        if _is_async_call(request, ns):
+            waiting.append(index)
+        else:
+            results[index] = _run_one(request, ns, limits.max_result_chars)
+    if waiting:
+        async def run_waiting() -> list[Any]:
+            return await asyncio.gather(*(_run_one_async(requests[index], ns, limits.max_result_chars)
+                                          for index in waiting))
+
+        for index, result in zip(waiting, run_awaitable(run_waiting())):
+            results[index] = result
+    return result_message(dialect, results)

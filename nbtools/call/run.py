@@ -1,0 +1,293 @@
+"""Running a tool: the approval check, the call itself (sync or async), and the tool's own errors.
+
+`call_tool`/`acall_tool` run a Tool; `call_func`/`call_func_async` first resolve a name in a
+namespace (`namespace`). Sync code waits for a coroutine tool with `run_awaitable`, which also works
+inside a running event loop (a notebook cell). An exception the tool raises becomes a
+`ToolCallError` naming the exception and the tool's own line, its traceback trimmed of the frames
+of nbtools and the asyncio/threading plumbing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import linecache
+import os
+import threading
+import types as pytypes
+from typing import Any, Awaitable, Callable
+
+from ..errors import ToolCallError
+from .. import policy
+from ..policy import DEFAULT_LIMITS, Limits
+from ..tool import Tool
+from .namespace import resolve_tool, settings
+from .plan import prepare
+from .words import short
+
+_NBTOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the nbtools package
+_MACHINERY_DIRS = (_NBTOOLS_DIR, os.path.dirname(asyncio.__file__) + os.sep,
+                   os.path.dirname(os.path.dirname(threading.__file__)) + os.sep + "concurrent" + os.sep,
+                   threading.__file__)
+_library_dirs: tuple[str, ...] | None = None
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    global _library_dirs
+    if _library_dirs is None:
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        _library_dirs = tuple(sorted({os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "purelib", "platlib")
+                                      if key in paths}))
+    return _library_dirs
+
+
+def _trim_traceback(tb: pytypes.TracebackType | None) -> pytypes.TracebackType | None:
+    """Drop the outer frames that belong to nbtools (and the asyncio/threading plumbing it used)."""
+    current = tb
+    while current is not None and current.tb_frame.f_code.co_filename.startswith(_MACHINERY_DIRS):
+        current = current.tb_next
+    if current is None and tb is not None:  # the tool itself lives in nbtools: keep its last frame
+        current = tb
+        while current.tb_next is not None:
+            current = current.tb_next
+    return current
+
+
+def _frame_text(tb: pytypes.TracebackType | None) -> str:
+    """The tool's line: the innermost frame outside the standard library and installed packages."""
+    chosen = None
+    libraries = _library_prefixes()
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if chosen is None or not os.path.abspath(filename).startswith(libraries):
+            chosen = tb
+        tb = tb.tb_next
+    if chosen is None:
+        return ""
+    code = chosen.tb_frame.f_code
+    line = linecache.getline(code.co_filename, chosen.tb_lineno).strip()
+    return f"in {code.co_name}, line {chosen.tb_lineno}" + (f": {short(line, 160)}" if line else "")
+
+
+def _tool_failure(tool: Tool, error: Exception) -> ToolCallError:
+    """The ToolCallError for an exception the tool raised (its traceback trimmed of nbtools frames)."""
+    tb = _trim_traceback(error.__traceback__)
+    error.__traceback__ = tb
+    message = short(str(error).strip(), 500)
+    where = _frame_text(tb)
+    problem = f"the tool raised {type(error).__name__}" + (f": {message}" if message else "")
+    if where:
+        problem += f" ({where})"
+    return ToolCallError(tool.name, problem)
+
+
+def _refused(tool: Tool, reason: str) -> ToolCallError:
+    return ToolCallError(tool.name, f"refused: {reason}")
+
+
+def run_awaitable(awaitable: Awaitable[Any]) -> Any:
+    """Wait for an awaitable from synchronous code.
+
+    Without a running loop in this thread: `asyncio.run`. With one (a notebook cell), blocking it
+    to wait would deadlock, so the awaitable runs on a private loop in a worker thread.
+    """
+    async def wait() -> Any:
+        if inspect.isasyncgen(awaitable):
+            return [item async for item in awaitable]  # type: ignore[attr-defined]
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+        running = True
+    except RuntimeError:
+        running = False
+    if not running:
+        # outside the `except` block: a tool's exception must not carry "no running event loop"
+        # from here as its context (the traceback a person reads shows only the tool)
+        return asyncio.run(wait())
+    outcome: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            outcome["value"] = asyncio.run(wait())
+        except BaseException as error:  # handed to the waiting thread, which re-raises it
+            outcome["error"] = error
+
+    thread = threading.Thread(target=worker, name="nbtools-await", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _begin(tool: Tool, inputs: Any, limits: Limits, approve: Any,
+           refuse_destructive: bool) -> tuple[Callable, tuple, dict, Any]:
+    """Everything before the call: the function, its converted arguments, and the approval answer
+    (`True` when none is needed; maybe an awaitable, which `_call`/`_acall` each wait for their way)."""
+    fn = tool.fn
+    if fn is None:
+        raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
+    positional, kwargs, raw = prepare(tool, inputs, limits)
+    answer: Any = True
+    if "destructive" in tool.hints:
+        if refuse_destructive:
+            raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
+        if approve is not None:
+            try:
+                answer = approve(tool, raw)
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+    return fn, positional, kwargs, answer
+
+
+def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
+    return _refused(tool, f"the approval check failed ({type(error).__name__}: {short(str(error), 200)})")
+
+
+def _verdict(tool: Tool, answer: Any) -> None:
+    """Only a yes runs the tool: True (or 1, a numpy True); a non-boolean answer such as "no" or
+    a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
+    if answer is True:
+        return
+    if answer is False or answer is None:
+        raise _refused(tool, "the user denied this call")
+    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
+        if answer == 1:
+            return
+        raise _refused(tool, "the user denied this call")
+    raise _refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
+                         "True or False, which counts as a denial")
+
+
+_PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
+
+
+def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
+    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
+    if answer is not True:  # asked, and not a plain yes (the common case skips these checks)
+        if inspect.isawaitable(answer):
+            try:
+                answer = run_awaitable(answer)
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+        _verdict(tool, answer)
+    try:
+        result = fn(*positional, **kwargs)
+        if tool.is_async or (type(result) not in _PLAIN_TYPES
+                             and (inspect.isawaitable(result) or inspect.isasyncgen(result))):
+            result = run_awaitable(result)
+    except ToolCallError:
+        raise
+    except Exception as error:
+        raise _tool_failure(tool, error) from error
+    return result
+
+
+async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
+    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
+    if answer is not True:
+        if inspect.isawaitable(answer):
+            try:
+                answer = await answer
+            except Exception as error:
+                raise _approval_failed(tool, error) from error
+        _verdict(tool, answer)
+    try:
+        result = fn(*positional, **kwargs)
+        if type(result) not in _PLAIN_TYPES:
+            if inspect.isawaitable(result):
+                result = await result
+            elif inspect.isasyncgen(result):
+                result = [item async for item in result]
+    except ToolCallError:
+        raise
+    except Exception as error:
+        raise _tool_failure(tool, error) from error
+    return result
+
+
+def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = None,
+              refuse_destructive: bool = False, raise_on_err: bool = True) -> Any:
+    """Validate and convert `args` (dict or JSON text) for `tool`, then call it; the result as is.
+
+    A coroutine tool is run to completion (in a worker thread when this thread's loop is running).
+    Bad arguments, a refusal and the tool's own exception raise `ToolCallError` (chained from the
+    tool's exception), or with `raise_on_err=False` return its text. KeyboardInterrupt and
+    SystemExit pass through untouched.
+    """
+    try:
+        return _call(tool, args, limits or DEFAULT_LIMITS, approve, refuse_destructive)
+    except ToolCallError as error:
+        if raise_on_err:
+            raise
+        return str(error)
+
+
+async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = None,
+                     refuse_destructive: bool = False, raise_on_err: bool = True) -> Any:
+    """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
+    try:
+        return await _acall(tool, args, limits or DEFAULT_LIMITS, approve, refuse_destructive)
+    except ToolCallError as error:
+        if raise_on_err:
+            raise
+        return str(error)
+
+
+# ==================================================================================================
+# Calling by name (the namespace first resolves it)
+# ==================================================================================================
+def _as_called(error: ToolCallError, name: str) -> ToolCallError:
+    """`error` naming the tool as the model called it (a provider-mapped name like `math__add`, or a
+    dict key): the model knows the tool by that name, not by the registered `math.add`."""
+    renamed = ToolCallError(name, error.problem, error.argument, error.schema)
+    renamed.__cause__ = error.__cause__
+    return renamed
+
+
+def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, **options: Any) -> Any:
+    """Call tool `name` from namespace `ns` (None: the default registry) with `inputs` (dict or JSON).
+
+    Returns what the function returned. Unknown names, bad arguments, refusals and the tool's own
+    exceptions raise `ToolCallError`, or with `raise_on_err=False` return its text (for the model).
+    `options`: `limits`, `approve`, `refuse_destructive` (default: the registry's settings).
+    A bad `ns` (not a namespace, or a whole globals dict) raises TypeError: that is the caller's bug.
+    """
+    if ns is None:
+        ns = policy.default()
+    limits, approve, refuse = settings(ns, options)
+    tool = None
+    try:
+        tool = resolve_tool(name, ns)
+        return _call(tool, inputs, limits, approve, refuse)
+    except ToolCallError as error:
+        if tool is not None and error.tool == tool.name != name:
+            error = _as_called(error, name)
+            if raise_on_err:
+                raise error from error.__cause__
+        if raise_on_err:
+            raise
+        return str(error)
+
+
+async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True,
+                          **options: Any) -> Any:
+    """Like `call_func`, awaiting coroutine tools and async approval callbacks in the running loop."""
+    if ns is None:
+        ns = policy.default()
+    limits, approve, refuse = settings(ns, options)
+    tool = None
+    try:
+        tool = resolve_tool(name, ns)
+        return await _acall(tool, inputs, limits, approve, refuse)
+    except ToolCallError as error:
+        if tool is not None and error.tool == tool.name != name:
+            error = _as_called(error, name)
+            if raise_on_err:
+                raise error from error.__cause__
+        if raise_on_err:
+            raise
+        return str(error)

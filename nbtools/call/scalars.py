@@ -1,0 +1,201 @@
+"""Converters of scalar nodes: `(json_value, path) -> python_value`, built once per node.
+
+Decisions (see `nbtools.call` for all of them): an integer is a JSON integer or a float with no
+fractional part, never `true` or `"5"`; a number accepts integers; strings convert only along the
+fixed list of `parsers`; a Literal/Enum matches by JSON equality (`1.0` is `1`, `true` is not).
+Each converter enforces the limits that apply to one value (integer range, string length).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .. import ir
+from ..errors import SchemaError
+from ..policy import Limits
+from .parsers import PARSE_FAILURES, string_parser
+from .words import ConversionError, describe, got, mismatch
+
+Converter = Callable[[Any, str], Any]
+"""A compiled converter: `(json_value, path) -> python_value`; raises `ConversionError`."""
+
+
+def any_value(node: ir.AnyValue, limits: Limits) -> Converter:
+    def convert_any(value: Any, path: str) -> Any:
+        return value  # limits were checked by the scan of the whole arguments object
+
+    return convert_any
+
+
+def none_value(node: ir.NoneValue, limits: Limits) -> Converter:
+    def convert_none(value: Any, path: str) -> None:
+        if value is None:
+            return None
+        raise mismatch(node, value, path)
+
+    return convert_none
+
+
+def boolean(node: ir.Bool, limits: Limits) -> Converter:
+    def convert_bool(value: Any, path: str) -> bool:
+        if value is True or value is False:
+            return value
+        raise mismatch(node, value, path)
+
+    return convert_bool
+
+
+def integer(node: ir.Int, limits: Limits) -> Converter:
+    low, high = -limits.max_int, limits.max_int
+    build = None if node.py is int else node.py  # an int subclass the author annotated
+
+    def slow(value: Any, path: str) -> int:
+        if isinstance(value, float) and value.is_integer() and low <= value <= high:
+            value = int(value)  # JSON Schema: an integer is a number without a fractional part
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = int.__index__(value)  # an int subclass from a Python caller
+        else:
+            raise mismatch(node, value, path)
+        if not low <= value <= high:
+            raise ConversionError(path, f"expected an integer between {low} and {high}, got {got(value)}")
+        return value if build is None else build(value)
+
+    if build is None:
+        def convert_int(value: Any, path: str) -> int:
+            if type(value) is int and low <= value <= high:
+                return value
+            return slow(value, path)
+
+        return convert_int
+    return slow
+
+
+def number(node: ir.Float, limits: Limits) -> Converter:
+    low, high = -limits.max_int, limits.max_int
+    isfinite = math.isfinite
+
+    def convert_float(value: Any, path: str) -> float:
+        kind = type(value)
+        if kind is float and isfinite(value):
+            return value
+        if kind is int and low <= value <= high:
+            return float(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if low <= value <= high:
+                return float(value)
+            raise ConversionError(path, f"expected a number between {low} and {high}, got {got(value)}")
+        if isinstance(value, float):
+            if isfinite(value):
+                return float(value)
+            raise ConversionError(path, f"expected a finite number, got {got(value)}")
+        raise mismatch(node, value, path)
+
+    return convert_float
+
+
+def string(node: ir.Str, limits: Limits) -> Converter:
+    max_chars = limits.max_string
+    py = node.py
+    parse = None if py is str else string_parser(py)
+    if py is not str and parse is None:
+        raise SchemaError(None, None, f"no conversion from a JSON string to {getattr(py, '__name__', py)!r}")
+
+    def text_of(value: Any, path: str) -> str:
+        if isinstance(value, str) and not isinstance(value, bool):
+            text = str.__str__(value)  # a str subclass from a Python caller, as a plain str
+            if len(text) <= max_chars:
+                return text
+            raise ConversionError(path, f"the string is too long: {len(text)} characters, "
+                                        f"the limit is {max_chars}")
+        raise mismatch(node, value, path)
+
+    if parse is None:
+        def convert_str(value: Any, path: str) -> str:
+            if type(value) is str and len(value) <= max_chars:
+                return value
+            return text_of(value, path)
+
+        return convert_str
+
+    def convert_parsed(value: Any, path: str) -> Any:
+        text = value if type(value) is str and len(value) <= max_chars else text_of(value, path)
+        try:
+            return parse(text)
+        except PARSE_FAILURES as error:
+            reason = str(error).strip() or type(error).__name__
+            raise ConversionError(path, f"expected {describe(node)}, got {got(value)} ({reason})") from None
+
+    return convert_parsed
+
+
+# ==================================================================================================
+# Literal and Enum: exact membership by JSON equality (1 == 1.0, true != 1)
+# ==================================================================================================
+_NOT_FOUND = object()
+
+
+class _Choices:
+    """The allowed JSON scalars of a Literal/Enum, mapped to what the function receives."""
+
+    __slots__ = ("by_str", "by_number", "by_bool", "null")
+
+    def __init__(self) -> None:
+        self.by_str: dict[str, Any] = {}
+        self.by_number: dict[Any, Any] = {}
+        self.by_bool: dict[bool, Any] = {}
+        self.null: Any = _NOT_FOUND
+
+    def add(self, json_value: Any, result: Any) -> None:
+        if json_value is None:
+            if self.null is _NOT_FOUND:
+                self.null = result
+        elif isinstance(json_value, bool):
+            self.by_bool.setdefault(json_value, result)
+        elif isinstance(json_value, (int, float)):
+            self.by_number.setdefault(json_value, result)
+        elif isinstance(json_value, str):
+            self.by_str.setdefault(json_value, result)
+
+    def find(self, value: Any) -> Any:
+        """What the function receives for `value`, or _NOT_FOUND."""
+        kind = type(value)
+        if kind is str:
+            return self.by_str.get(value, _NOT_FOUND)
+        if kind is bool:
+            return self.by_bool.get(value, _NOT_FOUND)
+        if kind is int or kind is float:
+            return self.by_number.get(value, _NOT_FOUND)
+        if value is None:
+            return self.null
+        return _NOT_FOUND
+
+
+def literal(node: ir.Literal, limits: Limits) -> Converter:
+    choices = _Choices()
+    for value in node.values:
+        choices.add(value, value)
+    return _choice(node, choices)
+
+
+def enum(node: ir.Enum, limits: Limits) -> Converter:
+    allowed = _Choices()
+    for value in node.values:
+        allowed.add(value, value)
+    if node.cls is None:
+        return _choice(node, allowed)
+    choices = _Choices()
+    for member in node.cls:  # type: ignore[attr-defined]
+        if allowed.find(member.value) is not _NOT_FOUND:
+            choices.add(member.value, member)
+    return _choice(node, choices)
+
+
+def _choice(node: ir.Node, choices: _Choices) -> Converter:
+    def convert_choice(value: Any, path: str) -> Any:
+        found = choices.find(value)
+        if found is _NOT_FOUND:
+            raise mismatch(node, value, path)
+        return found
+
+    return convert_choice

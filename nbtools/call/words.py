@@ -1,0 +1,256 @@
+"""The wording of refusals: error messages are read by a model that must correct its call.
+
+`ConversionError` carries where (a path) and what (the problem) out of the converters; the dispatch
+boundary turns it into a `ToolCallError`. The rest says what a node accepts (`describe`), what
+arrived (`got`), and gives advice for the common near-misses (`hint`, `did_you_mean`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+import pathlib
+import re
+import uuid
+from typing import Any, Callable, Iterable
+
+from .. import ir
+
+
+# ==================================================================================================
+# The internal error: where (path) and what (problem), turned into a ToolCallError at the boundary
+# ==================================================================================================
+class ConversionError(ValueError):
+    """A value a converter refused.
+
+    Fields: `path` (where the converter was called, e.g. the parameter name), `problem` (what was
+    expected and what arrived, for a model to read), `segments` (path steps added, innermost first,
+    while the error travels out of nested containers; building paths only on failure keeps the
+    successful path free of string work).
+    """
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
+        self.segments: list[str] = []
+
+    def where(self) -> str:
+        """The full argument path, like `points[2].x`."""
+        full = self.path + "".join(reversed(self.segments))
+        return full[1:] if full.startswith(".") else full
+
+
+KEY_MAX_CHARS = 80  # a key a model invented is quoted in error text up to this length
+
+
+def key_segment(key: Any) -> str:
+    """The path step of an object key: `.name`, or `["odd key"]`."""
+    if isinstance(key, str) and key.isidentifier() and len(key) <= KEY_MAX_CHARS:
+        return "." + key
+    return "[" + key_text(key) + "]"
+
+
+def key_text(key: Any) -> str:
+    """A key as JSON text for an error message, cut when long (keys can be as long as any string)."""
+    if isinstance(key, str) and len(key) > KEY_MAX_CHARS:
+        key = key[: KEY_MAX_CHARS - 3] + "..."
+    return json.dumps(key, ensure_ascii=False)
+
+
+def short(text: str, limit: int = 300) -> str:
+    """`text`, cut to `limit` characters with "..." when longer."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ==================================================================================================
+# What a node accepts, in words: one entry per node class
+# ==================================================================================================
+_STRING_WORDS: dict[type, str] = {
+    dt.datetime: 'an ISO 8601 date-time string (e.g. "2024-05-01T13:30:00")',
+    dt.date: 'an ISO 8601 date string (e.g. "2024-05-01")',
+    dt.time: 'an ISO 8601 time string (e.g. "13:30:00")',
+    dt.timedelta: 'an ISO 8601 duration string (e.g. "PT1H30M" or "P2D")',
+    uuid.UUID: 'a UUID string (e.g. "12345678-1234-5678-1234-567812345678")',
+    decimal.Decimal: 'a decimal number written as a string (e.g. "12.50")',
+    bytes: "a base64-encoded string",
+    bytearray: "a base64-encoded string",
+}
+
+
+def _describe_str(node: ir.Str) -> str:
+    if isinstance(node.py, type) and issubclass(node.py, pathlib.PurePath):
+        return "a file path string"
+    return _STRING_WORDS.get(node.py, "a string")
+
+
+def _describe_choices(node: ir.Literal | ir.Enum) -> str:
+    values = [json.dumps(value, ensure_ascii=False) for value in node.values]
+    if len(values) == 1:
+        return values[0]
+    shown = ", ".join(values[:20]) + (", ..." if len(values) > 20 else "")
+    return f"one of {shown}"
+
+
+def _describe_array(node: ir.Array) -> str:
+    return "an array" if isinstance(node.item, ir.AnyValue) else f"an array of {plural(describe(node.item))}"
+
+
+def _describe_object(node: ir.Object) -> str:
+    names = ", ".join(item.name for item in node.fields[:20])
+    label = f" ({node.name})" if node.name else ""
+    return f"an object{label} with keys {names}" if names else f"an object{label}"
+
+
+def _describe_ref(node: ir.Ref) -> str:
+    kinds = ir.accepted_kinds(node) if ir.target_of(node) is not None else frozenset({"object"})
+    word = "an object" if kinds == {"object"} else "an array" if kinds == {"array"} else "a value"
+    return f"{word} ({node.name})" if node.name else word
+
+
+def _describe_union(node: ir.Union) -> str:
+    if not node.options:
+        return "nothing (no value is allowed here)"
+    words: list[str] = []
+    for option in node.options:
+        word = describe(option)
+        if word not in words:
+            words.append(word)
+    return " or ".join(words)
+
+
+_DESCRIBE: dict[type, Callable[[Any], str]] = {
+    ir.AnyValue: lambda node: "any JSON value",
+    ir.NoneValue: lambda node: "null",
+    ir.Bool: lambda node: "true or false",
+    ir.Int: lambda node: "an integer",
+    ir.Float: lambda node: "a number",
+    ir.Str: _describe_str,
+    ir.Literal: _describe_choices,
+    ir.Enum: _describe_choices,
+    ir.Array: _describe_array,
+    ir.Tuple: lambda node: f"an array of exactly {len(node.items)} items",
+    ir.Map: lambda node: "an object",
+    ir.Object: _describe_object,
+    ir.Ref: _describe_ref,
+    ir.Pydantic: lambda node: f"an object ({getattr(node.cls, '__name__', 'model')})",
+    ir.Union: _describe_union,
+}
+
+
+def describe(node: ir.Node) -> str:
+    """What a node accepts, in words ("an integer", "one of "a", "b"", ...)."""
+    words = _DESCRIBE.get(type(node))
+    return words(node) if words is not None else "a value"
+
+
+def plural(words: str) -> str:
+    """'an integer' -> 'integers' (good enough for the few shapes describe() produces)."""
+    for article in ("an ", "a "):
+        if words.startswith(article):
+            rest = words[len(article):]
+            head, _, tail = rest.partition(" ")
+            return head + "s" + (" " + tail if tail else "")
+    return words
+
+
+# ==================================================================================================
+# What arrived, and advice
+# ==================================================================================================
+def got(value: Any) -> str:
+    """What arrived, in words, with a short excerpt of the value."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        text = str(value) if abs(value) < 10**30 else f"<{len(str(abs(value)))} digits>"
+        return f"an integer ({text})"
+    if isinstance(value, float):
+        return f"a number ({value!r})" if math.isfinite(value) else f"the non-JSON number {value!r}"
+    if isinstance(value, str):
+        return f"a string ({json.dumps(short(value, 60), ensure_ascii=False)})"
+    if isinstance(value, (list, tuple)):
+        return f"an array of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        keys = ", ".join(json.dumps(str(key), ensure_ascii=False) for key in list(value)[:8])
+        return f"an object with keys {keys}" if keys else "an empty object"
+    return f"a Python {type(value).__name__} (not a JSON value)"
+
+
+_INT_TEXT = re.compile(r"\s*-?\d+\s*\Z")
+# written so no two parts can match the same digits: `\d+\.?\d*` backtracks quadratically on a long
+# run of digits followed by a non-digit, which a model can send in a megabyte string
+_NUMBER_TEXT = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*\Z")
+_HINT_MAX_CHARS = 100  # longer strings are not near-misses worth advice (and the advice quotes them)
+
+
+def _number_in_quotes(text: str) -> str:
+    return f"; a string, not a number: send {text.strip()} without quotes" if _NUMBER_TEXT.match(text) else ""
+
+
+def _integer_in_quotes(text: str) -> str:
+    if _INT_TEXT.match(text):
+        return f"; a string, not an integer: send {text.strip()} without quotes"
+    return _number_in_quotes(text)
+
+
+def _boolean_in_quotes(text: str) -> str:
+    return f"; send {text.strip().lower()} without quotes" if text.strip().lower() in ("true", "false") else ""
+
+
+def _null_in_quotes(text: str) -> str:
+    return "; send null without quotes" if text.strip().lower() in ("null", "none") else ""
+
+
+def _array_as_text(text: str) -> str:
+    return "; send the array itself, not JSON text inside a string" if text.lstrip().startswith("[") else ""
+
+
+def _object_as_text(text: str) -> str:
+    return "; send the object itself, not JSON text inside a string" if text.lstrip().startswith("{") else ""
+
+
+# advice when a string arrived for a node of this class
+_STRING_HINTS: dict[type, Callable[[str], str]] = {
+    ir.Int: _integer_in_quotes, ir.Float: _number_in_quotes, ir.Bool: _boolean_in_quotes,
+    ir.NoneValue: _null_in_quotes, ir.Array: _array_as_text, ir.Tuple: _array_as_text,
+    ir.Object: _object_as_text, ir.Map: _object_as_text, ir.Ref: _object_as_text, ir.Pydantic: _object_as_text,
+}
+
+
+def hint(node: ir.Node, value: Any) -> str:
+    """Advice for the common near-misses (a number in quotes, JSON text inside a string, ...)."""
+    if isinstance(value, str):
+        advise = _STRING_HINTS.get(type(node))
+        return advise(value) if advise is not None and len(value) <= _HINT_MAX_CHARS else ""
+    if isinstance(node, ir.Str):
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return f'; put it in quotes: "{value}"' if is_number else ""
+    if isinstance(node, ir.Union):
+        for option in node.options:
+            advice = hint(option, value)
+            if advice:
+                return advice
+    return ""
+
+
+def mismatch(node: ir.Node, value: Any, path: str) -> ConversionError:
+    """The error for a value of the wrong kind: what was expected, what arrived, and advice."""
+    return ConversionError(path, f"expected {describe(node)}, got {got(value)}{hint(node, value)}")
+
+
+def did_you_mean(key: Any, names: Iterable[str]) -> str:
+    """` (did you mean 'name'?)` for a key close to one of `names` (case-insensitively equal first)."""
+    if not isinstance(key, str):
+        return ""
+    names = list(names)
+    folded = [name for name in names if name.lower() == key.lower()]
+    if folded:
+        return f" (did you mean {folded[0]!r}?)"
+    import difflib  # only when a model got a name wrong
+
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
