@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import NbtoolsError, SchemaError, ToolCallError
-from .introspect import get_schema, tools_from
+from .introspect import get_schema, tool, tools_from
 from .registry import Limits, Registry, registry
 from .schema import type_schema
-from .tool import HINTS, Tool, tool
+from .tool import HINTS, Tool
 
 __version__ = "0.1.0"
 

@@ -30,7 +30,6 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
-import inspect
 import json
 import os
 import sys
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import NotebookError, SchemaError, TargetError
+from .introspect import module_functions
 from .nbrun import notebook_tools, on_sys_path, stdout_to_stderr
 from .registry import Registry
 from .tool import Tool
@@ -134,19 +134,11 @@ def _lookup_attribute(module: pytypes.ModuleType, dotted: str, target: str) -> A
 
 
 def module_tools(module: pytypes.ModuleType) -> Registry:
-    """The public functions a module defines (or lists in `__all__`), as Tools."""
-    exported = getattr(module, "__all__", None)
-    if exported is not None:
-        names = [name for name in exported if callable(getattr(module, name, None))
-                 and not isinstance(getattr(module, name), type)]
-    else:
-        names = [name for name, value in vars(module).items()
-                 if not name.startswith("_") and (
-                     isinstance(value, Tool)
-                     or (inspect.isfunction(value) and value.__module__ == module.__name__))]
-    if not names:
+    """The public functions of a module (`introspect.module_functions`: its `__all__`, or what it defines), as Tools."""
+    members = module_functions(module)
+    if not members:
         raise TargetError(f"module {module.__name__!r} defines no public functions to make tools of")
-    return Registry([_registered_tool(getattr(module, name)) for name in names])
+    return Registry([_registered_tool(value) for _name, value in members])
 
 
 def _registered_tool(value: Any) -> Tool:

@@ -1,423 +1,27 @@
-"""Any callable -> Tool: find what runs, its parameters, their types and descriptions.
+"""Python objects -> Tools: `@tool`, `get_schema`, `tools_from`, and which functions of a module count.
 
-Specs are cached per function object in weak dictionaries, so a schema is built once per function,
-dead functions are not kept alive, and a redefined function (a new object) gets a fresh schema.
+Describing one callable is `spec.py` (cached per function object) and `Tool.from_function`; this
+module holds what people call on functions, modules and instances.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-import sys
-import types as pytypes
-import typing
-import weakref
-from dataclasses import dataclass, field
+import types
 from typing import Any, Callable
 
-from . import ir
 from .errors import SchemaError
-from .tool import Tool, _fresh_top, normalise_hints
+from .registry import registry as default_registry
+from .spec import Spec, callable_spec
+from .tool import Tool, fresh_top, normalise_hints
 
-_RENDER_AFFECTING = ("name", "description", "hints", "strict")
-
-
-@dataclass(frozen=True)
-class Spec:
-    """What introspection found for one callable shape (independent of the object that runs).
-
-    Fields:
-        name: default tool name ("" for lambdas: a name must be given).
-        description: composed description (docstring without parameter sections + Returns line).
-        args: the arguments object (fields = parameters the model may send).
-        passing: (parameter name, kind) pairs, see `Tool.passing`.
-        parameters: JSON Schema of `args`.
-        returns: JSON Schema of the return annotation (None when absent).
-        returns_description: from docments/docstring.
-        is_async: whether calling returns an awaitable.
-        render_cache: shared by the Tools built from this spec without render-affecting overrides.
-    """
-
-    name: str
-    description: str
-    args: ir.Object
-    passing: tuple[tuple[str, str], ...]
-    parameters: dict
-    returns: dict | None
-    returns_description: str | None
-    is_async: bool
-    render_cache: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-# One cache per callable shape: the same function object has a different spec as a plain function
-# (with `self`) and as the function behind a bound method (without it). Callable instances are
-# keyed by their class, not by `__call__`: a subclass inherits `__call__` but has its own name.
-_PLAIN: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
-_BOUND: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
-_INSTANCE: "weakref.WeakKeyDictionary[Any, Spec]" = weakref.WeakKeyDictionary()
+__all__ = ["tool", "get_schema", "tools_from", "module_functions", "tool_from_function", "callable_spec", "Spec"]
 
 
 def tool_from_function(fn: Callable[..., Any], **overrides: Any) -> Tool:
-    """The Tool of callable `fn`; `overrides`: name, description, group, hints, strict."""
-    if isinstance(fn, Tool):
-        return fn.replace(**_clean(overrides)) if overrides else fn
-    spec = callable_spec(fn)
-    name = overrides.get("name") or spec.name
-    if not name:
-        raise SchemaError("<lambda>", None, f"a lambda has no name a model could call{_defined_at(fn)}: "
-                          "pass name=..., e.g. tool(lambda x: x, name='double') or "
-                          "Tool.from_function(f, name='double')")
-    hints = normalise_hints(overrides.get("hints"))
-    if "name" in overrides and overrides["name"] != spec.name:
-        _check_name(overrides["name"])
-    shares_cache = overrides.get("name") in (None, spec.name) and all(
-        overrides.get(key) is None for key in _RENDER_AFFECTING if key != "name")
-    description = overrides.get("description")
-    return Tool(
-        name=name,
-        description=spec.description if description is None else description,
-        parameters=spec.parameters,
-        fn=fn,
-        returns=spec.returns,
-        returns_description=spec.returns_description,
-        group=overrides.get("group"),
-        hints=hints,
-        strict=bool(overrides.get("strict") or False),
-        args=spec.args,
-        passing=spec.passing,
-        is_async=spec.is_async,
-        _cache=spec.render_cache if shares_cache else {},
-    )
+    """The Tool of callable `fn` (the same as `Tool.from_function(fn, **overrides)`)."""
+    return Tool.from_function(fn, **overrides)
 
-
-def _defined_at(fn: Any) -> str:
-    """' (it is defined at FILE line N)' for a function (which lambda is meant, when there are several)."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    code = getattr(fn, "__code__", None)
-    return f" (it is defined at {code.co_filename} line {code.co_firstlineno})" if code is not None else ""
-
-
-def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in overrides.items() if value is not None}
-
-
-def _check_name(name: Any) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
-
-
-def callable_spec(fn: Callable[..., Any]) -> Spec:
-    """The cached Spec of `fn` (built on first use)."""
-    cache, key, drop_first = _shape(fn)
-    if key is not None:
-        try:
-            return cache[key]
-        except (KeyError, TypeError):
-            pass
-    spec = _build_spec(fn, drop_first)
-    if key is not None and not _keeps_alive(spec, key):
-        try:
-            cache[key] = spec
-        except TypeError:  # not weak-referenceable: just don't cache
-            pass
-    return spec
-
-
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class created by a class statement
-
-
-def _keeps_alive(spec: Spec, key: Any) -> bool:
-    """Whether `spec` refers (through a class it describes) to its own cache key.
-
-    A weak-key cache entry whose value holds its key never dies: a class whose `__init__` takes
-    its own type, or a method taking an instance of its class (`def merge(self, other: "Point")`).
-    Such specs are rebuilt on demand instead; the Tools built from them keep their own renders.
-    """
-    for cls in _classes_in(spec.args, set()):
-        if cls is key:
-            return True
-        for klass in getattr(cls, "__mro__", (cls,)):
-            if not klass.__flags__ & _HEAP_TYPE:
-                continue  # a built-in (static) type such as object or dict holds no user function
-            for member in vars(klass).values():
-                if member is key or getattr(member, "__func__", None) is key:
-                    return True
-    return False
-
-
-def _classes_in(node: ir.Node, found: set[type]) -> set[type]:
-    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types)."""
-    cls = getattr(node, "cls", None)
-    if isinstance(cls, type):
-        found.add(cls)
-    if isinstance(node, ir.Object):
-        for item in node.fields:
-            if item.default is not ir.MISSING and type(item.default).__module__ != "builtins":
-                found.add(type(item.default))
-            _classes_in(item.type, found)
-        if node.extra is not None:
-            _classes_in(node.extra, found)
-    elif isinstance(node, ir.Array):
-        _classes_in(node.item, found)
-    elif isinstance(node, ir.Map):
-        _classes_in(node.value, found)
-    elif isinstance(node, (ir.Tuple, ir.Union)):
-        for child in node.items if isinstance(node, ir.Tuple) else node.options:
-            _classes_in(child, found)
-    # an ir.Ref points back to an Object that encloses it, already visited
-    return found
-
-
-def _shape(fn: Any) -> tuple[Any, Any, bool]:
-    """Which cache, which key, and whether the first parameter (self/cls) is bound."""
-    if isinstance(fn, pytypes.MethodType):
-        return _BOUND, fn.__func__, True
-    if isinstance(fn, (pytypes.FunctionType, functools.partial, type)):
-        return _PLAIN, fn, False
-    if isinstance(fn, (staticmethod, classmethod)):
-        return _PLAIN, fn.__func__, isinstance(fn, classmethod)
-    if callable(fn) and not isinstance(fn, pytypes.BuiltinFunctionType):
-        call = getattr(type(fn), "__call__", None)
-        if isinstance(call, pytypes.FunctionType):
-            return _INSTANCE, type(fn), True
-    return _PLAIN, None, False
-
-
-def _build_spec(fn: Any, drop_first: bool) -> Spec:
-    from .docs import compose_description, field_docs, function_docs
-    from .schema import render_schema
-    from .types import Context, json_default, to_ir, type_name, with_constraints, written_description
-
-    target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
-    display = name or "<lambda>"
-    unwrapped = inspect.unwrap(target) if not isinstance(target, type) else target
-    code_owner = unwrapped.__init__ if isinstance(unwrapped, type) else unwrapped
-    record = _record_signature(unwrapped) if isinstance(unwrapped, type) else None
-    try:
-        if record is not None:  # a NamedTuple or pydantic model: its fields are the arguments
-            signature = record[0]
-        elif code_owner is object.__init__:  # a class without its own __init__ takes no arguments
-            signature = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)])
-        else:
-            signature = inspect.signature(code_owner)
-    except (TypeError, ValueError) as error:
-        raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
-                                         "Python function with annotated parameters") from None
-    ctx = Context(function=display, field_docs=field_docs)
-    hints = record[1] if record is not None else _hints(code_owner, unwrapped, ctx)
-    docs = function_docs(unwrapped)
-    exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
-
-    fields: list[ir.Field] = []
-    passing: list[tuple[str, str]] = []
-    extra: ir.Node | None = None
-    params = list(signature.parameters.values())
-    if isinstance(unwrapped, type) or drop_first:
-        params = params[1:]
-    _check_bound(display, params, bound_positional, bound_keywords)
-    params = _without_bound(params, bound_positional, bound_keywords)
-    for param in params:
-        if param.name in exclude:
-            if param.default is param.empty and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise SchemaError(display, param.name, "is excluded from the tool (__tool_exclude__) "
-                                                      "but has no default")
-            continue
-        ctx.parameter = param.name
-        annotation = hints.get(param.name, param.empty)
-        annotation = _EMPTY_TO_ANY(annotation)
-        if param.kind is param.VAR_KEYWORD:
-            extra = to_ir(annotation, ctx)
-            if docs.params.get(param.name) and not written_description(extra):
-                import dataclasses  # the docs of **kwargs describe each extra key's value
-
-                extra = dataclasses.replace(extra, description=docs.params[param.name])
-            passing.append((param.name, "varkw"))
-            continue
-        if param.kind is param.VAR_POSITIONAL:
-            node = ir.Array(item=to_ir(annotation, ctx), py=tuple)
-            fields.append(ir.Field(param.name, node, required=False, default=ir.MISSING,
-                                   json_default=ir.MISSING, description=docs.params.get(param.name)))
-            passing.append((param.name, "varargs"))
-            continue
-        default = param.default
-        default_info = _field_info(default)
-        constraints_from_default: ir.Constraints = ()
-        description_from_default = None
-        if default_info is not None:  # `x: int = Field(3, description=...)` (pydantic style)
-            default, description_from_default, constraints_from_default = default_info
-        required = default is param.empty
-        if not required and default is None and annotation is not typing.Any:
-            annotation = typing.Optional[annotation]
-        node = to_ir(annotation, ctx)
-        if constraints_from_default:
-            node = with_constraints(node, constraints_from_default)
-        if description_from_default:
-            import dataclasses
-
-            node = dataclasses.replace(node, description=description_from_default)
-        fields.append(ir.Field(
-            name=param.name, type=node, required=required,
-            default=ir.MISSING if required else default,
-            json_default=ir.MISSING if required else json_default(default),
-            description=written_description(node) or docs.params.get(param.name),
-        ))
-        passing.append((param.name, "positional" if param.kind is param.POSITIONAL_ONLY else "keyword"))
-    ctx.parameter = None
-
-    args = ir.Object(name="", fields=tuple(fields), kind="dict", extra=extra)
-    parameters = render_schema(args, ctx.recursive)
-
-    returns_schema = None
-    return_text = None
-    return_annotation = hints.get("return", inspect.Signature.empty)
-    if isinstance(unwrapped, type):
-        return_annotation = inspect.Signature.empty
-    if return_annotation is not inspect.Signature.empty and return_annotation is not None \
-            and return_annotation is not type(None):
-        ctx.parameter = "return"
-        try:
-            return_node = to_ir(return_annotation, ctx)
-            returns_schema = render_schema(return_node, ctx.recursive)
-        except SchemaError:
-            returns_schema = None  # the model never sends a return value: describe it in words only
-        ctx.parameter = None
-        return_text = type_name(return_annotation)
-    description = compose_description(docs, return_text)
-    return Spec(
-        name=name,
-        description=description,
-        args=args,
-        passing=tuple(passing),
-        parameters=parameters,
-        returns=returns_schema,
-        returns_description=docs.returns,
-        is_async=ir.is_async(fn, target, unwrapped, getattr(fn, "func", None)),
-    )
-
-
-def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | None:
-    """(signature with a leading `self`, resolved hints) of a class whose `__init__` does not say
-    what it takes: a NamedTuple (fields go to `__new__`) or a pydantic model (`**data`); else None."""
-    from .types import Context, _is_namedtuple, _pydantic_model, class_hints
-
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    if _is_namedtuple(cls) and cls.__init__ is object.__init__:
-        hints = class_hints(cls, Context(function=cls.__name__))
-        defaults = getattr(cls, "_field_defaults", {})
-        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                    default=defaults.get(name, inspect.Parameter.empty)) for name in cls._fields]
-        return inspect.Signature([self_param, *params]), hints
-    if _pydantic_model(cls):
-        params, hints = [], {}
-        for name, info in cls.model_fields.items():
-            # the model is built from keyword arguments named by alias when a field has one
-            key = info.alias if isinstance(info.alias, str) and info.alias.isidentifier() else name
-            params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=info))
-            hints[key] = info.annotation
-        return inspect.Signature([self_param, *params]), hints
-    return None
-
-
-def _EMPTY_TO_ANY(annotation: Any) -> Any:
-    return typing.Any if annotation is inspect.Parameter.empty else annotation
-
-
-def _target(fn: Any, drop_first: bool) -> tuple[Any, str, int, frozenset[str], bool]:
-    """(object whose signature and docs describe fn, default name, bound positional count, bound keywords, drop_first)."""
-    if isinstance(fn, functools.partial):
-        inner, inner_name, positional, keywords, inner_drop = _target(fn.func, False)
-        if isinstance(fn.func, pytypes.MethodType):
-            inner_drop = True
-        return inner, inner_name, positional + len(fn.args), keywords | frozenset(fn.keywords), inner_drop
-    if isinstance(fn, pytypes.MethodType):
-        return fn.__func__, fn.__func__.__name__, 0, frozenset(), True
-    if isinstance(fn, (staticmethod, classmethod)):
-        return fn.__func__, fn.__func__.__name__, 0, frozenset(), isinstance(fn, classmethod)
-    if isinstance(fn, type):
-        return fn, fn.__name__, 0, frozenset(), False
-    if isinstance(fn, (pytypes.FunctionType, pytypes.BuiltinFunctionType)):
-        name = fn.__name__
-        return fn, "" if name == "<lambda>" else name, 0, frozenset(), False
-    call = getattr(type(fn), "__call__", None)
-    if callable(fn) and isinstance(call, pytypes.FunctionType):
-        return call, type(fn).__name__, 0, frozenset(), True
-    if callable(fn):
-        return fn, getattr(fn, "__name__", type(fn).__name__), 0, frozenset(), drop_first
-    raise SchemaError(None, None, f"{fn!r} is not callable")
-
-
-def _check_bound(display: str, params: list[inspect.Parameter], positional: int, keywords: frozenset[str]) -> None:
-    """A functools.partial that binds what the function does not take fails on every call: say so now."""
-    kinds = {param.kind for param in params}
-    takes = sum(param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) for param in params)
-    if positional > takes and inspect.Parameter.VAR_POSITIONAL not in kinds:
-        raise SchemaError(display, None, f"the functools.partial binds {positional} positional arguments but "
-                                         f"the function takes at most {takes}")
-    names = {param.name for param in params if param.kind is not param.POSITIONAL_ONLY}
-    unknown = sorted(keywords - names)
-    if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
-        raise SchemaError(display, unknown[0], "the functools.partial binds this keyword argument, which the "
-                                               "function does not take")
-
-
-def _without_bound(params: list[inspect.Parameter], positional: int, keywords: frozenset[str]) -> list[inspect.Parameter]:
-    """Parameters left after a functools.partial bound some."""
-    kept: list[inspect.Parameter] = []
-    skipped = 0
-    for param in params:
-        if skipped < positional and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            skipped += 1
-            continue
-        if param.name in keywords:
-            continue
-        kept.append(param)
-    return kept
-
-
-def _hints(code_owner: Any, unwrapped: Any, ctx: Any) -> dict[str, Any]:
-    """Resolved annotations (strings and `from __future__ import annotations` included)."""
-    owner_cls = unwrapped if isinstance(unwrapped, type) else None
-    localns = {owner_cls.__name__: owner_cls} if owner_cls else None
-    try:
-        return typing.get_type_hints(code_owner, localns=localns, include_extras=True)
-    except Exception:
-        pass
-    # find which annotation fails, to name it
-    raw = getattr(code_owner, "__annotations__", {}) or {}
-    globalns = getattr(code_owner, "__globals__", {})
-    resolved: dict[str, Any] = {}
-    for param_name, annotation in raw.items():
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, dict(globalns), dict(localns or {}))  # noqa: S307 - the author's own annotation text
-            except Exception as error:
-                raise SchemaError(ctx.function, param_name,
-                                  f"its annotation {raw[param_name]!r} cannot be resolved ({error}); "
-                                  "define or import that name where the function is defined") from None
-        resolved[param_name] = annotation
-    return resolved
-
-
-def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
-    """A pydantic `Field(...)` used as a default: (real default, description, constraints)."""
-    # `pydantic.fields` is a lazy attribute of `pydantic`: read the submodule itself, which exists
-    # whenever a FieldInfo does (after a bare `import pydantic`, `pydantic.fields` raises)
-    fields_module = sys.modules.get("pydantic.fields")
-    if fields_module is None or not isinstance(default, fields_module.FieldInfo):
-        return None
-    from pydantic_core import PydanticUndefined
-
-    from .types import metadata_constraints
-
-    real = default.default
-    if real is PydanticUndefined:
-        real = inspect.Parameter.empty if default.default_factory is None else default.default_factory()
-    constraints = metadata_constraints(default)
-    return real, default.description, constraints
-
-
-# -- public helpers ---------------------------------------------------------------------------------
 
 def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = False,
                name: str | None = None) -> dict:
@@ -434,22 +38,21 @@ def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = 
         spec = callable_spec(f)
         rendered = spec.render_cache.get((fmt, strict))
         if rendered is not None and spec.name:
-            return _fresh_top(rendered)
-    built = tool_from_function(f, name=name) if name else tool_from_function(f)
+            return fresh_top(rendered)
+    built = Tool.from_function(f, name=name) if name else Tool.from_function(f)
     return built.schema(fmt, strict)
 
 
 def tools_from(obj: Any, group: str | None = None, hints: Any = None) -> list[Tool]:
-    """One Tool per public function/method of a module, class, instance or Tool-bearing object.
+    """One Tool per public function/method of a module (see `module_functions`), class, instance or
+    Tool-bearing object.
 
     Sub-tools are named `prefix.fn`, the prefix being `group` when given, else the module's last
     name component or the lower-cased class name; each carries that group and the given hints.
     """
-    if isinstance(obj, pytypes.ModuleType):
+    if isinstance(obj, types.ModuleType):
         prefix = obj.__name__.rsplit(".", 1)[-1]
-        members = [(name, value) for name, value in vars(obj).items()
-                   if not name.startswith("_") and (isinstance(value, Tool) or (
-                       isinstance(value, pytypes.FunctionType) and value.__module__ == obj.__name__))]
+        members = module_functions(obj)
     else:
         cls = obj if isinstance(obj, type) else type(obj)
         prefix = cls.__name__.lower()
@@ -467,7 +70,7 @@ def tools_from(obj: Any, group: str | None = None, hints: Any = None) -> list[To
             elif isinstance(obj, type):
                 if isinstance(raw, (staticmethod, classmethod)):
                     members.append((name, value))
-            elif isinstance(raw, (pytypes.FunctionType, staticmethod, classmethod)):
+            elif isinstance(raw, (types.FunctionType, staticmethod, classmethod)):
                 members.append((name, value))
     prefix = group or prefix
     tools = []
@@ -476,10 +79,69 @@ def tools_from(obj: Any, group: str | None = None, hints: Any = None) -> list[To
         if isinstance(value, Tool):
             tools.append(value.replace(name=sub_name, group=prefix, hints=value.hints | normalise_hints(hints)))
         else:
-            tools.append(tool_from_function(value, name=sub_name, group=prefix, hints=hints))
+            tools.append(Tool.from_function(value, name=sub_name, group=prefix, hints=hints))
     if not tools:
         raise SchemaError(None, None, f"{obj!r} has no public functions or methods to make tools of")
     return tools
 
 
-__all__ = ["tool_from_function", "callable_spec", "get_schema", "tools_from", "Spec"]
+def module_functions(module: types.ModuleType) -> list[tuple[str, Any]]:
+    """The public functions of `module` as (name, value) pairs, in order: the callables other than
+    classes that its `__all__` names; without `__all__`, the public functions it defines itself and
+    the Tools it holds. The one rule for `tools_from(module)` and the `nbtools` command's module targets.
+    """
+    exported = getattr(module, "__all__", None)
+    if exported is not None:
+        found = [(name, getattr(module, name, None)) for name in exported if isinstance(name, str)]
+        return [(name, value) for name, value in found if callable(value) and not isinstance(value, type)]
+    return [(name, value) for name, value in vars(module).items()
+            if not name.startswith("_") and (isinstance(value, Tool) or (
+                isinstance(value, types.FunctionType) and value.__module__ == module.__name__))]
+
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    group: str | None = None,
+    hints: Any = None,
+    strict: bool | None = None,
+    registry: Any = None,
+) -> Any:
+    """Register a function as a tool: `@tool`, `@tool()`, or `@tool(name=..., group=..., ...)`.
+
+    The function is returned unchanged (still directly callable); its Tool goes into `registry`
+    (default: the process-wide `nbtools.registry`).
+    """
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        _refuse_unbound_method(func)
+        overrides: dict[str, Any] = {}
+        for key, value in (("name", name), ("description", description), ("group", group),
+                           ("hints", hints), ("strict", strict)):
+            if value is not None:
+                overrides[key] = value
+        built = Tool.from_function(func, **overrides)
+        (default_registry if registry is None else registry).add(built)
+        return func
+
+    if fn is not None:
+        return register(fn)
+    return register
+
+
+def _refuse_unbound_method(func: Any) -> None:
+    """`@tool` on a method inside a class body sees a plain function taking `self`: the model would
+    have to send `self` (any JSON value) and the method would run on it. Say what to do instead."""
+    qualname = getattr(func, "__qualname__", "")
+    if not inspect.isfunction(func) or "." not in qualname or qualname.split(".")[-2] == "<locals>":
+        return
+    first = next(iter(inspect.signature(func).parameters), None)
+    if first not in ("self", "cls"):
+        return
+    raise SchemaError(qualname, first, "@tool is applied inside the class body, before any instance exists, "
+                      f"so the model would have to send {first!r}; register a bound method instead "
+                      "(`registry.add(instance.method)` or `for t in tools_from(instance): registry.add(t)`), "
+                      "or make it a @staticmethod")

@@ -1,16 +1,28 @@
 """The neutral Tool record: one immutable description of one callable, built once and cached.
 
 Everything downstream (formats, dispatch, magics, MCP) reads the Tool, never the function again.
+This module is at the bottom of the data path: at module level it imports only `ir` and `errors`.
+Its convenience methods reach their stage when called, and none of those stages imports this module
+back except `call` (the one such edge): `from_function` -> `spec` (what a callable takes),
+`from_schema` -> `schema.read`, `schema` -> `formats`, `call`/`acall` -> `call`.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from . import ir
+from .errors import SchemaError
 
 HINTS = ("read-only", "destructive", "idempotent", "open-world")
+
+# Overrides of `from_function` that change what is rendered: with none of them, the Tool shares the
+# render cache of its function's spec.
+_RENDER_AFFECTING = ("name", "description", "hints", "strict")
+# What `from_schema` accepts besides name, description, parameters and fn.
+_SCHEMA_META = ("group", "hints", "strict", "returns", "returns_description")
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,19 +68,82 @@ class Tool:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def from_function(cls, fn: Callable[..., Any], **overrides: Any) -> "Tool":
-        """Describe `fn` (any callable kind). `overrides`: name, description, group, hints, strict."""
-        from .introspect import tool_from_function
+        """Describe `fn` (any callable kind; a Tool is returned as it is, or with `overrides` applied).
 
-        return tool_from_function(fn, **overrides)
+        `overrides`: name, description, group, hints, strict (None means "not given"). Raises
+        `SchemaError` naming the function, parameter and reason when `fn` has no faithful definition.
+        """
+        if isinstance(fn, Tool):
+            given = {key: value for key, value in overrides.items() if value is not None}
+            return fn.replace(**given) if overrides else fn
+        from .spec import callable_spec, unnamed_error
+
+        spec = callable_spec(fn)
+        name = overrides.get("name") or spec.name
+        if not name:
+            raise unnamed_error(fn)
+        hints = normalise_hints(overrides.get("hints"))
+        if "name" in overrides and overrides["name"] != spec.name:
+            _check_name(overrides["name"])
+        shares_cache = overrides.get("name") in (None, spec.name) and all(
+            overrides.get(key) is None for key in _RENDER_AFFECTING if key != "name")
+        description = overrides.get("description")
+        return cls(
+            name=name,
+            description=spec.description if description is None else description,
+            parameters=spec.parameters,
+            fn=fn,
+            returns=spec.returns,
+            returns_description=spec.returns_description,
+            group=overrides.get("group"),
+            hints=hints,
+            strict=bool(overrides.get("strict") or False),
+            args=spec.args,
+            passing=spec.passing,
+            is_async=spec.is_async,
+            _cache=spec.render_cache if shares_cache else {},
+        )
 
     @classmethod
     def from_schema(
-        cls, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None, **meta: Any
+        cls, name: str, description: str | None, parameters: dict | None, fn: Callable[..., Any] | None,
+        **meta: Any,
     ) -> "Tool":
-        """A Tool from a JSON Schema; calls validate against `parameters` and pass `**arguments` to fn."""
-        from .inverse import tool_from_schema
+        """A Tool for a schema someone else wrote: calls validate against `parameters`, then `fn(**arguments)`.
 
-        return tool_from_schema(name, description, parameters, fn, **meta)
+        Arguments keep their original property names (which need not be Python identifiers), and
+        their values stay plain JSON. `parameters` None means no parameters. `meta`: group, hints,
+        strict, returns (a JSON Schema), returns_description. Raises `SchemaError` for an empty name,
+        an unknown option, or `parameters` that is not an object schema (or is too large to read).
+        """
+        unknown = sorted(set(meta) - set(_SCHEMA_META))
+        if unknown:
+            raise SchemaError(None, None, f"Tool.from_schema: unknown option(s) {', '.join(unknown)}; "
+                                          f"expected {', '.join(_SCHEMA_META)}")
+        if not isinstance(name, str) or not name:
+            raise SchemaError(None, None, f"Tool.from_schema: the tool name must be a non-empty string, "
+                                          f"got {name!r}")
+        from .schema.read import arguments_object, parameters_root
+
+        parameters = parameters_root(name, parameters)
+        args = arguments_object(name, parameters)
+        passing = tuple((item.name, "keyword") for item in args.fields)
+        if args.extra is not None:
+            passing += (("kwargs", "varkw"),)
+        return cls(
+            name=name,
+            description=description or "",
+            parameters=parameters,
+            fn=fn,
+            returns=copy.deepcopy(meta.get("returns")),
+            returns_description=meta.get("returns_description"),
+            group=meta.get("group"),
+            hints=normalise_hints(meta.get("hints")),
+            strict=bool(meta.get("strict", False)),
+            args=args,
+            passing=passing,
+            is_async=fn is not None and ir.is_async(fn),
+        )
 
     def replace(self, **changes: Any) -> "Tool":
         """A copy with some fields changed (the render cache is not carried over)."""
@@ -92,7 +167,7 @@ class Tool:
 
             rendered = render(self, fmt, strict=strict)
             self._cache[key] = rendered
-        return _fresh_top(rendered)
+        return fresh_top(rendered)
 
     # -- calling --------------------------------------------------------------------------------
     def call(self, args: dict | str | bytes | None = None, **options: Any) -> Any:
@@ -121,7 +196,9 @@ class Tool:
         return f"Tool({self.name}({params}){extra})"
 
 
-def _fresh_top(rendered: dict) -> dict:
+def fresh_top(rendered: dict) -> dict:
+    """A cached tool definition with fresh top-level dicts (the caller may add keys such as
+    Anthropic's `cache_control`); nested parts stay shared and must not be mutated."""
     top = dict(rendered)
     inner = top.get("function")
     if isinstance(inner, dict):  # OpenAI chat nests the definition one level down
@@ -130,7 +207,11 @@ def _fresh_top(rendered: dict) -> dict:
 
 
 def normalise_hints(hints: Any) -> frozenset[str]:
-    """Hints as a frozenset, accepting a string ("read-only"), an iterable, or underscores."""
+    """Hints as a frozenset, accepting a string ("read-only"), an iterable, or underscores.
+
+    ValueError for an unknown hint (on every path that takes hints: `@tool`, `Tool.from_function`,
+    `Tool.from_schema`, `Registry.select`).
+    """
     if not hints:
         return frozenset()
     if isinstance(hints, str):
@@ -148,58 +229,9 @@ def normalise_hints(hints: Any) -> frozenset[str]:
     return frozenset(out)
 
 
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    group: str | None = None,
-    hints: Any = None,
-    strict: bool | None = None,
-    registry: Any = None,
-) -> Any:
-    """Register a function as a tool: `@tool`, `@tool()`, or `@tool(name=..., group=..., ...)`.
-
-    The function is returned unchanged (still directly callable); its Tool goes into `registry`
-    (default: the process-wide `nbtools.registry`).
-    """
-
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        _refuse_unbound_method(func)
-        overrides: dict[str, Any] = {}
-        for key, value in (("name", name), ("description", description), ("group", group),
-                           ("hints", hints), ("strict", strict)):
-            if value is not None:
-                overrides[key] = value
-        built = Tool.from_function(func, **overrides)
-        target = registry
-        if target is None:
-            from .registry import registry as target
-        target.add(built)
-        return func
-
-    if fn is not None:
-        return register(fn)
-    return register
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
 
 
-def _refuse_unbound_method(func: Any) -> None:
-    """`@tool` on a method inside a class body sees a plain function taking `self`: the model would
-    have to send `self` (any JSON value) and the method would run on it. Say what to do instead."""
-    import inspect
-
-    qualname = getattr(func, "__qualname__", "")
-    if not inspect.isfunction(func) or "." not in qualname or qualname.split(".")[-2] == "<locals>":
-        return
-    first = next(iter(inspect.signature(func).parameters), None)
-    if first not in ("self", "cls"):
-        return
-    from .errors import SchemaError
-
-    raise SchemaError(qualname, first, "@tool is applied inside the class body, before any instance exists, "
-                      f"so the model would have to send {first!r}; register a bound method instead "
-                      "(`registry.add(instance.method)` or `for t in tools_from(instance): registry.add(t)`), "
-                      "or make it a @staticmethod")
-
-
-__all__ = ["Tool", "tool", "HINTS", "normalise_hints"]
+__all__ = ["Tool", "HINTS", "normalise_hints", "fresh_top"]

@@ -11,7 +11,7 @@ from typing import NamedTuple, TypedDict
 
 import pytest
 
-from nbtools import docs as docs_module
+from nbtools.docs import comments as comments_module
 from nbtools.docs import FunctionDocs, compose_description, field_docs, function_docs
 
 
@@ -725,9 +725,9 @@ def test_compose_description(docs, return_type, wanted):
 def test_regex_lexer_matches_tokenize(fn):
     code = fn.__code__
     text = "".join(linecache.getlines(code.co_filename)[code.co_firstlineno - 1:])
-    expected_names = docs_module._code_parameters(code)
-    fast = docs_module._parse_header(text, code.co_name, expected_names, docs_module._regex_tokens)
-    exact = docs_module._parse_header(text, code.co_name, expected_names, docs_module._tokenize_tokens)
+    expected_names = comments_module._code_parameters(code)
+    fast = comments_module._parse_header(text, code.co_name, expected_names, comments_module._regex_tokens)
+    exact = comments_module._parse_header(text, code.co_name, expected_names, comments_module._tokenize_tokens)
     assert fast is not None and fast == exact
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from nbtools import ir
-from nbtools.errors import ToolCallError
+from nbtools.errors import SchemaError, ToolCallError
 from nbtools.inverse import mk_tool, py_name, read_tool_def, schema2sig, schema_to_ir, tool_from_schema
 from nbtools.tool import Tool
 
@@ -277,16 +277,16 @@ class TestToolFromSchema:
         ([1, 2], "a dict"),
     ])
     def test_root_must_be_an_object(self, parameters, fragment):
-        with pytest.raises(ValueError, match="tool 'bad'") as info:
+        with pytest.raises(SchemaError, match="tool 'bad'") as info:
             tool_from_schema("bad", "", parameters, None)
         assert fragment in str(info.value)
 
     def test_bad_options(self):
-        with pytest.raises(TypeError, match="colour"):
+        with pytest.raises(SchemaError, match="colour"):  # also a TypeError, as for any unknown keyword
             tool_from_schema("t", "", None, None, colour="red")
         with pytest.raises(ValueError, match="unknown tool hint"):
             tool_from_schema("t", "", None, None, hints="sleepy")
-        with pytest.raises(ValueError, match="non-empty"):
+        with pytest.raises(SchemaError, match="non-empty"):
             tool_from_schema("", "", None, None)
 
     def test_calls_validate_against_the_schema_and_keep_json_values(self):
@@ -372,17 +372,17 @@ class TestFormats:
         assert str(schema2sig({"type": "function", "name": "now", "description": "Time."})) == "()"
 
     def test_unrecognised_shape_names_the_keys(self):
-        with pytest.raises(ValueError, match=r"keys found: 'tool', 'schema'"):
+        with pytest.raises(SchemaError, match=r"keys found: 'tool', 'schema'"):
             schema2sig({"tool": "weather", "schema": {}})
-        with pytest.raises(ValueError, match=r"no parameter schema.*'input_shema'"):
+        with pytest.raises(SchemaError, match=r"no parameter schema.*'input_shema'"):
             schema2sig({"name": "weather", "input_shema": {}})
-        with pytest.raises(ValueError, match="built-in tool"):
+        with pytest.raises(SchemaError, match="built-in tool"):
             schema2sig({"type": "bash_20250124", "name": "bash"})
-        with pytest.raises(ValueError, match="2 function declarations"):
+        with pytest.raises(SchemaError, match="2 function declarations"):
             schema2sig({"functionDeclarations": [NEUTRAL, NEUTRAL]})
-        with pytest.raises(ValueError, match="cannot read a tool definition from a int"):
+        with pytest.raises(SchemaError, match="cannot read a tool definition from a int"):
             schema2sig(3)
-        with pytest.raises(ValueError, match="type 'object'"):
+        with pytest.raises(SchemaError, match="type 'object'"):
             schema2sig({"name": "x", "parameters": {"type": "string"}})
 
 
@@ -441,7 +441,7 @@ class TestSignatures:
         assert list(sig.parameters) == ["class_", "first_name", "_1x"]
 
     def test_collision_names_both_properties(self):
-        with pytest.raises(ValueError, match=r"'first-name' and 'first_name' both map to .*'first_name'"):
+        with pytest.raises(SchemaError, match=r"'first-name' and 'first_name' both map to .*'first_name'"):
             schema2sig({"name": "f", "parameters": {"type": "object",
                                                     "properties": {"first-name": {}, "first_name": {}}}})
 
@@ -590,7 +590,7 @@ def test_a_deeply_nested_schema_is_refused_clearly():
     for attempt in (lambda: schema2sig({"name": "deep", "inputSchema": parameters}),
                     lambda: tool_from_schema("deep", "", parameters, fn=dict),
                     lambda: schema_to_ir(parameters)):
-        with pytest.raises(ValueError, match="nests more than"):
+        with pytest.raises(SchemaError, match="nests more than"):
             attempt()
 
 
@@ -598,7 +598,7 @@ def test_a_long_chain_of_references_is_refused_clearly():
     defs = {f"d{index}": {"type": "array", "items": {"$ref": f"#/$defs/d{index + 1}"}} for index in range(500)}
     defs["d500"] = {"type": "integer"}
     parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
-    with pytest.raises(ValueError, match=r"tool 'chain': the schema nests more than 100 levels"):
+    with pytest.raises(SchemaError, match=r"tool 'chain': the schema nests more than 100 levels"):
         tool_from_schema("chain", "", parameters, fn=dict)
 
 
@@ -610,9 +610,9 @@ def test_definitions_that_double_at_each_level_are_refused_quickly():
         defs[f"a{index}"] = {"anyOf": [inner, {"type": "array", "items": inner}]}
     parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a0"}}, "$defs": defs}
     with _time_limit(2.0):
-        with pytest.raises(ValueError, match="expands to more than 100000 nodes"):
+        with pytest.raises(SchemaError, match="expands to more than 100000 nodes"):
             schema2sig({"name": "dag", "inputSchema": parameters})
-        with pytest.raises(ValueError, match="tool 'dag': the schema expands"):
+        with pytest.raises(SchemaError, match="tool 'dag': the schema expands"):
             tool_from_schema("dag", "", parameters, fn=dict)
 
 
@@ -656,5 +656,5 @@ def test_a_recursive_definition_that_is_not_an_object():
 
 def test_names_python_would_normalise_collide():
     assert py_name("ﬁle") == "file"
-    with pytest.raises(ValueError, match="both map to the Python parameter name 'file'"):
+    with pytest.raises(SchemaError, match="both map to the Python parameter name 'file'"):
         schema2sig({"name": "n", "inputSchema": {"type": "object", "properties": {"ﬁle": {}, "file": {}}}})

@@ -346,16 +346,16 @@ def _define(source: str, name: str) -> Any:
 
 
 def test_a_schema_is_built_once_per_function_object(monkeypatch: pytest.MonkeyPatch) -> None:
-    import nbtools.introspect as introspect
+    import nbtools.spec as spec_module
 
     builds: list[Any] = []
-    real_build = introspect._build_spec
+    real_build = spec_module._build_spec
 
     def counting_build(fn: Any, drop_first: bool) -> Any:
         builds.append(fn)
         return real_build(fn, drop_first)
 
-    monkeypatch.setattr(introspect, "_build_spec", counting_build)
+    monkeypatch.setattr(spec_module, "_build_spec", counting_build)
     fn = _define("def area(width: float, height: float = 1.0):\n    return width * height\n", "area")
     first = get_schema(fn)
     for fmt in FORMATS:

@@ -1,13 +1,14 @@
-"""The intermediate form (`ir`) -> JSON Schema (draft 2020-12), and `type_schema`.
+"""The intermediate form (`ir`) -> JSON Schema (draft 2020-12), and `type_schema`; owns `$defs` naming.
 
-Neutral output only: provider dialects are derived from it in `formats`.
+Neutral output only: provider dialects are derived from it in `formats`. The way back (JSON Schema
+-> ir) is `read.py` beside this module.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import ir
+from .. import ir
 
 _SCALAR_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
 
@@ -23,7 +24,7 @@ class Renderer:
         schema = self._body(node)
         description = node.description
         if description and "$ref" in schema and isinstance(node, ir.Object):
-            from .types import written_description
+            from ..typeinfo import written_description
 
             description = written_description(node)  # the class docstring is in `$defs` already
         if description and "description" not in schema:
@@ -181,8 +182,8 @@ def type_schema(tp: Any) -> dict:
     >>> type_schema(list[int])
     {'type': 'array', 'items': {'type': 'integer'}}
     """
-    from .docs import field_docs
-    from .types import Context, to_ir
+    from ..docs import field_docs
+    from ..typeinfo import Context, to_ir
 
     ctx = Context(field_docs=field_docs)
     node = to_ir(tp, ctx)

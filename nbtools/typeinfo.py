@@ -1,7 +1,8 @@
 """Python annotations -> the intermediate form (`ir`).
 
-This is the one place that inspects Python types. It knows nothing about JSON Schema keywords
-beyond the few validation constraints carried on nodes, and nothing about providers.
+This is the one place that turns Python types into nodes (which kind of record a class is and what
+its fields are comes from `records`). It knows nothing about JSON Schema keywords beyond the few
+validation constraints carried on nodes, and nothing about providers.
 
 Hand-written on purpose: the type → schema mapping is the product (pydantic cannot be a dependency,
 refuses `typing.TypedDict` on 3.11, and extracts no descriptions).
@@ -9,13 +10,14 @@ refuses `typing.TypedDict` on 3.11, and extracts no descriptions).
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import dataclasses
 import datetime as dt
 import decimal
 import enum
+import inspect
 import pathlib
-import sys
 import typing
 import uuid
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
+from .records import Factory, class_docstring, is_namedtuple, is_pydantic_model, is_typeddict, record_fields, record_kind
 from .values import duration_text, to_json
 
 _NoneType = type(None)
@@ -135,7 +138,7 @@ def to_ir(tp: Any, ctx: Context | None = None) -> ir.Node:
 
 
 def _convert(tp: Any, ctx: Context) -> ir.Node:
-    if tp is _EMPTY or tp in _ANY_LIKE:
+    if tp in _ANY_LIKE:
         return ir.AnyValue()
     if tp is None or tp is _NoneType:
         return ir.NoneValue()
@@ -188,9 +191,6 @@ def _convert(tp: Any, ctx: Context) -> ir.Node:
     return _convert_class(tp, ctx)
 
 
-_EMPTY = object()  # stands for "no annotation" (callers pass inspect.Parameter.empty through `annotation_or_any`)
-
-
 def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
     args = typing.get_args(tp)
     if origin is typing.Annotated:
@@ -212,7 +212,7 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
         if args == ((),):  # tuple[()]
             return ir.Tuple(items=())
         return ir.Tuple(items=tuple(_convert(arg, ctx) for arg in args))
-    if origin in _MAP_ORIGINS or origin is collections_defaultdict or origin is collections_ordereddict:
+    if origin in _MAP_ORIGINS or origin is collections.defaultdict or origin is collections.OrderedDict:
         key = _convert(args[0], ctx) if args else ir.Str()
         value = _convert(args[1], ctx) if len(args) > 1 else ir.AnyValue()
         if not _is_key_node(key):
@@ -221,8 +221,7 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
         return ir.Map(key=key, value=value)
     if origin is type:
         raise ctx.fail(f"the annotation {type_name(tp)} (a class) has no JSON form")
-    if isinstance(origin, type) and (hasattr(origin, "__dataclass_fields__") or is_typeddict(origin)
-                                     or _is_namedtuple(origin) or _has_own_init(origin)):
+    if isinstance(origin, type) and (hasattr(origin, "__dataclass_fields__") or record_kind(origin) is not None):
         # a parameterised generic record (`Box[int]`): its fields with the type variables bound
         parameters = getattr(origin, "__parameters__", ())
         bindings = dict(zip(parameters, args)) if len(parameters) == len(args) else {}
@@ -267,12 +266,6 @@ def _convert_union(args: tuple[Any, ...], ctx: Context) -> ir.Node:
     if len(descriptions) == 1:
         result = dataclasses.replace(result, description=descriptions[0])
     return result
-
-
-import collections as _collections  # noqa: E402
-
-collections_defaultdict = _collections.defaultdict
-collections_ordereddict = _collections.OrderedDict
 
 
 def _is_key_node(node: ir.Node) -> bool:
@@ -398,39 +391,6 @@ def _convert_enum(cls: type[enum.Enum], ctx: Context) -> ir.Node:
     return ir.Enum(cls=cls, values=values)
 
 
-def is_typeddict(tp: Any) -> bool:
-    # duck-typed so typing.TypedDict and typing_extensions.TypedDict both count on every Python
-    return (isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
-            and hasattr(tp, "__optional_keys__"))
-
-
-def _required_marker(annotation: Any) -> bool | None:
-    """True/False when a TypedDict key is written `Required[...]`/`NotRequired[...]`, else None.
-
-    Read from the resolved annotation because Python 3.11 computes `__required_keys__` before string
-    annotations are resolved, so under `from __future__ import annotations` it misses the markers.
-    """
-    while typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    origin = typing.get_origin(annotation)
-    if origin is typing.Required:
-        return True
-    if origin is typing.NotRequired:
-        return False
-    return None
-
-
-def _is_namedtuple(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
-
-
-def _pydantic_model(tp: Any) -> bool:
-    # the submodule, not `pydantic.BaseModel`: that lazy attribute would import pydantic's heavy
-    # core just to answer "no" after a bare `import pydantic`
-    main = sys.modules.get("pydantic.main")
-    return main is not None and isinstance(tp, type) and issubclass(tp, main.BaseModel)
-
-
 def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
     """Resolved annotations of `cls` (or of `of`, e.g. its `__init__`), naming the class on failure."""
     target = cls if of is None else of
@@ -444,7 +404,7 @@ def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
 
 def _convert_class(cls: type, ctx: Context, bindings: dict[Any, Any] | None = None) -> ir.Node:
     """A record class as an Object; `bindings` maps its type variables to the arguments given."""
-    if _pydantic_model(cls):
+    if is_pydantic_model(cls):
         return ir.Pydantic(cls=cls)
     key: Any = (cls, tuple(bindings.items())) if bindings else cls
     try:
@@ -455,14 +415,15 @@ def _convert_class(cls: type, ctx: Context, bindings: dict[Any, Any] | None = No
         name = ctx.building[key]
         ctx.recursive.add(name)
         return ir.Ref(name=name, target=_Target(ctx.done, name))
-    if not (dataclasses.is_dataclass(cls) or is_typeddict(cls) or _is_namedtuple(cls) or _has_own_init(cls)):
+    kind = record_kind(cls)
+    if kind is None:
         raise ctx.fail(f"the annotation {cls.__module__}.{cls.__qualname__} has no JSON form "
                        "(use a dataclass, TypedDict, NamedTuple, pydantic model, or a class whose "
                        "__init__ has annotated parameters)")
     name = ctx.def_name(cls, key)
     ctx.building[key] = name
     try:
-        node = _convert_record(cls, name, ctx, bindings or {})
+        node = _convert_record(cls, kind, name, ctx, bindings or {})
     finally:
         del ctx.building[key]
     ctx.done[name] = node
@@ -481,95 +442,24 @@ class _Target:
         return self.done[self.name]
 
 
-def _has_own_init(cls: type) -> bool:
-    """Whether `cls` can be described (and later built) through an annotated `__init__`.
-
-    Library classes such as `socket.socket` have a Python `__init__` without annotations: they are
-    not records a model could fill in, so at least one parameter must be annotated and every
-    parameter without a default must be.
-    """
-    init = getattr(cls, "__init__", None)
-    if not (init is not None and init is not object.__init__ and callable(init)
-            and cls.__module__ != "builtins" and hasattr(init, "__code__")):
-        return False
-    import inspect
-
-    try:
-        params = list(inspect.signature(init).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return False
-    named = [param for param in params if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)]
-    annotated = [param for param in named if param.annotation is not param.empty]
-    return bool(annotated) and all(param.annotation is not param.empty or param.default is not param.empty
-                                   for param in named)
-
-
-def _convert_record(cls: type, name: str, ctx: Context, bindings: dict[Any, Any]) -> ir.Object:
+def _convert_record(cls: type, kind: str, name: str, ctx: Context, bindings: dict[Any, Any]) -> ir.Object:
     docs = ctx.field_docs(cls) if ctx.field_docs else {}
+    hints = class_hints(cls, ctx, cls.__init__ if kind == "class" else None)
     outer_parameter = ctx.parameter
     fields: list[ir.Field] = []
-
-    def add(field_name: str, annotation: Any, required: bool, default: Any) -> None:
-        node = _convert(_bound(annotation, bindings), ctx)
-        fields.append(ir.Field(name=field_name, type=node, required=required, default=default,
-                               json_default=json_default(default) if not required else ir.MISSING,
-                               description=written_description(node) or docs.get(field_name)))
-
     try:
-        if dataclasses.is_dataclass(cls):
-            hints = class_hints(cls, ctx)
-            kind = "dataclass"
-            for item in _init_fields(cls, hints):
-                ctx.parameter = _nested(outer_parameter, item.name)
-                annotation = hints.get(item.name, Any)
-                if isinstance(annotation, dataclasses.InitVar):
-                    annotation = annotation.type  # an `__init__` argument that is not stored
-                if item.default is not dataclasses.MISSING:
-                    add(item.name, annotation, False, item.default)
-                elif item.default_factory is not dataclasses.MISSING:
-                    add(item.name, annotation, False, _Factory(item.default_factory))
-                else:
-                    add(item.name, annotation, True, ir.MISSING)
-        elif is_typeddict(cls):
-            hints = class_hints(cls, ctx)
-            kind = "typeddict"
-            required_keys = cls.__required_keys__
-            for key, annotation in hints.items():
-                ctx.parameter = _nested(outer_parameter, key)
-                marked = _required_marker(annotation)
-                add(key, annotation, key in required_keys if marked is None else marked, ir.MISSING)
-        elif _is_namedtuple(cls):
-            hints = class_hints(cls, ctx)
-            kind = "namedtuple"
-            defaults = getattr(cls, "_field_defaults", {})
-            for key in cls._fields:
-                ctx.parameter = _nested(outer_parameter, key)
-                if key in defaults:
-                    add(key, hints.get(key, Any), False, defaults[key])
-                else:
-                    add(key, hints.get(key, Any), True, ir.MISSING)
-        else:
-            import inspect
-
-            kind = "class"
-            hints = class_hints(cls, ctx, cls.__init__)
-            signature = inspect.signature(cls.__init__)
-            for index, parameter in enumerate(signature.parameters.values()):
-                if index == 0:
-                    continue  # self
-                if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-                    continue  # a model cannot address them by name inside a nested object
-                ctx.parameter = _nested(outer_parameter, parameter.name)
-                annotation = hints.get(parameter.name, Any)
-                if parameter.default is parameter.empty:
-                    add(parameter.name, annotation, True, ir.MISSING)
-                else:
-                    add(parameter.name, _nullable_if_none(annotation, parameter.default), False,
-                        parameter.default)
+        for item in record_fields(cls, kind, hints):
+            ctx.parameter = f"{outer_parameter}.{item.name}" if outer_parameter else item.name
+            annotation = _bound(item.annotation, bindings)
+            if not item.required:
+                annotation = optional_if_none(annotation, item.default)
+            node = _convert(annotation, ctx)
+            fields.append(ir.Field(name=item.name, type=node, required=item.required, default=item.default,
+                                   json_default=ir.MISSING if item.required else json_default(item.default),
+                                   description=written_description(node) or docs.get(item.name)))
     finally:
         ctx.parameter = outer_parameter
-    description = _class_description(cls)
-    return ir.Object(name=name, fields=tuple(fields), cls=cls, kind=kind, description=description)
+    return ir.Object(name=name, fields=tuple(fields), cls=cls, kind=kind, description=class_description(cls))
 
 
 def _bound(annotation: Any, bindings: dict[Any, Any]) -> Any:
@@ -587,12 +477,12 @@ def _bound(annotation: Any, bindings: dict[Any, Any]) -> Any:
     return annotation
 
 
-def _init_fields(cls: type, hints: dict[str, Any]) -> list[dataclasses.Field]:
-    """The fields a dataclass's `__init__` takes: `dataclasses.fields` plus `InitVar` pseudo-fields
-    (which it leaves out, though `__init__` requires them), without `init=False` ones."""
-    stored = {item.name for item in dataclasses.fields(cls)}
-    return [item for item in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
-            if item.init and (item.name in stored or isinstance(hints.get(item.name), dataclasses.InitVar))]
+def optional_if_none(annotation: Any, default: Any) -> Any:
+    """`x: int = None` means `int | None`: the one place this rule lives (parameters, `__init__`
+    parameters, dataclass and NamedTuple fields all ask here)."""
+    if default is None and annotation is not Any:
+        return typing.Optional[annotation]
+    return annotation
 
 
 def written_description(node: ir.Node) -> str | None:
@@ -602,51 +492,23 @@ def written_description(node: ir.Node) -> str | None:
     parameter or field: the parameter's own docs must outrank it, and it must not be copied beside a
     `$ref` (the definition already carries it).
     """
-    if isinstance(node, ir.Object) and node.cls is not None and node.description == _class_description(node.cls):
+    if isinstance(node, ir.Object) and node.cls is not None and node.description == class_description(node.cls):
         return None
     return node.description
 
 
-def _class_description(cls: type) -> str | None:
-    doc = cls.__dict__.get("__doc__")
-    if not doc or not isinstance(doc, str):
+def class_description(cls: type) -> str | None:
+    """What a record's docstring says about the type: its summary paragraph (the field sections
+    belong to the fields); None when it has no docstring of its own (see `records.class_docstring`)."""
+    doc = class_docstring(cls)
+    if doc is None:
         return None
-    import inspect
-
-    text = inspect.cleandoc(doc)
-    if cls.__module__ != "builtins" and (text.startswith(cls.__name__ + "(") or _is_namedtuple(cls)
-                                         and text.startswith(cls.__name__)):
-        return None  # dataclass/namedtuple auto-generated signature docstrings say nothing
-    # keep the summary paragraph only: field sections belong to the fields
-    return text.split("\n\n", 1)[0].strip() or None
-
-
-def _nested(parent: str | None, child: str) -> str:
-    return f"{parent}.{child}" if parent else child
-
-
-def _nullable_if_none(annotation: Any, default: Any) -> Any:
-    """`x: int = None` means `int | None`."""
-    if default is None and annotation is not Any and annotation is not _EMPTY:
-        return typing.Optional[annotation]
-    return annotation
-
-
-class _Factory:
-    """A dataclass default_factory as a default value (called only when rendering needs a value)."""
-
-    __slots__ = ("factory",)
-
-    def __init__(self, factory: Callable[[], Any]):
-        self.factory = factory
-
-    def __repr__(self) -> str:
-        return f"<factory {getattr(self.factory, '__name__', self.factory)}>"
+    return inspect.cleandoc(doc).split("\n\n", 1)[0].strip() or None
 
 
 def json_default(value: Any) -> Any:
     """A Python default as JSON, or `ir.MISSING` when it has no faithful JSON form."""
-    if isinstance(value, _Factory):
+    if isinstance(value, Factory):
         if value.factory in (list, dict, set, tuple, frozenset):
             value = value.factory()
         else:
@@ -655,4 +517,5 @@ def json_default(value: Any) -> Any:
 
 
 __all__ = ["Context", "to_ir", "type_name", "json_default", "duration_text", "class_hints", "written_description",
-           "metadata_constraints", "with_constraints"]
+           "class_description", "optional_if_none", "metadata_constraints", "with_constraints",
+           "is_typeddict", "is_namedtuple", "is_pydantic_model"]
