@@ -7,7 +7,7 @@
   `dispatch(tool_name, **arguments)` with the schema's own property names.
 * `read_tool_def` finds name, description and parameters in a definition of any provider format.
 
-All read the schema with `schema.read` (`schema_to_ir`, `arguments_object`, re-exported here). A
+All read the schema with `schema` (`schema_to_ir`, `arguments_object`: re-exported here). A
 definition that cannot be used raises `SchemaError`; calling a `mk_tool` function with arguments its
 signature refuses raises TypeError, like any Python function.
 """
@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
-from .schema.read import (MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, arguments_object, parameters_root, schema_error,
-                          schema_to_ir)
+from .schema.arguments import arguments_object, parameters_root, schema_error
+from .schema.read import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, schema_to_ir
 from .tool import Tool
 
 __all__ = ["schema_to_ir", "arguments_object", "tool_from_schema", "schema2sig", "mk_tool", "read_tool_def",

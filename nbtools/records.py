@@ -163,18 +163,14 @@ def _required_marker(annotation: Any) -> bool | None:
 def class_docstring(cls: type) -> str | None:
     """The docstring written in the body of `cls` itself, as written (not cleaned).
 
-    None when it has none, or when the one it has was made up: `collections.namedtuple` writes
-    `Name(a, b)` and `dataclasses` writes the class name and its `__init__` signature on one line
-    (`Name(a: int, b: str = 'x')`); they say nothing the fields do not. A docstring a person wrote
-    is kept even when it starts with the class name (`Point(x, y) on the grid...`).
+    None when it has none, or when the one it has was made up: a class that `dataclasses` or
+    `collections.namedtuple` (also `typing.NamedTuple`) made gets one line, its name and fields
+    (`Name(a: int, b: str = 'x')`, `Name(a, b)`), which says nothing the fields do not. A docstring
+    a person wrote is kept even when it starts with the class name (`Point(x, y) on the grid...`).
     """
     doc = cls.__dict__.get("__doc__")
     if not isinstance(doc, str) or not doc.strip():
         return None
-    if "_fields" in cls.__dict__ and is_namedtuple(cls):
-        generated = doc == f"{cls.__name__}({', '.join(cls._fields)})"  # type: ignore[attr-defined]
-    elif "__dataclass_fields__" in cls.__dict__:
-        generated = "\n" not in doc and doc.startswith(cls.__name__ + "(") and doc.endswith(")")
-    else:
-        generated = False
+    made = "__dataclass_fields__" in cls.__dict__ or "_fields" in cls.__dict__ and is_namedtuple(cls)
+    generated = made and "\n" not in doc and doc.startswith(cls.__name__ + "(") and doc.endswith(")")
     return None if generated else doc

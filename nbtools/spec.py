@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
-from .records import is_namedtuple, is_pydantic_model
 
 __all__ = ["Spec", "callable_spec", "unnamed_error"]
 
@@ -129,9 +128,10 @@ def _shape(fn: Any) -> tuple[Any, Any, bool]:
 
 def _build_spec(fn: Any, drop_first: bool) -> Spec:
     # lazy: describing the first function pays for docstring parsing and type conversion, not `import nbtools`
+    from .constraints import with_constraints
     from .docs import compose_description, field_docs, function_docs
     from .schema.render import render_schema
-    from .typeinfo import Context, json_default, optional_if_none, to_ir, type_name, with_constraints, written_description
+    from .typeinfo import Context, json_default, optional_if_none, to_ir, type_name, written_description
 
     target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
     display = name or "<lambda>"
@@ -240,6 +240,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
 def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | None:
     """(signature with a leading `self`, resolved hints) of a class whose `__init__` does not say
     what it takes: a NamedTuple (fields go to `__new__`) or a pydantic model (`**data`); else None."""
+    from .records import is_namedtuple, is_pydantic_model
     from .typeinfo import Context, class_hints
 
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
@@ -349,7 +350,7 @@ def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
         return None
     from pydantic_core import PydanticUndefined
 
-    from .typeinfo import metadata_constraints
+    from .constraints import metadata_constraints
 
     real = default.default
     if real is PydanticUndefined:

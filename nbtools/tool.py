@@ -4,7 +4,7 @@ Everything downstream (formats, dispatch, magics, MCP) reads the Tool, never the
 This module is at the bottom of the data path: at module level it imports only `ir` and `errors`.
 Its convenience methods reach their stage when called, and none of those stages imports this module
 back except `call` (the one such edge): `from_function` -> `spec` (what a callable takes),
-`from_schema` -> `schema.read`, `schema` -> `formats`, `call`/`acall` -> `call`.
+`from_schema` -> `schema.arguments`, `schema` -> `formats`, `call`/`acall` -> `call`.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class Tool:
         if not isinstance(name, str) or not name:
             raise SchemaError(None, None, f"Tool.from_schema: the tool name must be a non-empty string, "
                                           f"got {name!r}")
-        from .schema.read import arguments_object, parameters_root
+        from .schema.arguments import arguments_object, parameters_root
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)

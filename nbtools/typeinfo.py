@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import ir
+from .constraints import metadata_constraints, with_constraints
 from .errors import SchemaError
 from .records import Factory, class_docstring, is_namedtuple, is_pydantic_model, is_typeddict, record_fields, record_kind
 from .values import duration_text, to_json
@@ -56,13 +57,6 @@ _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
 
 # typing constructs whose bare (unsubscripted) forms mean "any"
 _ANY_LIKE = (Any, object)
-
-# annotated_types / pydantic metadata attribute -> JSON Schema keyword
-_CONSTRAINT_ATTRS = {
-    "gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum",
-    "multiple_of": "multipleOf", "min_length": "minLength", "max_length": "maxLength",
-    "pattern": "pattern",
-}
 
 
 @dataclass
@@ -297,69 +291,6 @@ def _convert_annotated(base: Any, metadata: tuple[Any, ...], ctx: Context) -> ir
         node = with_constraints(node, tuple(constraints.items()))
     return dataclasses.replace(node, description=description) if description is not None else node
 
-
-def metadata_constraints(meta: Any) -> ir.Constraints:
-    """The validation keywords one `Annotated` metadata object carries (pydantic `Field(ge=1)`,
-    annotated_types `Gt(0)`, `Len(1, 5)`, ...), written as for a string or a number: `minLength`
-    and `maxLength` stand for any length until `with_constraints` sees what they apply to."""
-    found: dict[str, Any] = {}
-    for item in [meta, *getattr(meta, "metadata", ())]:
-        for attr, keyword in _CONSTRAINT_ATTRS.items():
-            value = getattr(item, attr, None)
-            if value is not None and not callable(value):
-                found[keyword] = value
-    return tuple(found.items())
-
-
-# A length bound means characters for a string, items for an array, keys for an object.
-_LENGTH_KEYWORDS = {"minLength": ("minItems", "minProperties"), "maxLength": ("maxItems", "maxProperties")}
-_NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
-
-
-def _constraint_for(node: ir.Node, keyword: str) -> str | None:
-    """The keyword that carries `keyword` (written as for strings/numbers) on `node`, None when it
-    says nothing about the values `node` accepts."""
-    if isinstance(node, ir.AnyValue):
-        return keyword
-    if keyword in _NUMBER_KEYWORDS:
-        numeric = isinstance(node, (ir.Int, ir.Float)) or isinstance(node, (ir.Literal, ir.Enum)) and any(
-            isinstance(value, (int, float)) and not isinstance(value, bool) for value in node.values)
-        return keyword if numeric else None
-    if keyword in _LENGTH_KEYWORDS:
-        items, keys = _LENGTH_KEYWORDS[keyword]
-        if isinstance(node, (ir.Array, ir.Tuple)):
-            return items
-        if isinstance(node, (ir.Map, ir.Object, ir.Ref, ir.Pydantic)):
-            return keys
-        if isinstance(node, ir.Str) or isinstance(node, (ir.Literal, ir.Enum)) and any(
-                isinstance(value, str) for value in node.values):
-            return keyword
-        return None
-    if keyword == "pattern":
-        return keyword if isinstance(node, (ir.Str, ir.Literal, ir.Enum)) else None
-    return keyword
-
-
-def with_constraints(node: ir.Node, constraints: ir.Constraints) -> ir.Node:
-    """`node` with validation `constraints` added (later ones win), each written with the keyword
-    that means it for this node (`min_length` on a list is `minItems`). On a union each goes to the
-    options it applies to (`Annotated[int | None, Field(ge=1)]`: the integer must be >= 1), so that
-    flattening the union with another cannot lose it and strict dialects never see it beside anyOf."""
-    if not constraints:
-        return node
-    if isinstance(node, ir.Union):
-        options = tuple(with_constraints(option, tuple(
-            pair for pair in constraints if _constraint_for(option, pair[0]) is not None))
-            for option in node.options)
-        return dataclasses.replace(node, options=options)
-    merged = dict(node.constraints)
-    for keyword, value in constraints:
-        target = _constraint_for(node, keyword)
-        if target is not None:
-            merged[target] = value
-    if merged == dict(node.constraints):
-        return node
-    return dataclasses.replace(node, constraints=tuple(merged.items()))
 
 
 def _convert_literal(values: tuple[Any, ...], ctx: Context) -> ir.Node:

@@ -738,3 +738,60 @@ def test_import_stays_light():
             "if m in sys.modules]; print(bad)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------------------
+# A generated class docstring: one rule (`records.class_docstring`) for the type's description
+# and for the class used as a tool. The two copies disagreed: the type side dropped any docstring
+# starting with the class name and "(" (also a plain class's own), or, for a NamedTuple, starting
+# with its name at all; the docs side kept both.
+# ---------------------------------------------------------------------------------------------
+class Grid(NamedTuple):
+    """Grid cells are counted from the top left corner."""
+
+    rows: int
+    columns: int
+
+
+class Segment:
+    """Segment(a, b) joins two points; it has no direction."""
+
+    def __init__(self, a: int, b: int):
+        self.a, self.b = a, b
+
+
+@dataclasses.dataclass
+class Generated:
+    x: int
+    y: str = "s"
+
+
+class GeneratedTuple(NamedTuple):
+    x: int
+
+
+@pytest.mark.parametrize("cls, wanted", [
+    (Grid, "Grid cells are counted from the top left corner."),
+    (Segment, "Segment(a, b) joins two points; it has no direction."),
+    (Generated, None),
+    (GeneratedTuple, None),
+])
+def test_a_written_class_docstring_is_kept_and_a_generated_one_dropped_everywhere(cls, wanted):
+    from nbtools import get_schema, type_schema
+
+    assert Generated.__doc__.startswith("Generated(x: ") and GeneratedTuple.__doc__.startswith("GeneratedTuple(x")
+    assert type_schema(cls).get("description") == wanted
+    assert function_docs(cls).description == (wanted or "")
+    assert get_schema(cls)["description"] == (wanted or "")
+
+
+def test_a_one_line_docstring_shaped_like_a_signature_on_a_plain_class_is_kept():
+    from nbtools.records import class_docstring
+
+    class Pair:
+        "Pair(left, right)"
+
+        def __init__(self, left: int, right: int):
+            pass
+
+    assert class_docstring(Pair) == "Pair(left, right)"  # no generator wrote it

@@ -212,6 +212,8 @@ class TestReferences:
     def test_json_pointer_escapes(self):
         schema = {"$ref": "#/$defs/a~1b", "$defs": {"a/b": {"type": "boolean"}}}
         assert schema_to_ir(schema) == ir.Bool()
+        encoded = {"$ref": "#/$defs/a%20b~0c", "$defs": {"a b~c": {"type": "integer"}}}  # URI fragment: %-decoded
+        assert schema_to_ir(encoded) == ir.Int()
 
     def test_unresolvable_refs_are_ignored(self):
         assert schema_to_ir({"$ref": "#/$defs/Nope"}) == ir.AnyValue()
@@ -658,3 +660,31 @@ def test_names_python_would_normalise_collide():
     assert py_name("ﬁle") == "file"
     with pytest.raises(SchemaError, match="both map to the Python parameter name 'file'"):
         schema2sig({"name": "n", "inputSchema": {"type": "object", "properties": {"ﬁle": {}, "file": {}}}})
+
+
+def test_every_schema_entry_point_raises_schema_error_naming_the_tool():
+    # Tool.from_function raised SchemaError, Tool.from_schema ValueError/TypeError: one error now,
+    # still a TypeError for code that caught that
+    bad = {"type": "array"}
+    for attempt in (lambda: Tool.from_schema("bad", "", bad, None), lambda: tool_from_schema("bad", "", bad, None),
+                    lambda: schema2sig({"name": "bad", "parameters": bad}),
+                    lambda: mk_tool(lambda *a, **k: None, {"name": "bad", "parameters": bad})):
+        with pytest.raises(SchemaError, match="tool 'bad': parameters must be a JSON Schema of type 'object'") as info:
+            attempt()
+        assert isinstance(info.value, TypeError) and info.value.function == "bad"
+    with pytest.raises(TypeError, match="unknown option"):
+        Tool.from_schema("t", "", None, None, colour="red")
+
+
+def test_arguments_object_is_public_beside_the_reader_and_re_exported_here():
+    from nbtools import inverse
+    from nbtools.schema import read
+    from nbtools.schema.arguments import arguments_object
+
+    assert inverse.arguments_object is arguments_object and inverse.schema_to_ir is read.schema_to_ir
+    args = arguments_object("t", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
+    assert [(item.name, item.type, item.required) for item in args.fields] == [("a", ir.Int(), True)]
+    opened = arguments_object("m", {"type": "object", "additionalProperties": {"type": "string"}, "description": "d"})
+    assert (opened.fields, opened.extra, opened.description) == ((), ir.Str(), "d")
+    with pytest.raises(SchemaError, match="tool 'u': parameters must describe a JSON object"):
+        arguments_object("u", {"anyOf": [{"type": "integer"}]})

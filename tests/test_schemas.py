@@ -17,7 +17,7 @@ import sys
 import textwrap
 import weakref
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, NamedTuple
 
 import pydantic
 import pytest
@@ -598,3 +598,68 @@ def test_a_partial_that_binds_what_the_function_does_not_take_is_refused() -> No
         with pytest.raises(SchemaError, match=reason) as caught:
             get_schema(bound)
         assert (caught.value.function, caught.value.parameter) == ("pair", parameter)
+
+
+# -- one rule, one place ---------------------------------------------------------------------------
+
+@dataclass
+class Box:
+    width: int = None  # type: ignore[assignment]
+    label: Annotated[str, "what is inside"] = None  # type: ignore[assignment]
+
+
+class Corner(NamedTuple):
+    x: int = None  # type: ignore[assignment]
+
+
+class Frame:
+    def __init__(self, width: int = None):  # type: ignore[assignment]
+        self.width = width
+
+
+@pytest.mark.parametrize("record", [Box, Corner, Frame])
+def test_a_none_default_makes_a_field_nullable_in_every_kind_of_record(record: type) -> None:
+    # "x: int = None means nullable" held for parameters and plain classes' __init__, not for
+    # dataclass and NamedTuple fields: their schema said integer with a null default
+    width = "width" if record is not Corner else "x"
+    schema = type_schema(record)
+    assert schema["properties"][width] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+    Draft202012Validator(schema).validate({width: None})
+
+    def place(item):  # type: ignore[no-untyped-def]
+        return item
+
+    place.__annotations__ = {"item": record}
+
+    assert get_schema(place)["parameters"]["properties"]["item"]["properties"][width]["default"] is None
+    assert getattr(Tool.from_function(place).call({"item": {width: None}}), width) is None
+
+
+def test_a_none_default_keeps_the_written_description() -> None:
+    assert type_schema(Box)["properties"]["label"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "description": "what is inside"}
+
+
+def test_tools_from_a_module_and_the_cli_list_the_same_functions(tmp_path: Any) -> None:
+    # `tools_from(module)` ignored `__all__` while the `nbtools` command honoured it: one lister now
+    import importlib.util
+
+    from nbtools import tools_from
+    from nbtools.cli import module_tools
+    from nbtools.introspect import module_functions
+
+    source = ("from json import dumps\n__all__ = ['area', 'dumps', 'Shape']\n"
+              "class Shape:\n    pass\n"
+              "def area(w: float, h: float) -> float:\n    return w * h\n"
+              "def helper(x: int) -> int:\n    return x\n")
+    path = tmp_path / "shapes_for_layout.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("shapes_for_layout", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    assert [name for name, _value in module_functions(module)] == ["area", "dumps"]
+    assert [each.name for each in tools_from(module)] == ["shapes_for_layout.area", "shapes_for_layout.dumps"]
+    assert sorted(each.name for each in module_tools(module)) == ["area", "dumps"]
+    del module.__all__
+    assert [name for name, _value in module_functions(module)] == ["area", "helper"]
+    assert [each.name for each in tools_from(module)] == ["shapes_for_layout.area", "shapes_for_layout.helper"]

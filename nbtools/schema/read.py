@@ -2,9 +2,8 @@
 
 `schema_to_ir` reads any JSON Schema into nodes with no Python conversion attached (a string is
 `Str(py=str)` whatever its `format`, an object is `Object(kind="dict")`), so validated values stay
-plain JSON; unknown keywords are ignored (looser validation, never an error). `arguments_object`
-reads a tool's parameters schema (checked by `parameters_root`) into the arguments object dispatch
-validates against. Every error is a `SchemaError`.
+plain JSON; unknown keywords are ignored (looser validation, never an error). Every error is a
+`SchemaError`. A tool's parameters schema becomes its arguments object in `arguments.py`.
 """
 
 from __future__ import annotations
@@ -12,13 +11,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 from typing import Any
-from urllib.parse import unquote
 
 from .. import ir
 from ..errors import SchemaError
 
-__all__ = ["schema_to_ir", "arguments_object", "parameters_root", "check_json_depth", "schema_error",
-           "json_types", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]
+__all__ = ["schema_to_ir", "check_json_depth", "json_types", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]
 
 # Validation keywords kept as node constraints, by the JSON type they apply to.
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern")
@@ -285,7 +282,7 @@ class _Reader:
             return self.root
         if not pointer.startswith("#/"):
             return _UNRESOLVED  # an `$anchor` name: not supported
-        parts = [unquote(part).replace("~1", "/").replace("~0", "~") for part in pointer[2:].split("/")]
+        parts = [_segment(part) for part in pointer[2:].split("/")]
         current: Any = self.root
         for part in parts:
             if isinstance(current, dict) and part in current:
@@ -307,7 +304,16 @@ def _pointer_name(pointer: str, schema: Any) -> str:
     """The definition name a pointer ends in (`#/$defs/Node` -> `Node`); for `#`, the schema's title."""
     if pointer == "#":
         return _text(schema.get("title")) or "" if isinstance(schema, dict) else ""
-    return unquote(pointer.rsplit("/", 1)[-1]).replace("~1", "/").replace("~0", "~")
+    return _segment(pointer.rsplit("/", 1)[-1])
+
+
+def _segment(part: str) -> str:
+    """One JSON-pointer segment of a URI fragment: percent-decoded, then `~1` -> `/` and `~0` -> `~`."""
+    if "%" in part:
+        from urllib.parse import unquote  # here: `import nbtools` need not load urllib
+
+        part = unquote(part)
+    return part.replace("~1", "/").replace("~0", "~")
 
 
 def json_types(schema: dict) -> list[str] | None:
@@ -451,50 +457,3 @@ def _number(value: Any) -> int | float | None:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-# -- a tool's parameters schema -> its arguments object ---------------------------------------------
-def schema_error(tool: str | None, reason: str) -> SchemaError:
-    """A SchemaError about the parameters schema of `tool`: its text starts `tool 'name': `, and its
-    `function` field is the tool's name."""
-    error = SchemaError(None, None, f"tool {tool!r}: {reason}" if tool else reason)
-    error.function = tool
-    return error
-
-
-def parameters_root(name: str, parameters: Any) -> dict:
-    """A private copy of tool `name`'s parameters schema, checked to be an object schema, with
-    `type` spelled out (None: no parameters). SchemaError when it is not one."""
-    if parameters is None:
-        return {"type": "object", "properties": {}}
-    if not isinstance(parameters, dict):
-        raise schema_error(name, "parameters must be a JSON Schema object (a dict), "
-                                 f"got {type(parameters).__name__}")
-    types = json_types(parameters)
-    if types is None and "$ref" not in parameters and "type" in parameters or \
-            types is not None and types != ["object"]:
-        raise schema_error(name, f"parameters must be a JSON Schema of type 'object', got type {parameters['type']!r}")
-    check_json_depth(parameters, f"parameters schema of tool {name!r}")
-    copied = copy.deepcopy(parameters)
-    if types is None and "$ref" not in copied:
-        copied = {"type": "object", **copied}
-    return copied
-
-
-def arguments_object(name: str, parameters: dict) -> ir.Object:
-    """The arguments object (an `ir.Object` whose fields are the properties) of tool `name`'s
-    parameters schema (checked by `parameters_root`); a schema of extra keys only (a map) becomes an
-    Object with no fields and `extra`. SchemaError, naming the tool, when it describes no object or
-    is too large to read."""
-    try:
-        node = schema_to_ir(parameters)
-    except SchemaError as error:
-        raise schema_error(name, str(error)) from None
-    if isinstance(node, ir.Ref) and node.target is not None:
-        node = node.target()
-    if isinstance(node, ir.Map):
-        return ir.Object(fields=(), kind="dict", extra=node.value, description=node.description)
-    if not isinstance(node, ir.Object):
-        raise schema_error(name, "parameters must describe a JSON object with named properties; "
-                                 f"read it as {type(node).__name__}")
-    return node

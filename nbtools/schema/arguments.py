@@ -1,0 +1,63 @@
+"""A tool's parameters schema -> its arguments object: the `ir.Object` dispatch validates against.
+
+`parameters_root` checks that the schema describes an object and copies it; `arguments_object` reads
+it with `schema_to_ir`. Used by `Tool.from_schema`, the inverse (`schema2sig`, `mk_tool`) and
+dispatch (for a Tool built without an arguments object). Errors are `SchemaError`s naming the tool.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .. import ir
+from ..errors import SchemaError
+from .read import check_json_depth, json_types, schema_to_ir
+
+__all__ = ["arguments_object", "parameters_root", "schema_error"]
+
+
+def schema_error(tool: str | None, reason: str) -> SchemaError:
+    """A SchemaError about the parameters schema of `tool`: its text starts `tool 'name': `, and its
+    `function` field is the tool's name."""
+    error = SchemaError(None, None, f"tool {tool!r}: {reason}" if tool else reason)
+    error.function = tool
+    return error
+
+
+def parameters_root(name: str, parameters: Any) -> dict:
+    """A private copy of tool `name`'s parameters schema, checked to be an object schema, with
+    `type` spelled out (None: no parameters). SchemaError when it is not one."""
+    if parameters is None:
+        return {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        raise schema_error(name, "parameters must be a JSON Schema object (a dict), "
+                                 f"got {type(parameters).__name__}")
+    types = json_types(parameters)
+    if types is None and "$ref" not in parameters and "type" in parameters or \
+            types is not None and types != ["object"]:
+        raise schema_error(name, f"parameters must be a JSON Schema of type 'object', got type {parameters['type']!r}")
+    check_json_depth(parameters, f"parameters schema of tool {name!r}")
+    copied = copy.deepcopy(parameters)
+    if types is None and "$ref" not in copied:
+        copied = {"type": "object", **copied}
+    return copied
+
+
+def arguments_object(name: str, parameters: dict) -> ir.Object:
+    """The arguments object (an `ir.Object` whose fields are the properties) of tool `name`'s
+    parameters schema (checked by `parameters_root`); a schema of extra keys only (a map) becomes an
+    Object with no fields and `extra`. SchemaError, naming the tool, when it describes no object or
+    is too large to read."""
+    try:
+        node = schema_to_ir(parameters)
+    except SchemaError as error:
+        raise schema_error(name, str(error)) from None
+    if isinstance(node, ir.Ref) and node.target is not None:
+        node = node.target()
+    if isinstance(node, ir.Map):
+        return ir.Object(fields=(), kind="dict", extra=node.value, description=node.description)
+    if not isinstance(node, ir.Object):
+        raise schema_error(name, "parameters must describe a JSON object with named properties; "
+                                 f"read it as {type(node).__name__}")
+    return node
