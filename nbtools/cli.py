@@ -33,7 +33,7 @@ import importlib.util
 import json
 import os
 import sys
-import types as pytypes
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -82,7 +82,7 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
                       "or a list of them")
 
 
-def _import_target_module(spec: str) -> pytypes.ModuleType:
+def _import_target_module(spec: str) -> types.ModuleType:
     if spec.endswith(".py") or os.sep in spec or "/" in spec:
         path = Path(spec)
         if not path.is_file():
@@ -121,7 +121,7 @@ def _file_module_name(stem: str) -> str:
     return f"nbtools_target_{stem if stem.isidentifier() else 'module'}"
 
 
-def _lookup_attribute(module: pytypes.ModuleType, dotted: str, target: str) -> Any:
+def _lookup_attribute(module: types.ModuleType, dotted: str, target: str) -> Any:
     value: Any = module
     for part in dotted.split("."):
         if not part.isidentifier():
@@ -133,7 +133,7 @@ def _lookup_attribute(module: pytypes.ModuleType, dotted: str, target: str) -> A
     return value
 
 
-def module_tools(module: pytypes.ModuleType) -> Registry:
+def module_tools(module: types.ModuleType) -> Registry:
     """The public functions of a module (`introspect.module_functions`: its `__all__`, or what it defines), as Tools."""
     members = module_functions(module)
     if not members:
