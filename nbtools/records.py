@@ -12,8 +12,7 @@ import dataclasses
 import inspect
 import sys
 import typing
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from . import ir
 
@@ -75,11 +74,10 @@ def record_kind(cls: type) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class RecordField:
-    """One field a model fills in: its name, annotation (unresolved parts as given in `hints`),
-    whether it is required, and its Python default (`ir.MISSING` when required; a `Factory` for a
-    dataclass `default_factory`)."""
+class RecordField(NamedTuple):
+    """One field a model fills in: its name, annotation (as given in `hints`), whether it is
+    required, and its Python default (`ir.MISSING` when required; a `Factory` for a dataclass
+    `default_factory`). A NamedTuple: built once per field of every record described, it must be cheap."""
 
     name: str
     annotation: Any

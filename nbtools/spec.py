@@ -102,10 +102,14 @@ def _classes_in(node: ir.Node, found: set[type]) -> set[type]:
     cls = getattr(node, "cls", None)
     if isinstance(cls, type):
         found.add(cls)
-    if isinstance(node, ir.Object):
+    if isinstance(node, ir.Object):  # its fields' defaults count too (walked here, not through ir.children)
         for item in node.fields:
             if item.default is not ir.MISSING and type(item.default).__module__ != "builtins":
                 found.add(type(item.default))
+            _classes_in(item.type, found)
+        if node.extra is not None:
+            _classes_in(node.extra, found)
+        return found
     for child in ir.children(node):  # an ir.Ref is a leaf: it points back to an Object already visited
         _classes_in(child, found)
     return found
@@ -127,11 +131,14 @@ def _shape(fn: Any) -> tuple[Any, Any, bool]:
 
 
 def _build_spec(fn: Any, drop_first: bool) -> Spec:
-    # lazy: describing the first function pays for docstring parsing and type conversion, not `import nbtools`
-    from .constraints import with_constraints
-    from .docs import compose_description, field_docs, function_docs
+    # Lazy: the first function described pays for docstring parsing and type conversion, not
+    # `import nbtools`. From submodules, not the `docs` package (a package's names are looked up anew
+    # by every such import).
+    from .docs.classes import field_docs, function_docs
+    from .docs.functions import compose_description
     from .schema.render import render_schema
-    from .typeinfo import Context, json_default, optional_if_none, to_ir, type_name, written_description
+    from .typeinfo import (Context, json_default, optional_if_none, to_ir, type_name, with_constraints,
+                           written_description)
 
     target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
     display = name or "<lambda>"

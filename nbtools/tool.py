@@ -76,11 +76,13 @@ class Tool:
         if isinstance(fn, Tool):
             given = {key: value for key, value in overrides.items() if value is not None}
             return fn.replace(**given) if overrides else fn
-        from .spec import callable_spec, unnamed_error
+        from .spec import callable_spec
 
         spec = callable_spec(fn)
         name = overrides.get("name") or spec.name
         if not name:
+            from .spec import unnamed_error
+
             raise unnamed_error(fn)
         hints = normalise_hints(overrides.get("hints"))
         if "name" in overrides and overrides["name"] != spec.name:

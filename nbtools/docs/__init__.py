@@ -30,19 +30,7 @@ in `def` headers), `functions.py` (`FunctionDocs` of a function, `compose_descri
 
 from __future__ import annotations
 
-from typing import Any
-
-from .classes import docs_of_class, field_docs
-from .functions import FunctionDocs, compose_description, docs_of_function
+from .classes import field_docs, function_docs
+from .functions import FunctionDocs, compose_description
 
 __all__ = ["FunctionDocs", "function_docs", "field_docs", "compose_description"]
-
-
-def function_docs(fn: Any) -> FunctionDocs:
-    """The descriptions of `fn` (a function, already unwrapped by the caller, or a class).
-
-    Never raises for missing or unreadable source: what cannot be read is simply not there.
-    """
-    if isinstance(fn, type):
-        return docs_of_class(fn)
-    return docs_of_function(fn)

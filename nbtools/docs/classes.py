@@ -25,7 +25,18 @@ from .comments import block_above, clean_comment, source_lines
 from .docstrings import parse_docstring
 from .functions import NO_PARAMS, FunctionDocs, docs_of_function
 
-__all__ = ["docs_of_class", "field_docs"]
+__all__ = ["function_docs", "docs_of_class", "field_docs"]
+
+
+def function_docs(fn: Any) -> FunctionDocs:
+    """The descriptions of `fn` (a function, already unwrapped by the caller, or a class).
+
+    Never raises for missing or unreadable source: what cannot be read is simply not there.
+    (Here rather than in the package's `__init__` so callers import it from a module: cheaper.)
+    """
+    if isinstance(fn, type):
+        return docs_of_class(fn)
+    return docs_of_function(fn)
 
 
 _FIELD_CACHE: "weakref.WeakKeyDictionary[type, dict[str, str]]" = weakref.WeakKeyDictionary()

@@ -182,7 +182,7 @@ def type_schema(tp: Any) -> dict:
     >>> type_schema(list[int])
     {'type': 'array', 'items': {'type': 'integer'}}
     """
-    from ..docs import field_docs
+    from ..docs.classes import field_docs
     from ..typeinfo import Context, to_ir
 
     ctx = Context(field_docs=field_docs)
