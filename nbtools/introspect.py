@@ -99,7 +99,6 @@ def module_functions(module: types.ModuleType) -> list[tuple[str, Any]]:
                 isinstance(value, types.FunctionType) and value.__module__ == module.__name__))]
 
 
-
 def tool(
     fn: Callable[..., Any] | None = None,
     *,

@@ -44,7 +44,7 @@ class Tool:
         strict: whether `.schema(fmt)` renders strict output by default.
         args: the intermediate form of the arguments object (an `ir.Object` whose fields are the
             parameters), used by `call` to validate and convert; None means "validate against
-            `parameters` only" (see `inverse.schema_to_ir`).
+            `parameters` only" (read with `schema.arguments.arguments_object`).
         passing: how each parameter is passed: tuple of (name, kind) where kind is "positional"
             (positional-only), "keyword" (positional-or-keyword and keyword-only), "varargs" (*args,
             a JSON array) or "varkw" (**kwargs: the extra keys of the arguments object).
