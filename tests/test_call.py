@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Optional, TypedDict
 import pydantic
 import pytest
 
-from nbtools import Limits, Registry, Tool, ToolCallError
+from nbtools import Limits, Registry, SchemaError, Tool, ToolCallError
 from nbtools import ir
 from nbtools.call import (
     ConversionError, acall_tool, call_func, call_func_async, call_plan, call_tool, compile_converter,
@@ -392,13 +392,13 @@ def test_tools_from_schemas_validate_against_the_schema():
 
 
 def test_a_hand_made_tool_reads_its_schema_as_tool_from_schema_does():
-    # one reader of "parameters schema -> arguments object" (inverse.arguments_object); dispatch had
-    # its own copy, which worded a non-object schema differently
+    # one reader of "parameters schema -> arguments object" (schema.arguments.arguments_object);
+    # dispatch had its own copy, which worded a non-object schema differently
     def echo(**arguments: Any) -> dict:
         return arguments
 
     not_an_object = {"$ref": "#/$defs/S", "$defs": {"S": {"type": "string"}}}
-    with pytest.raises(ValueError) as from_schema:
+    with pytest.raises(SchemaError) as from_schema:
         Tool.from_schema("text", "", not_an_object, echo)
     with pytest.raises(ToolCallError) as called:
         Tool(name="text", description="", parameters=not_an_object, fn=echo).call({})

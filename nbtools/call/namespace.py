@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import types as pytypes
+import types
 from collections.abc import Mapping
 from typing import Any, Iterable
 
@@ -21,8 +21,8 @@ from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..tool import Tool
 from .words import did_you_mean, got
 
-_BUILTIN_CALLABLES = (pytypes.BuiltinFunctionType, pytypes.BuiltinMethodType, pytypes.WrapperDescriptorType,
-                      pytypes.MethodWrapperType, pytypes.MethodDescriptorType, pytypes.ClassMethodDescriptorType)
+_BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
+                      types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
 
 
 def _not_a_tool(obj: Any) -> str | None:
@@ -35,22 +35,22 @@ def _not_a_tool(obj: Any) -> str | None:
         return None
     if isinstance(obj, type):
         return "a class"
-    if isinstance(obj, pytypes.ModuleType):
+    if isinstance(obj, types.ModuleType):
         return "a module"
     if isinstance(obj, _BUILTIN_CALLABLES):
         return "a builtin"
     if isinstance(obj, functools.partial):
         return _not_a_tool(obj.func)
-    if isinstance(obj, pytypes.FunctionType):
+    if isinstance(obj, types.FunctionType):
         return None
-    if isinstance(obj, pytypes.MethodType):
+    if isinstance(obj, types.MethodType):
         return _not_a_tool(obj.__func__)
     if not callable(obj):
         return f"not callable (a {type(obj).__name__})"
-    if isinstance(getattr(type(obj), "__call__", None), pytypes.FunctionType):
+    if isinstance(getattr(type(obj), "__call__", None), types.FunctionType):
         return None  # an instance of a Python class with __call__
     wrapped = getattr(obj, "__wrapped__", None)
-    if wrapped is not None and wrapped is not obj and isinstance(inspect.unwrap(obj), pytypes.FunctionType):
+    if wrapped is not None and wrapped is not obj and isinstance(inspect.unwrap(obj), types.FunctionType):
         return None  # functools.cache / lru_cache around a function
     return "a builtin"
 

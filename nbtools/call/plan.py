@@ -95,12 +95,9 @@ def _arguments_node(tool: Tool) -> ir.Object:
     (a Tool built directly from a schema, with no `args`)."""
     if tool.args is not None:
         return tool.args
-    from ..inverse import arguments_object  # the schema reader, needed only for such Tools
+    from ..schema.arguments import arguments_object  # the schema reader, needed only for such Tools
 
-    try:
-        return arguments_object(tool.name, tool.parameters)
-    except ValueError as error:  # not an object schema, or one too deep or too large to read
-        raise SchemaError(None, None, str(error)) from None  # the text names the tool already
+    return arguments_object(tool.name, tool.parameters)  # SchemaError naming the tool when unreadable
 
 
 def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:

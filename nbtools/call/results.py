@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import types as pytypes
+import types
 from typing import Any
 
 from ..errors import ToolCallError
@@ -34,7 +34,7 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
 def rendered(value: Any, max_chars: int) -> tuple[Any, str]:
     """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too."""
     unread = False
-    if type(value) is pytypes.GeneratorType:
+    if type(value) is types.GeneratorType:
         # A tool that `yield`s its results: the model gets them as a list. Each item takes at
         # least one character of the text, so more than `max_chars` items could not be shown
         # anyway; reading stops there, which also ends an endless generator.

@@ -14,7 +14,7 @@ import inspect
 import linecache
 import os
 import threading
-import types as pytypes
+import types
 from typing import Any, Awaitable, Callable
 
 from ..errors import ToolCallError
@@ -43,7 +43,7 @@ def _library_prefixes() -> tuple[str, ...]:
     return _library_dirs
 
 
-def _trim_traceback(tb: pytypes.TracebackType | None) -> pytypes.TracebackType | None:
+def _trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the outer frames that belong to nbtools (and the asyncio/threading plumbing it used)."""
     current = tb
     while current is not None and current.tb_frame.f_code.co_filename.startswith(_MACHINERY_DIRS):
@@ -55,7 +55,7 @@ def _trim_traceback(tb: pytypes.TracebackType | None) -> pytypes.TracebackType |
     return current
 
 
-def _frame_text(tb: pytypes.TracebackType | None) -> str:
+def _frame_text(tb: types.TracebackType | None) -> str:
     """The tool's line: the innermost frame outside the standard library and installed packages."""
     chosen = None
     libraries = _library_prefixes()
