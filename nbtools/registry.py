@@ -5,11 +5,11 @@ The default `registry` lives here (not in `nbtools/__init__.py`) so `%reload_ext
 
 from __future__ import annotations
 
-import fnmatch
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
+from .listing import glob_matches
 from .tool import Tool, normalise_hints
 
 
@@ -98,7 +98,7 @@ class Registry:
 
     def remove(self, name_or_glob: str) -> list[str]:
         """Remove tools by exact name or glob; returns the names removed (KeyError if none)."""
-        names = [name for name in self._tools if name == name_or_glob or fnmatch.fnmatchcase(name, name_or_glob)]
+        names = [name for name in self._tools if glob_matches(name, name_or_glob)]
         if not names:
             raise KeyError(f"no tool named {name_or_glob!r}")
         for name in names:
@@ -186,9 +186,9 @@ class Registry:
         wanted_hints = normalise_hints(hints)
         view = Registry(approve=self.approve, refuse_destructive=self.refuse_destructive, limits=self.limits)
         for tool in self.enabled():
-            if allow_globs and not any(fnmatch.fnmatchcase(tool.name, glob) for glob in allow_globs):
+            if allow_globs and not any(glob_matches(tool.name, glob) for glob in allow_globs):
                 continue
-            if any(fnmatch.fnmatchcase(tool.name, glob) for glob in deny_globs):
+            if any(glob_matches(tool.name, glob) for glob in deny_globs):
                 continue
             if not wanted_hints <= tool.hints:
                 continue
