@@ -493,8 +493,8 @@ def unload_ipython_extension(shell: Any) -> None:
         process.uninstall()
 
 
-__all__ = [
-    "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "defined_functions",
-    "register_objects", "remove_tools", "tool_table", "tool_definitions",
+__all__ = [  # the listing names are nbtools.listing's, still importable from here
+    "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "tool_row", "first_line", "parameter_summary",
+    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions",
     "load_ipython_extension", "unload_ipython_extension",
 ]
