@@ -9,8 +9,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .listing import glob_matches
 from .tool import Tool, normalise_hints
+from .listing import glob_matches  # the one rule for names and globs (shared with %tools, %untool, the panel)
 
 
 @dataclass(frozen=True)
