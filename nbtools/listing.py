@@ -1,39 +1,31 @@
-"""What the `%tools` table and the tools panel both show, and the one rule for matching tool names.
+"""What the `%tools` table and the tools panel both show, and how both match tool names.
 
-- `glob_matches(name, pattern)`: the name equals the pattern or matches it as a case-sensitive glob
-  (`math_*`, `calc.?`). The registry (`select`, `remove`), `%tools GLOB` and `%untool` use it.
+- `glob_matches(name, pattern)` (the registry's rule, re-exported): the name equals the pattern or
+  matches it as a case-sensitive glob (`math_*`, `calc.?`); `Registry.select`/`remove`, `%tools
+  GLOB` and `%untool` use it.
 - `name_matches(name, text)`: the panel's filter box, the same rule except that text without a
   wildcard matches anywhere in the name.
 - `matching_tools`, `tool_table` (the `%tools` listing), `first_line`, `parameter_summary`, and the
   format words both offer (`format_named`).
 
-This module imports only the standard library at module level (the registry imports it), so it
-never pulls in IPython, ipywidgets or the rest of nbtools.
+This module imports no IPython or ipywidgets, and of nbtools only the registry (for its rule).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .registry import Registry, glob_matches
+
 if TYPE_CHECKING:
-    from .registry import Registry
     from .tool import Tool
 
 _WILDCARDS = frozenset("*?[")
 
 
 # -- matching names --------------------------------------------------------------------------------
-
-def glob_matches(name: str, pattern: str) -> bool:
-    """Whether tool `name` is `pattern` itself or matches it as a glob (case-sensitive).
-
-    The exact comparison comes first so a name holding glob characters (`a[1]`) still matches itself.
-    """
-    return name == pattern or fnmatch.fnmatchcase(name, pattern)
-
 
 def name_matches(name: str, text: str) -> bool:
     """The panel's filter: a glob on the tool name; text without wildcards matches anywhere in it."""

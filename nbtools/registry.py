@@ -5,12 +5,12 @@ The default `registry` lives here (not in `nbtools/__init__.py`) so `%reload_ext
 
 from __future__ import annotations
 
+import fnmatch
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .tool import Tool, normalise_hints
-from .listing import glob_matches  # the one rule for names and globs (shared with %tools, %untool, the panel)
 
 
 @dataclass(frozen=True)
@@ -237,6 +237,13 @@ class Registry:
 
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
+
+
+def glob_matches(name: str, pattern: str) -> bool:
+    """Whether tool `name` is `pattern` itself or matches it as a case-sensitive glob: the one rule
+    for names and globs (`select`, `remove`, `%tools GLOB`, `%untool`, and the panel's filter).
+    The exact comparison comes first so a name holding glob characters (`a[1]`) matches itself."""
+    return name == pattern or fnmatch.fnmatchcase(name, pattern)
 
 
 def _same_definition(old: Any, new: Any) -> bool:
