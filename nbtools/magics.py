@@ -1,17 +1,28 @@
-"""IPython magics: `%%tool`, `%tool`, `%untool` and `%tools`.
+"""IPython magics: `%%tool`, `%tool`, `%untool` and `%tools` (`%load_ext nbtools`; `MAGIC?` for options).
 
-Loaded by `%load_ext nbtools` (or the "Python 3 (nbtools)" kernel, which preloads it). The tools go
-into the process-wide `nbtools.registry`, which lives in `nbtools/registry.py` rather than in the
-package's `__init__`, so `%reload_ext nbtools` keeps every registered tool.
+- `%%tool [-g GROUP] [--hints H ...] [--strict]` runs the cell like any cell, then registers the
+  functions it defines (`def`/`async def`, also inside `if`/`try`/`with`; `_names` are helpers and
+  skipped). A failing cell registers nothing and ends with an error; running it again replaces them.
+- `%tool NAME [NAME ...] [-g GROUP] [--hints H ...] [--strict]` registers functions that already
+  exist in the notebook (`mod.fn` follows attributes), each named after what was typed.
+- `%untool NAME|GLOB [...]` removes tools (the functions stay in the notebook).
+- `%tools [GLOB] [-g GROUP]` shows the table; `--fmt FMT [--strict]` prints the definitions a model
+  gets; `--panel` shows the panel; `--serve [PORT]`/`--stop` serve the enabled tools over MCP.
 
-This module imports IPython at the top: it is only imported when the extension is loaded.
+Hints: read-only, destructive, idempotent, open-world; `--strict` checks now that OpenAI's and
+Anthropic's strict modes can express each tool. Tools go into `nbtools.registry` (a submodule, so
+`%reload_ext nbtools` keeps them). `%unload_ext nbtools` removes the magics, stops the servers
+`--serve` started and undoes the interpreter's process-wide patches; the tools stay registered.
+
+`ToolMagics` only parses options and talks to the shell; the work is in plain functions here
+(usable without IPython) and in `nbtools.listing`. This module imports IPython at the top: it is
+only imported when the extension is loaded.
 """
 
 from __future__ import annotations
 
 import ast
-import fnmatch
-import html
+import inspect
 import json
 import shlex
 import sys
@@ -24,6 +35,10 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from .errors import SchemaError
+from .listing import (
+    ToolRow, ToolTable, first_line, format_named, glob_matches, matching_tools, parameter_summary, tool_row,
+    tool_table,
+)
 from .registry import Registry
 from .tool import Tool, normalise_hints
 
@@ -44,11 +59,9 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 
 
 class MagicError(Exception):
-    """A magic that failed for a reason the message says in full.
-
-    IPython shows `_render_traceback_` instead of a traceback, so the person sees one line and the
-    cell still ends with an error status (nbclient and `nbconvert --execute` stop there).
-    """
+    """A magic that failed for a reason the message says in full: IPython shows `_render_traceback_`
+    instead of a traceback, so the person sees one line and the cell still ends with an error status
+    (nbclient and `nbconvert --execute` stop there)."""
 
     def _render_traceback_(self) -> list[str]:
         return [str(self)]
@@ -96,12 +109,8 @@ def _collect_defs(statements: Iterable[Any], names: dict[str, None]) -> None:
 
 @dataclass(frozen=True)
 class Registration:
-    """What one registration did.
-
-    Fields:
-        registered: names of the tools added (or replaced), in order.
-        problems: (function name, reason) for each function that could not be registered.
-    """
+    """What one registration did: `registered`, the names of the tools added (or replaced), in order;
+    `problems`, (function name, reason) for each function that could not be registered."""
 
     registered: tuple[str, ...]
     problems: tuple[tuple[str, str], ...]
@@ -152,8 +161,7 @@ def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, 
     return Registration(tuple(registered), tuple(problems))
 
 
-# The providers with a strict mode; their strict forms differ (e.g. Anthropic refuses recursion).
-_STRICT_CHECKED = ("openai", "anthropic")
+_STRICT_CHECKED = ("openai", "anthropic")  # strict modes differ (Anthropic refuses recursion): check each
 
 
 def _strict_problem(built: Tool) -> str | None:
@@ -166,136 +174,60 @@ def _strict_problem(built: Tool) -> str | None:
     return None
 
 
-# -- listing ---------------------------------------------------------------------------------------
+# -- finding what a person named, removing, listing -------------------------------------------------
 
-@dataclass(frozen=True)
-class ToolRow:
-    """One line of the `%tools` table (plain text; escaped when rendered as HTML)."""
-
-    name: str
-    enabled: bool
-    group: str
-    hints: tuple[str, ...]
-    description: str
-    parameters: str
+_MISSING = object()
 
 
-def tool_row(tool: Tool, enabled: bool) -> ToolRow:
-    return ToolRow(
-        name=tool.name,
-        enabled=enabled,
-        group=tool.group or "",
-        hints=tuple(sorted(tool.hints)),
-        description=first_line(tool.description),
-        parameters=parameter_summary(tool.parameters),
-    )
+def _lookup(namespace: dict, dotted: str) -> Any:
+    """The object a person named (`fn` or `module.fn`) in the notebook namespace, or _MISSING (following
+    attributes is fine here: the person typing the magic already runs arbitrary code)."""
+    head, *rest = dotted.split(".")
+    if head not in namespace:
+        return _MISSING
+    found = namespace[head]
+    for attribute in rest:
+        found = getattr(found, attribute, _MISSING)
+        if found is _MISSING:
+            return _MISSING
+    return found
 
 
-def first_line(text: str, limit: int = 72) -> str:
-    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+def _is_unbound_method(namespace: dict, dotted: str, found: Any) -> bool:
+    """`Class.method` typed for a plain method: a function read from a class whose first
+    parameter is `self` (static and class methods come out as plain or bound functions)."""
+    if "." not in dotted or not inspect.isfunction(found):
+        return False
+    owner = _lookup(namespace, dotted.rsplit(".", 1)[0])
+    if not isinstance(owner, type):
+        return False
+    parameters = list(inspect.signature(found).parameters)
+    return bool(parameters) and parameters[0] == "self"
 
 
-def parameter_summary(parameters: dict) -> str:
-    """`a, b=1, c?` from a parameters schema: defaults shown, other optional names marked `?`."""
-    required = set(parameters.get("required", ()))
-    parts = []
-    for name, schema in parameters.get("properties", {}).items():
-        if name in required:
-            parts.append(name)
-        elif isinstance(schema, dict) and "default" in schema:
-            parts.append(f"{name}={json.dumps(schema['default'], ensure_ascii=False)}")
-        else:
-            parts.append(f"{name}?")
-    return ", ".join(parts)
-
-
-_COLUMNS = ("name", "group", "hints", "description", "parameters")
-
-
-@dataclass(frozen=True)
-class ToolTable:
-    """The `%tools` listing: HTML in a notebook, aligned text in a terminal.
-
-    Fields:
-        rows: one per tool, in registration order.
-        empty_message: shown when there are no rows.
-    """
-
-    rows: tuple[ToolRow, ...]
-    empty_message: str = "No tools registered."
-
-    def _cells(self, row: ToolRow) -> tuple[str, ...]:
-        name = row.name if row.enabled else f"{row.name} (disabled)"
-        return (name, row.group, ", ".join(row.hints), row.description, row.parameters)
-
-    def text(self) -> str:
-        if not self.rows:
-            return self.empty_message
-        table = [_COLUMNS, *(self._cells(row) for row in self.rows)]
-        widths = [max(len(line[column]) for line in table) for column in range(len(_COLUMNS))]
-        lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
-        lines.insert(1, "  ".join("-" * width for width in widths))
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        if not self.rows:
-            return f"<p>{html.escape(self.empty_message)}</p>"
-        head = "".join(f"<th style='text-align:left'>{column}</th>" for column in _COLUMNS)
-        body = []
-        for row in self.rows:
-            style = "" if row.enabled else " style='opacity:0.5' title='disabled'"
-            name = f"<code>{html.escape(row.name)}</code>" + ("" if row.enabled else " (disabled)")
-            hints = " ".join(f"<code>{html.escape(hint)}</code>" for hint in row.hints)
-            cells = (name, html.escape(row.group), hints, html.escape(row.description),
-                     f"<code>{html.escape(row.parameters)}</code>" if row.parameters else "")
-            body.append(f"<tr{style}>" + "".join(f"<td style='text-align:left'>{cell}</td>" for cell in cells)
-                        + "</tr>")
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.text())
-
-    def __repr__(self) -> str:
-        return self.text()
-
-
-def matching_tools(registry: Registry, glob: str | None = None, group: str | None = None) -> list[Tool]:
-    """The registry's tools (enabled or not) whose name matches `glob` and, if given, in `group`."""
-    return [tool for tool in registry
-            if (glob is None or fnmatch.fnmatchcase(tool.name, glob))
-            and (group is None or tool.group == group)]
-
-
-def tool_table(registry: Registry, glob: str | None = None, group: str | None = None) -> ToolTable:
-    tools = matching_tools(registry, glob, group)
-    rows = tuple(tool_row(tool, registry.is_enabled(tool.name)) for tool in tools)
-    if glob is None and group is None:
-        return ToolTable(rows)
-    wanted = " and ".join(part for part in (glob and f"name {glob!r}", group and f"group {group!r}") if part)
-    return ToolTable(rows, f"No tools match {wanted}.")
-
-
-def _format_name(fmt: str | None, strict: bool) -> str | None:
-    """The `Tool.schema` format for a `--fmt` word (any case; "neutral" is None); UsageError if unknown,
-    checked before any tool is rendered so a typo fails even when nothing is registered yet."""
-    from .formats import FORMATS, STRICT_FORMATS
-
-    wanted = None if fmt is None else fmt.strip().lower()
-    if wanted in ("neutral", "none"):
-        wanted = None
-    if wanted not in FORMATS:
-        raise UsageError(f"%tools --fmt {fmt}: unknown format; use one of neutral, {', '.join(FORMATS[1:])}")
-    if strict and wanted not in STRICT_FORMATS:
-        raise UsageError(f"%tools --strict: {fmt} has no strict mode; only {', '.join(sorted(STRICT_FORMATS))} have one")
-    return wanted
+def remove_tools(registry: Registry, patterns: Iterable[str]) -> list[str]:
+    """Remove the tools each name or glob matches; returns the names removed, in order. Every
+    pattern must match a tool, else nothing is removed and ValueError names those that match none."""
+    patterns = list(patterns)
+    names = registry.names()
+    unmatched = [pattern for pattern in patterns if not any(glob_matches(name, pattern) for name in names)]
+    if unmatched:
+        raise ValueError(f"no tool matches {', '.join(map(repr, unmatched))}; nothing was removed")
+    removed: list[str] = []
+    for pattern in patterns:
+        if any(glob_matches(name, pattern) for name in registry.names()):  # an earlier glob may have taken it
+            removed.extend(registry.remove(pattern))
+    return removed
 
 
 def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: str | None = None,
                      group: str | None = None) -> list[dict]:
-    """Definitions of the enabled tools that match, as a model would get them (MagicError on failure)."""
-    fmt_name = _format_name(fmt, strict)
+    """Definitions of the enabled tools that match, as a model would get them (UsageError for an
+    unknown format, before anything renders; MagicError naming a tool that has no such definition)."""
+    try:
+        fmt_name = format_named(fmt, strict)
+    except ValueError as error:
+        raise UsageError(f"%tools {error}") from None
     definitions = []
     for tool in matching_tools(registry, glob, group):
         if not registry.is_enabled(tool.name):
@@ -394,8 +326,8 @@ class ToolMagics(Magics):
         A dotted name (`%tool helpers.area`) follows attributes from a notebook variable. Each tool
         is named after what you typed (the last part of a dotted name), so a lambda or a
         `functools.partial` gets a name of its own. Every name is looked up before anything is
-        registered; an unknown name registers nothing. A function
-        nbtools cannot describe is reported and the magic fails after registering the others.
+        registered; an unknown name registers nothing. A function nbtools cannot describe is
+        reported and the magic fails after registering the others.
         """
         try:
             args = _parse_args(self.tool_line, line, "%tool")
@@ -415,8 +347,7 @@ class ToolMagics(Magics):
             else:
                 objects.append((name, found))
         if missing:
-            globs = any(char in name for name in missing for char in "*?[")
-            tip = " (%tool takes names, not globs)" if globs else ""
+            tip = " (%tool takes names, not globs)" if any(char in "".join(missing) for char in "*?[") else ""
             raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook{tip}; "
                              "nothing was registered")
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
@@ -441,15 +372,10 @@ class ToolMagics(Magics):
         themselves stay in the notebook.
         """
         args = _parse_args(self.untool, line, "%untool")
-        names = self.registry.names()
-        unmatched = [pattern for pattern in args.patterns
-                     if not any(name == pattern or fnmatch.fnmatchcase(name, pattern) for name in names)]
-        if unmatched:
-            raise UsageError(f"%untool: no tool matches {', '.join(map(repr, unmatched))}; nothing was removed")
-        removed: list[str] = []
-        for pattern in args.patterns:
-            if any(name == pattern or fnmatch.fnmatchcase(name, pattern) for name in self.registry.names()):
-                removed.extend(self.registry.remove(pattern))
+        try:
+            removed = remove_tools(self.registry, args.patterns)
+        except ValueError as error:
+            raise UsageError(f"%untool: {error}") from None
         print(f"Removed {len(removed)} tool{'s' if len(removed) != 1 else ''}: {', '.join(removed)}")
 
     # New `%tools` options: add an `@argument` below and a branch to `_tools_action`.
@@ -469,15 +395,14 @@ class ToolMagics(Magics):
     @line_magic("tools")
     def tools(self, line: str) -> None:
         """List the registered tools: `%tools [GLOB] [-g GROUP] [--fmt FMT [--strict]] [--panel]`;
-        serve them over MCP: `%tools --serve [PORT]`, `%tools --stop`.
-
-        Without options: a table (HTML in a notebook, text in a terminal) of name, group, hints, the
-        first line of the description and the parameters; disabled tools are marked. `--fmt` prints
-        the JSON definitions a model would get (enabled tools only). `--panel` shows the panel where
-        tools can be enabled, disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so
-        an agent outside can call the enabled tools while you keep working: the calls run on the
-        kernel's main thread between cells (see `nbtools.mcp`); `--stop` ends it. These are four
-        different actions: give at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call.
+        serve them over MCP: `%tools --serve [PORT]`, `%tools --stop`. Without options: a table (HTML
+        in a notebook, text in a terminal) of name, group, hints, the first line of the description
+        and the parameters; disabled tools are marked. `--fmt` prints the JSON definitions a model
+        would get (enabled tools only). `--panel` shows the panel where tools can be enabled,
+        disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so an agent outside can
+        call the enabled tools while you keep working: the calls run on the kernel's main thread
+        between cells (see `nbtools.mcp`); `--stop` ends it. These are four different actions: give
+        at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call.
         """
         args = _parse_args(self.tools, line, "%tools")
         self._tools_action(args)
@@ -508,39 +433,6 @@ class ToolMagics(Magics):
             print(json.dumps(definitions, indent=2, ensure_ascii=False, default=str))
             return
         display(tool_table(self.registry, args.glob, args.group))
-
-
-_MISSING = object()
-
-
-def _lookup(namespace: dict, dotted: str) -> Any:
-    """The object a person named (`fn` or `module.fn`) in the notebook namespace, or _MISSING.
-
-    Following attributes is fine here: the person typing the magic already runs arbitrary code.
-    """
-    head, *rest = dotted.split(".")
-    if head not in namespace:
-        return _MISSING
-    found = namespace[head]
-    for attribute in rest:
-        found = getattr(found, attribute, _MISSING)
-        if found is _MISSING:
-            return _MISSING
-    return found
-
-
-def _is_unbound_method(namespace: dict, dotted: str, found: Any) -> bool:
-    """`Class.method` typed for a plain method: a function read from a class whose first
-    parameter is `self` (static and class methods come out as plain or bound functions)."""
-    import inspect
-
-    if "." not in dotted or not inspect.isfunction(found):
-        return False
-    owner = _lookup(namespace, dotted.rsplit(".", 1)[0])
-    if not isinstance(owner, type):
-        return False
-    parameters = list(inspect.signature(found).parameters)
-    return bool(parameters) and parameters[0] == "self"
 
 
 def _parse_args(magic: Any, line: str, label: str) -> Any:
@@ -574,7 +466,8 @@ def load_ipython_extension(shell: Any) -> None:
 
 
 def unload_ipython_extension(shell: Any) -> None:
-    """Remove every magic this extension registered; the registry and its tools stay.
+    """Remove every magic this extension registered, stop the MCP servers `%tools --serve` started
+    and undo the interpreter's process-wide patches; the registry and its tools stay.
 
     IPython has no public way to unregister magics, so the names are popped from the magics
     manager's tables, only where they still point at our ToolMagics (another extension may have
@@ -593,10 +486,15 @@ def unload_ipython_extension(shell: Any) -> None:
     mcp_module = sys.modules.get("nbtools.mcp")
     if mcp_module is not None:
         mcp_module.stop()
+    # and the interpreter's process-wide patches (Thread.start, the SIGALRM functions) are undone;
+    # never imported here: a kernel where python() never ran has nothing to undo
+    process = sys.modules.get("nbtools.interp.process")
+    if process is not None:
+        process.uninstall()
 
 
-__all__ = [
-    "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "defined_functions",
-    "register_objects", "tool_table", "tool_definitions", "load_ipython_extension",
-    "unload_ipython_extension",
+__all__ = [  # the listing names are nbtools.listing's, still importable from here
+    "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "tool_row", "first_line", "parameter_summary",
+    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions",
+    "load_ipython_extension", "unload_ipython_extension",
 ]

@@ -74,7 +74,7 @@ class Registry(ToolSource):
 
     def remove(self, name_or_glob: str) -> list[str]:
         """Remove tools by exact name or glob; returns the names removed (KeyError if none)."""
-        names = [name for name in self._tools if name == name_or_glob or fnmatch.fnmatchcase(name, name_or_glob)]
+        names = [name for name in self._tools if glob_matches(name, name_or_glob)]
         if not names:
             raise KeyError(f"no tool named {name_or_glob!r}")
         for name in names:
@@ -162,9 +162,9 @@ class Registry(ToolSource):
         wanted_hints = normalise_hints(hints)
         view = Registry(approve=self.approve, refuse_destructive=self.refuse_destructive, limits=self.limits)
         for tool in self.enabled():
-            if allow_globs and not any(fnmatch.fnmatchcase(tool.name, glob) for glob in allow_globs):
+            if allow_globs and not any(glob_matches(tool.name, glob) for glob in allow_globs):
                 continue
-            if any(fnmatch.fnmatchcase(tool.name, glob) for glob in deny_globs):
+            if any(glob_matches(tool.name, glob) for glob in deny_globs):
                 continue
             if not wanted_hints <= tool.hints:
                 continue
@@ -213,6 +213,13 @@ class Registry(ToolSource):
 
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
+
+
+def glob_matches(name: str, pattern: str) -> bool:
+    """Whether tool `name` is `pattern` itself or matches it as a case-sensitive glob: the one rule
+    for names and globs (`select`, `remove`, `%tools GLOB`, `%untool`, and the panel's filter).
+    The exact comparison comes first so a name holding glob characters (`a[1]`) matches itself."""
+    return name == pattern or fnmatch.fnmatchcase(name, pattern)
 
 
 def _same_definition(old: Any, new: Any) -> bool:

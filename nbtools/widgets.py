@@ -12,7 +12,6 @@ This module imports ipywidgets at the top; `nbtools` imports it only when `panel
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import html
 import json
 import threading
@@ -23,14 +22,12 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
+from .listing import NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
 from .registry import Registry
 from .tool import Tool
 
-# Formats offered by the schema picker: (label, fmt passed to Tool.schema).
-FORMAT_CHOICES: tuple[tuple[str, str | None], ...] = (
-    ("neutral", None), ("openai", "openai"), ("responses", "responses"), ("anthropic", "anthropic"),
-    ("gemini", "gemini"), ("gemini-openapi", "gemini-openapi"), ("mcp", "mcp"),
-)
+# Formats offered by the schema picker: (label, fmt passed to Tool.schema), the words `%tools --fmt` takes.
+FORMAT_CHOICES: tuple[tuple[str, str | None], ...] = format_words()
 
 _HINT_COLOURS = {"destructive": "#b3261e", "read-only": "#1e6b34", "idempotent": "#44546a",
                  "open-world": "#7a4b00"}
@@ -44,8 +41,6 @@ def badge(text: str, colour: str) -> str:
 
 def tool_summary_html(tool: Tool) -> str:
     """Name, group and hint badges, and the description's first line, all escaped."""
-    from .magics import first_line, parameter_summary
-
     parts = [f"<code><b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>"]
     if tool.group:
         parts.append(badge(tool.group, "#3b5bdb"))
@@ -63,16 +58,6 @@ def schema_html(tool: Tool, fmt: str | None) -> str:
     except (SchemaError, KeyError, ValueError) as error:
         text = f"No {fmt or 'neutral'} definition: {error}"
     return f"<pre style='margin:2px 0 6px 24px;font-size:85%'>{html.escape(text)}</pre>"
-
-
-def name_matches(name: str, pattern: str) -> bool:
-    """Glob match on the tool name; text without wildcards matches anywhere in the name."""
-    pattern = pattern.strip()
-    if not pattern:
-        return True
-    if not any(char in pattern for char in "*?["):
-        pattern = f"*{pattern}*"
-    return fnmatch.fnmatchcase(name, pattern)
 
 
 @dataclass(frozen=True)
@@ -108,7 +93,7 @@ class ToolsPanel(widgets.VBox):
         self.group = group
         self.filter_text = widgets.Text(value=filter, placeholder="glob, e.g. math_*", description="Filter",
                                         continuous_update=True)
-        self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value="neutral",
+        self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value=NEUTRAL,
                                               description="Format")
         self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry")
         self.status = widgets.HTML()
@@ -129,9 +114,7 @@ class ToolsPanel(widgets.VBox):
         return dict(FORMAT_CHOICES)[self.format_picker.value]
 
     def visible_tools(self) -> list[Tool]:
-        return [tool for tool in self.registry
-                if name_matches(tool.name, self.filter_text.value)
-                and (self.group is None or tool.group == self.group)]
+        return matching_tools(self.registry, self.filter_text.value, self.group, anywhere=True)
 
     def _registry_state(self) -> tuple:
         return tuple((tool.name, id(tool), self.registry.is_enabled(tool.name)) for tool in self.registry)

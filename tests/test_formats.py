@@ -1,8 +1,8 @@
 """Provider rendering: a corpus of neutral schemas x every format x strict on/off.
 
 Checks, for every case: the output is JSON, its parameter schema is valid draft 2020-12, strict
-output obeys the provider's strict rules (checked by an independent checker below, written from
-the providers' documentation), Gemini declarations validate in google-genai, MCP tools validate in
+output obeys the provider's strict rules (checked by the independent checker in providers.py, written
+from the providers' documentation), Gemini declarations validate in google-genai, MCP tools validate in
 the mcp SDK, and values keep their meaning (valid examples stay valid once strict nulls are
 filled in, and dispatch reads those nulls as "left out", giving the function the original value).
 Refusals name the parameter.
@@ -24,6 +24,7 @@ from nbtools.formats import (
     strict_schema, wire_name, wire_names,
 )
 from nbtools.tool import Tool
+from providers import check_strict, parameters_of
 
 
 def obj(properties: dict, required: list[str] | None = None, **extra) -> dict:
@@ -164,102 +165,6 @@ def target_of(fmt: str | None, strict: bool) -> str | None:
     if strict and fmt == "anthropic":
         return "anthropic"
     return None
-
-
-def parameters_of(rendered: dict, fmt: str | None) -> dict | None:
-    if fmt == "openai":
-        return rendered["function"]["parameters"]
-    key = {None: "parameters", "responses": "parameters", "anthropic": "input_schema",
-           "gemini": "parametersJsonSchema", "gemini-openapi": "parameters", "mcp": "inputSchema"}[fmt]
-    return rendered.get(key)
-
-
-# ------------------------------------------------------------------------------------------------
-# Independent checkers of the providers' rules
-# ------------------------------------------------------------------------------------------------
-
-OPENAI_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
-                   "$ref", "$defs", "description", "title", "pattern", "format", "minimum", "maximum",
-                   "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems"}
-OPENAI_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-ANTHROPIC_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
-                      "$ref", "$defs", "description", "title", "format", "minItems"}
-ANTHROPIC_FORMATS = OPENAI_FORMATS | {"uri"}
-JSON_TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
-
-
-def subschemas(schema: dict):
-    """Every schema inside `schema` (itself included), with its nesting depth in objects."""
-    stack = [(schema, 0)]
-    while stack:
-        node, depth = stack.pop()
-        yield node, depth
-        if "properties" in node:
-            depth += 1
-            stack.extend((child, depth) for child in node["properties"].values())
-        if isinstance(node.get("items"), dict):
-            stack.append((node["items"], depth))
-        stack.extend((option, depth) for option in node.get("anyOf", ()))
-        stack.extend((body, 0) for body in node.get("$defs", {}).values())
-
-
-def check_strict(schema: dict, provider: str) -> None:
-    """Assert `schema` obeys `provider`'s strict tool rules (from their structured-output docs)."""
-    keywords = OPENAI_KEYWORDS if provider == "openai" else ANTHROPIC_KEYWORDS
-    formats = OPENAI_FORMATS if provider == "openai" else ANTHROPIC_FORMATS
-    assert schema.get("type") == "object" and "anyOf" not in schema, "root must be a plain object"
-    defs = schema.get("$defs", {})
-    properties = 0
-    for node, depth in subschemas(schema):
-        assert set(node) <= keywords, f"unsupported keywords {set(node) - keywords} in {node}"
-        assert depth <= 10
-        if "$ref" in node:
-            assert set(node) == {"$ref"}, f"$ref with siblings: {node}"
-            assert node["$ref"].removeprefix("#/$defs/") in defs
-            continue
-        assert {"type", "anyOf", "enum"} & set(node), f"untyped schema {node}"
-        kinds = node.get("type", [])
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        assert set(kinds) <= JSON_TYPES
-        if "object" in kinds:
-            assert node.get("additionalProperties") is False, f"object not closed: {node}"
-            assert "properties" in node
-            properties += len(node["properties"])
-            if provider == "openai":
-                assert node["required"] == list(node["properties"]), f"not all required: {node}"
-            else:
-                assert set(node.get("required", ())) <= set(node["properties"])
-        if "array" in kinds:
-            assert isinstance(node.get("items"), dict)
-        if "format" in node:
-            assert node["format"] in formats
-        if provider == "anthropic" and "minItems" in node:
-            assert node["minItems"] in (0, 1)
-    assert properties <= 5000
-    if provider == "anthropic":
-        assert not has_cycle(defs), "Anthropic strict mode refuses recursive schemas"
-
-
-def has_cycle(defs: dict) -> bool:
-    def refs(schema):
-        text = json.dumps(schema)
-        return set(re.findall(r'"#/\$defs/([^"]+)"', text))
-
-    graph = {name: refs(body) for name, body in defs.items()}
-    visiting, done = set(), set()
-
-    def visit(name):
-        if name in visiting:
-            return True
-        if name in done:
-            return False
-        visiting.add(name)
-        cyclic = any(visit(child) for child in graph.get(name, ()))
-        visiting.discard(name)
-        done.add(name)
-        return cyclic
-
-    return any(visit(name) for name in graph)
 
 
 def fill_nulls(schema: dict, value, defs: dict):
@@ -713,7 +618,7 @@ def test_a_strict_null_for_an_optional_parameter_gives_the_default():
 
 
 def test_the_strict_checker_rejects_what_providers_reject():
-    """The checker above is what makes the grid meaningful: it must fail on non-strict schemas."""
+    """The strict checker is what makes the grid meaningful: it must fail on non-strict schemas."""
     with pytest.raises(AssertionError, match="not all required"):
         check_strict(ADD, "openai")
     with pytest.raises(AssertionError, match="unsupported keywords"):

@@ -1103,19 +1103,13 @@ def test_patches_are_put_in_at_the_first_run_and_taken_out_at_exit():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    from jupyter_client.manager import start_new_kernel
-
-    manager, client = start_new_kernel(kernel_name="python3")
-    client.parent = manager  # for the interrupt test
-    try:
-        status, outputs = run_in_kernel(client, "from nbtools.interp import python")
-        assert status == "ok", outputs
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+@pytest.fixture
+def kernel(real_kernel):
+    """The session's shared kernel (tests/conftest.py) as a jupyter_client client; `parent` is its manager."""
+    client = real_kernel.blocking()
+    status, outputs = run_in_kernel(client, "from nbtools.interp import python")
+    assert status == "ok", outputs
+    return client
 
 
 def run_in_kernel(client, code, on_output=None):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "jupyter-config" / "kernels" / "nbtools" / "kernel.json"
@@ -47,7 +46,7 @@ def test_it_is_installed_in_this_environment_and_up_to_date():
     assert found.display_name == "Python 3 (nbtools)"
 
 
-def test_a_kernel_from_it_has_the_magics_without_load_ext():
+def test_a_kernel_from_it_has_the_magics_without_load_ext(new_kernel):
     cells = [
         "import sys\nprint(sys.executable)",
         "print('nbtools.magics' in get_ipython().extension_manager.loaded)",
@@ -61,7 +60,7 @@ def test_a_kernel_from_it_has_the_magics_without_load_ext():
         "print('tool' in get_ipython().magics_manager.magics['cell'])",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    NotebookClient(notebook, kernel_name="nbtools", timeout=60).execute()
+    new_kernel("nbtools").execute_notebook(notebook)  # a kernel of its own, from this kernelspec
     printed = [cell.outputs[0].get("text", "").strip() if cell.outputs else "" for cell in notebook.cells]
     assert Path(printed[0]) == Path(sys.executable)
     assert printed[1] == "True"

@@ -23,17 +23,8 @@ MAX_LINES = 800
 LONG = 500
 MAX_LONG = 3
 
-# Modules the layout branch not merged yet is reshaping (the notebook front end): their checks are
-# expected to fail until it merges. Remove at merge.
-ELSEWHERE = ("nbtools.magics", "nbtools.widgets", "nbtools.listing")
-UNTIL_MERGED = pytest.mark.xfail(strict=False, reason="until the layout branches merge")
-
 # The one lazy import allowed to close a cycle: the record's convenience method `Tool.call`.
 ALLOWED_LAZY_PAIR = frozenset({"nbtools.tool", "nbtools.call"})
-
-
-def _elsewhere(module: str) -> bool:
-    return any(module == owner or module.startswith(owner + ".") for owner in ELSEWHERE)
 
 
 @lru_cache(maxsize=None)
@@ -161,12 +152,8 @@ def _lines(name: str) -> int:
     return len(modules()[name].read_text(encoding="utf-8").splitlines())
 
 
-def _by_owner(names: list[str]) -> list:
-    return [pytest.param(name, marks=UNTIL_MERGED) if _elsewhere(name) else name for name in names]
-
-
 # -- sizes ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", _by_owner(sorted(modules())))
+@pytest.mark.parametrize("name", sorted(modules()))
 def test_no_module_is_over_800_lines(name):
     assert _lines(name) <= MAX_LINES, f"{name} has {_lines(name)} lines; split it by job (at most {MAX_LINES})"
 
@@ -175,15 +162,9 @@ def _long(names: list[str]) -> dict[str, int]:
     return {name: _lines(name) for name in names if _lines(name) > LONG}
 
 
-@UNTIL_MERGED
 def test_at_most_three_modules_are_over_500_lines():
     long = _long(sorted(modules()))
     assert len(long) <= MAX_LONG, f"{len(long)} modules over {LONG} lines (at most {MAX_LONG}): {long}"
-
-
-def test_this_branchs_modules_are_at_most_500_lines():
-    long = _long([name for name in modules() if not _elsewhere(name)])
-    assert not long, f"over {LONG} lines: {long}"
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -206,15 +187,9 @@ def test_no_import_cycle_at_module_level():
     assert not cycles, "import cycles at module level: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
 
 
-@UNTIL_MERGED
 def test_at_most_one_pair_of_modules_is_tied_by_a_lazy_import():
     pairs = {frozenset(edge) for edge in lazy_cycle_edges()}
     assert pairs <= {ALLOWED_LAZY_PAIR}, f"lazy imports closing a cycle: {sorted(map(sorted, pairs))}"
-
-
-def test_this_branchs_lazy_imports_close_no_cycle_but_tool_call():
-    edges = {edge for edge in lazy_cycle_edges() if not _elsewhere(edge[0]) and frozenset(edge) != ALLOWED_LAZY_PAIR}
-    assert not edges, f"lazy imports closing a cycle (importer, imported): {sorted(edges)}"
 
 
 def test_the_record_imports_no_stage_above_it_at_module_level():

@@ -1,17 +1,18 @@
-"""The magics in a real kernel (one kernel for the whole module, driven by nbclient), plus the pure
-helpers they are built from."""
+"""The magics in a real kernel (the session's shared kernel, cells run as a notebook runs them), plus
+the pure helpers they are built from."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import textwrap
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from kernels import stderr_of, stdout_of, text_of
 from nbtools.magics import defined_functions, parameter_summary, first_line
 
 
@@ -71,70 +72,12 @@ def test_parameter_summary_and_first_line():
     assert first_line("x" * 100, limit=10) == "xxxxxxxxx…"
 
 
-# -- a real kernel -----------------------------------------------------------------------------------
-
-class Kernel:
-    """Runs cells one by one in one kernel, as nbclient runs a notebook."""
-
-    def __init__(self, client: NotebookClient):
-        self.client = client
-
-    def run(self, source: str) -> list[dict]:
-        """Run a cell; return its outputs (CellExecutionError if the cell ends with an error)."""
-        cell = nbformat.v4.new_code_cell(textwrap.dedent(source))
-        self.client.nb.cells.append(cell)
-        self.client.execute_cell(cell, len(self.client.nb.cells) - 1)
-        return cell.outputs
-
-    def fails(self, source: str) -> str:
-        """Run a cell that must end with an error; return everything it showed, as text."""
-        with pytest.raises(CellExecutionError) as failure:
-            self.run(source)
-        cell = self.client.nb.cells[-1]
-        return text_of(cell.outputs) + "\n" + str(failure.value)
-
-    def value(self, expression: str):
-        """The JSON value of a Python expression evaluated in the kernel."""
-        outputs = self.run(f"import json as _json; print(_json.dumps({expression}))")
-        return json.loads(stdout_of(outputs))
-
-
-def stdout_of(outputs: list[dict]) -> str:
-    return "".join(output.get("text", "") for output in outputs
-                   if output["output_type"] == "stream" and output["name"] == "stdout")
-
-
-def stderr_of(outputs: list[dict]) -> str:
-    return "".join(output.get("text", "") for output in outputs
-                   if output["output_type"] == "stream" and output["name"] == "stderr")
-
-
-def text_of(outputs: list[dict]) -> str:
-    parts = []
-    for output in outputs:
-        if output["output_type"] == "stream":
-            parts.append(output["text"])
-        elif output["output_type"] in ("display_data", "execute_result"):
-            parts.append(output["data"].get("text/plain", ""))
-        elif output["output_type"] == "error":
-            parts.append(output["ename"] + ": " + output["evalue"] + "\n" + "\n".join(output["traceback"]))
-    return "\n".join(parts)
-
-
-@pytest.fixture(scope="module")
-def kernel():
-    client = NotebookClient(nbformat.v4.new_notebook(), kernel_name="python3", timeout=60)
-    with client.setup_kernel():
-        runner = Kernel(client)
-        runner.run("%load_ext nbtools")
-        yield runner
-
+# -- in the session's real kernel (tests/conftest.py), cells run as a notebook runs them -------------
 
 @pytest.fixture
-def fresh(kernel):
-    """The kernel with an empty registry."""
-    kernel.run("from nbtools import registry as _registry; _registry.clear()")
-    return kernel
+def fresh(nbtools_kernel):
+    """The shared kernel with the extension loaded and an empty registry."""
+    return nbtools_kernel
 
 
 def names(kernel) -> list[str]:
@@ -254,7 +197,7 @@ def test_top_level_await_in_a_tool_cell_fails_cleanly(fresh):
     assert "Top-level `await`" in doc and "`async def` tools are fine" in doc
 
 
-def test_failing_tool_cell_stops_a_notebook_run(kernel):
+def test_failing_tool_cell_stops_a_notebook_run(fresh):
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("from nbtools import registry\nregistry.clear()"),
         nbformat.v4.new_code_cell("%%tool\ndef first(x: int) -> int:\n    return x"),
@@ -262,16 +205,11 @@ def test_failing_tool_cell_stops_a_notebook_run(kernel):
         nbformat.v4.new_code_cell("print('never runs')"),
     ])
     # The whole notebook through nbclient's `execute`, as `jupyter execute` runs it (same kernel).
-    client, own_notebook = kernel.client, kernel.client.nb
-    client.nb = notebook
-    try:
-        with pytest.raises(CellExecutionError):
-            client.execute(cleanup_kc=False)
-    finally:
-        client.nb = own_notebook
+    with pytest.raises(CellExecutionError):
+        fresh.execute_notebook(notebook)
     assert notebook.cells[3].outputs == []
     assert notebook.cells[2].outputs[-1]["output_type"] == "error"
-    assert kernel.value("registry.names()") == ["first"]
+    assert fresh.value("registry.names()") == ["first"]
 
 
 def test_a_function_that_cannot_be_described_is_reported_and_the_others_register(fresh):
@@ -589,7 +527,7 @@ def test_tools_panel(listed):
 def test_tools_actions_are_not_combined(listed, options, named):
     shown = listed.fails(f"%tools {options}")
     assert f"%tools: {named} cannot be combined; use one at a time" in shown
-    assert not any(output["output_type"] == "display_data" for output in listed.client.nb.cells[-1].outputs)
+    assert not any(output["output_type"] == "display_data" for output in listed.nb.cells[-1].outputs)
     assert "No MCP server is running." in text_of(listed.run("%tools --stop"))  # nothing was started
 
 
@@ -635,11 +573,11 @@ def test_in_kernel_run_tool_calls_defaults_to_the_registry(listed):
     assert results[1]["tool_call_id"] == "call_2" and "secret" in results[1]["content"]
 
 
-def test_in_kernel_python_defaults_to_the_kernel_namespace(kernel):
-    kernel.run("kernel_number = 21")
-    assert kernel.value("__import__('nbtools').python('kernel_number * 2')") == 42
-    kernel.run("__import__('nbtools').python('made_by_python = 7')")
-    assert kernel.value("made_by_python") == 7
+def test_in_kernel_python_defaults_to_the_kernel_namespace(fresh):
+    fresh.run("kernel_number = 21")
+    assert fresh.value("__import__('nbtools').python('kernel_number * 2')") == 42
+    fresh.run("__import__('nbtools').python('made_by_python = 7')")
+    assert fresh.value("made_by_python") == 7
 
 
 def test_reload_ext_keeps_tools_and_magics(listed):
@@ -664,3 +602,28 @@ def test_unload_ext_removes_every_magic_and_keeps_tools(listed):
     finally:
         listed.run("%load_ext nbtools")
     assert "add" in text_of(listed.run("%tools"))
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent is a plain module, not a package
+        return False
+
+
+# The names nbtools.interp.process replaces for the duration of its install() (issue 9).
+PATCHED = ["threading.Thread.start", "signal.signal", "signal.getsignal", "signal.setitimer", "signal.getitimer",
+           "signal.alarm"]
+
+
+@pytest.mark.skipif(not _module_exists("nbtools.interp.process"),
+                    reason="nbtools.interp.process (every process-wide patch of python(), with install/uninstall) "
+                           "is not in this tree yet; this test runs once it is")
+def test_unload_ext_undoes_the_interpreters_process_wide_patches(new_kernel):
+    kernel = new_kernel()  # its own: the shared kernel's patches belong to the tests that come later
+    kernel.run("%load_ext nbtools")
+    kernel.run(f"import signal, threading\noriginals = {{name: eval(name) for name in {PATCHED!r}}}")
+    kernel.run("from nbtools import python\nassert python('1 + 1', timeout=1) == 2")
+    assert kernel.value("threading.Thread.start is not originals['threading.Thread.start']")  # python() patched it
+    kernel.run("%unload_ext nbtools")
+    assert kernel.value("[name for name, original in originals.items() if eval(name) is not original]") == []

@@ -730,10 +730,9 @@ def test_importing_nbtools_does_not_import_mcp():
 # ------------------------------------------------------------------------------------------------
 # %tools --serve / --stop in a real kernel
 # ------------------------------------------------------------------------------------------------
-def test_tools_serve_magic_in_a_real_kernel(tmp_path):
+def test_tools_serve_magic_in_a_real_kernel(tmp_path, nbtools_kernel):
     """Calls run on the kernel's main thread, see its variables, and wait for a running cell."""
-    jupyter_client = pytest.importorskip("jupyter_client")
-    kernel_manager, kernel = jupyter_client.manager.start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    kernel = nbtools_kernel.blocking()  # the session's shared kernel, registry empty (tests/conftest.py)
 
     def run(code: str) -> str:
         message_id = kernel.execute(code)
@@ -806,8 +805,7 @@ def test_tools_serve_magic_in_a_real_kernel(tmp_path):
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(("127.0.0.1", port))
     finally:
-        kernel.stop_channels()
-        kernel_manager.shutdown_kernel(now=True)
+        run("import nbtools.mcp\nnbtools.mcp.stop()")  # the kernel stays for other tests: no server left
 
 
 def test_tools_serve_again_reuses_the_running_server():

@@ -9,6 +9,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from nbtools.formats import ToolCallRequest, ToolResult, parse_reply, result_message
+from providers import anthropic_message, gemini_response, openai_completion, responses_response, sdk_reply
 
 ADD_ARGS = {"a": 2, "b": 3}
 MUL_ARGS = {"a": 4, "b": 5}
@@ -22,16 +23,13 @@ OPENAI_MESSAGE = {
         {"id": "call_2", "type": "function", "function": {"name": "calc__mul", "arguments": json.dumps(MUL_ARGS)}},
     ],
 }
-OPENAI_COMPLETION = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-4.1",
-                     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": OPENAI_MESSAGE}]}
+OPENAI_COMPLETION = openai_completion(OPENAI_MESSAGE)
 OPENAI_EXPECTED = [ToolCallRequest("call_1", "add", json.dumps(ADD_ARGS)),
                    ToolCallRequest("call_2", "calc__mul", json.dumps(MUL_ARGS))]
 
 
 def openai_completion_object(data=OPENAI_COMPLETION):
-    from openai.types.chat import ChatCompletion
-
-    return ChatCompletion.model_validate(data)
+    return sdk_reply("openai", data)
 
 
 @pytest.mark.parametrize("make", [
@@ -61,16 +59,13 @@ RESPONSES_OUTPUT = [
     {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "calc__mul",
      "arguments": json.dumps(MUL_ARGS), "status": "completed"},
 ]
-RESPONSE = {"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1",
-            "output": RESPONSES_OUTPUT, "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+RESPONSE = responses_response(RESPONSES_OUTPUT)
 RESPONSES_EXPECTED = [ToolCallRequest("call_a", "add", json.dumps(ADD_ARGS)),
                       ToolCallRequest("call_b", "calc__mul", json.dumps(MUL_ARGS))]
 
 
 def response_object(data=RESPONSE):
-    from openai.types.responses import Response
-
-    return Response.model_validate(data)
+    return sdk_reply("responses", data)
 
 
 @pytest.mark.parametrize("make", [
@@ -98,16 +93,12 @@ ANTHROPIC_CONTENT = [
     {"type": "tool_use", "id": "toolu_1", "name": "add", "input": ADD_ARGS},
     {"type": "tool_use", "id": "toolu_2", "name": "calc__mul", "input": MUL_ARGS},
 ]
-ANTHROPIC_MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                     "content": ANTHROPIC_CONTENT, "stop_reason": "tool_use", "stop_sequence": None,
-                     "usage": {"input_tokens": 10, "output_tokens": 20}}
+ANTHROPIC_MESSAGE = anthropic_message(ANTHROPIC_CONTENT)
 ANTHROPIC_EXPECTED = [ToolCallRequest("toolu_1", "add", ADD_ARGS), ToolCallRequest("toolu_2", "calc__mul", MUL_ARGS)]
 
 
 def anthropic_message_object(data=ANTHROPIC_MESSAGE):
-    from anthropic.types import Message
-
-    return Message.model_validate(data)
+    return sdk_reply("anthropic", data)
 
 
 @pytest.mark.parametrize("make", [
@@ -135,15 +126,12 @@ GEMINI_PARTS_REST = [  # what the REST API sends: camelCase
     {"functionCall": {"id": "fc-1", "name": "add", "args": ADD_ARGS}},
     {"functionCall": {"name": "calc.mul", "args": MUL_ARGS}},
 ]
-GEMINI_RESPONSE_REST = {"candidates": [{"content": {"role": "model", "parts": GEMINI_PARTS_REST},
-                                        "finishReason": "STOP"}]}
+GEMINI_RESPONSE_REST = gemini_response(GEMINI_PARTS_REST)
 GEMINI_EXPECTED = [ToolCallRequest("fc-1", "add", ADD_ARGS), ToolCallRequest(None, "calc.mul", MUL_ARGS)]
 
 
 def gemini_response_object(data=GEMINI_RESPONSE_REST):
-    from google.genai.types import GenerateContentResponse
-
-    return GenerateContentResponse.model_validate(data)
+    return sdk_reply("gemini", data)
 
 
 def gemini_snake_case_dict():

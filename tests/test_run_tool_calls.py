@@ -12,6 +12,8 @@ import pytest
 
 from nbtools import Registry
 from nbtools.call import arun_tool_calls, run_tool_calls
+import providers
+from providers import sdk_reply as sdk_object
 
 THREADS: list[int] = []
 
@@ -87,51 +89,28 @@ def check_texts(texts: list[str]) -> None:
 def openai_completion() -> dict:
     calls = [{"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
              for index, (name, args) in enumerate(CALLS)]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-4.1",
-            "choices": [{"index": 0, "finish_reason": "tool_calls",
-                         "message": {"role": "assistant", "content": None, "tool_calls": calls}}]}
+    return providers.openai_completion({"role": "assistant", "content": None, "tool_calls": calls})
 
 
 def responses_response() -> dict:
     output = [{"type": "reasoning", "id": "rs_1", "summary": []}]
     output += [{"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}", "name": name,
                 "arguments": json.dumps(args), "status": "completed"} for index, (name, args) in enumerate(CALLS)]
-    return {"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1", "output": output,
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    return providers.responses_response(output)
 
 
 def anthropic_message() -> dict:
     content = [{"type": "text", "text": "Working on it."}]
     content += [{"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": args}
                 for index, (name, args) in enumerate(CALLS)]
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": content, "stop_reason": "tool_use", "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 20}}
+    return providers.anthropic_message(content)
 
 
 def gemini_response() -> dict:
     # Gemini accepts dots in names, so the dotted tool comes under its own name here
     parts = [{"functionCall": {"id": f"fc-{index}", "name": "calc.mul" if name == "calc__mul" else name,
                                "args": args}} for index, (name, args) in enumerate(CALLS)]
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
-
-
-def sdk_object(provider: str, data: dict):
-    if provider == "openai":
-        from openai.types.chat import ChatCompletion
-
-        return ChatCompletion.model_validate(data)
-    if provider == "responses":
-        from openai.types.responses import Response
-
-        return Response.model_validate(data)
-    if provider == "anthropic":
-        from anthropic.types import Message
-
-        return Message.model_validate(data)
-    from google.genai.types import GenerateContentResponse
-
-    return GenerateContentResponse.model_validate(data)
+    return providers.gemini_response(parts)
 
 
 REPLIES = {"openai": openai_completion, "responses": responses_response, "anthropic": anthropic_message,
@@ -200,8 +179,7 @@ def parallel_naps() -> dict:
     calls = [{"type": "tool_use", "id": f"toolu_{index}", "name": "nap", "input": {"seconds": 0.3, "label": str(index)}}
              for index in range(3)]
     calls.append({"type": "tool_use", "id": "toolu_add", "name": "add", "input": {"a": 1}})
-    return {"id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": calls,
-            "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    return providers.anthropic_message(calls, "msg_2", (1, 1))
 
 
 def naps_answered(answer) -> None:

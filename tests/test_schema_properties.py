@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-import corpus
+import providers
 from nbtools import SchemaError, Tool, get_schema, type_schema
 
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -216,22 +216,22 @@ def test_every_format_is_valid_or_refused_naming_the_parameter(typed: Typed, dat
     neutral = get_schema(fn)["parameters"]
     assert _validator(neutral).is_valid(arguments)
 
-    for fmt in corpus.FORMATS:
+    for fmt in providers.FORMATS:
         for strict in (False, True):
-            refusable = fmt == "gemini-openapi" or (strict and fmt in corpus.STRICT_FORMATS)
+            refusable = fmt == "gemini-openapi" or (strict and fmt in providers.STRICT_FORMATS)
             if refusable and _refused_naming_x(fn, fmt, strict):
                 continue
             definition = get_schema(fn, fmt, strict=strict)
             assert json.loads(json.dumps(definition)) == definition
-            parameters = corpus.parameters_of(definition, fmt)
+            parameters = providers.parameters_of(definition, fmt)
             if fmt == "gemini-openapi":
-                assert corpus.gemini_openapi_violations(definition) == []
+                assert providers.gemini_openapi_violations(definition) == []
                 continue
             Draft202012Validator.check_schema(parameters)
             if strict and fmt in ("openai", "responses"):
-                assert corpus.openai_strict_violations(parameters) == []
+                assert providers.openai_strict_violations(parameters) == []
             elif strict and fmt == "anthropic":
-                assert corpus.anthropic_strict_violations(parameters) == []
+                assert providers.anthropic_strict_violations(parameters) == []
             # strict may relax (constraints move into descriptions) but never reject a valid value
             errors = [error.message for error in _validator(parameters).iter_errors(arguments)]
             assert errors == [], (fmt, strict, parameters, arguments)

@@ -2,7 +2,7 @@
 
 For every case: the exact neutral definition; for every format and every case, with and without
 strict: the definition survives `json.dumps`, its parameters are a valid Draft 2020-12 schema, and
-it obeys the provider's rules (checkers in corpus.py, written from the providers' documentation),
+it obeys the provider's rules (checkers in providers.py, written from the providers' documentation),
 or the rendering is refused with a SchemaError naming the parameter. Then descriptions from every
 source, errors, caching, and the light import.
 """
@@ -24,7 +24,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import corpus
-from corpus import CASES, ERROR_CASES, FORMATS, TYPE_CASES, obj, parameters_of
+import providers
+from corpus import CASES, ERROR_CASES, TYPE_CASES, obj
+from providers import FORMATS, parameters_of
 from nbtools import SchemaError, Tool, get_schema, type_schema
 from nbtools.introspect import callable_spec
 
@@ -66,16 +68,16 @@ def test_every_format(case: corpus.Case, fmt: str | None, strict: bool) -> None:
     assert json.loads(json.dumps(definition)) == definition  # plain JSON all the way down
     parameters = parameters_of(definition, fmt)
     if fmt == "gemini-openapi":
-        assert corpus.gemini_openapi_violations(definition) == []
+        assert providers.gemini_openapi_violations(definition) == []
         if parameters is None:  # left out only when the function takes nothing
             assert not case.parameters["properties"]
             return
     Draft202012Validator.check_schema(parameters)
     assert parameters["type"] == "object"
     if strict and fmt in ("openai", "responses"):
-        assert corpus.openai_strict_violations(parameters) == []
+        assert providers.openai_strict_violations(parameters) == []
     elif strict and fmt == "anthropic":
-        assert corpus.anthropic_strict_violations(parameters) == []
+        assert providers.anthropic_strict_violations(parameters) == []
     elif fmt != "gemini-openapi":
         assert parameters == case.parameters  # formats without a strict mode keep the neutral schema
 

@@ -316,48 +316,42 @@ async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
     assert "Cancelled" in prompt.widget.children[2].value
 
 
-def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel():
+def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real_kernel):
     """The kernel handles the click's comm message while the cell awaits the prompt; a synchronous
     call in the same kernel is refused at once."""
     import time
 
-    from jupyter_client.manager import start_new_kernel
+    client = real_kernel.blocking()  # the session's shared kernel (tests/conftest.py)
+    client.execute_interactive(
+        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
+        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
+        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
+        timeout=60)
+    started = time.perf_counter()
+    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
+    approve_comm, printed, clicked = None, [], False
+    while True:
+        message = client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != request:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "comm_open" and content["data"]["state"].get("description") == "Approve":
+            approve_comm = content["comm_id"]
+        elif kind == "display_data" and approve_comm and not clicked:
+            # Exactly what the browser sends when the person clicks Approve.
+            client.shell_channel.send(client.session.msg("comm_msg", {
+                "comm_id": approve_comm, "data": {"method": "custom", "content": {"event": "click"}}}))
+            clicked = True
+        elif kind == "stream":
+            printed.append(content["text"])
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    assert clicked and "".join(printed) == "wiped x\n"
+    assert time.perf_counter() - started < 20  # answered by the click, not by the time-out
 
-    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60)
-    try:
-        client.execute_interactive(
-            "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
-            "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
-            "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
-            timeout=60)
-        started = time.perf_counter()
-        request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
-        approve_comm, printed, clicked = None, [], False
-        while True:
-            message = client.get_iopub_msg(timeout=30)
-            if message["parent_header"].get("msg_id") != request:
-                continue
-            kind, content = message["msg_type"], message["content"]
-            if kind == "comm_open" and content["data"]["state"].get("description") == "Approve":
-                approve_comm = content["comm_id"]
-            elif kind == "display_data" and approve_comm and not clicked:
-                # Exactly what the browser sends when the person clicks Approve.
-                client.shell_channel.send(client.session.msg("comm_msg", {
-                    "comm_id": approve_comm, "data": {"method": "custom", "content": {"event": "click"}}}))
-                clicked = True
-            elif kind == "stream":
-                printed.append(content["text"])
-            elif kind == "status" and content["execution_state"] == "idle":
-                break
-        assert clicked and "".join(printed) == "wiped x\n"
-        assert time.perf_counter() - started < 20  # answered by the click, not by the time-out
-
-        printed.clear()
-        reply = client.execute_interactive(
-            "print(guarded.call('wipe', {'path': 'x'}, raise_on_err=False))", timeout=20,
-            output_hook=lambda message: printed.append(message["content"].get("text", "")))
-        assert reply["content"]["status"] == "ok"
-        assert "ApprovalPrompt needs an async call" in "".join(printed)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+    printed.clear()
+    reply = client.execute_interactive(
+        "print(guarded.call('wipe', {'path': 'x'}, raise_on_err=False))", timeout=20,
+        output_hook=lambda message: printed.append(message["content"].get("text", "")))
+    assert reply["content"]["status"] == "ok"
+    assert "ApprovalPrompt needs an async call" in "".join(printed)

@@ -1,0 +1,190 @@
+"""What the `%tools` table and the tools panel both show, and how both match tool names.
+
+- `glob_matches(name, pattern)` (the registry's rule, re-exported): the name equals the pattern or
+  matches it as a case-sensitive glob (`math_*`, `calc.?`); `Registry.select`/`remove`, `%tools
+  GLOB` and `%untool` use it.
+- `name_matches(name, text)`: the panel's filter box, the same rule except that text without a
+  wildcard matches anywhere in the name.
+- `matching_tools`, `tool_table` (the `%tools` listing), `first_line`, `parameter_summary`, and the
+  format words both offer (`format_named`).
+
+This module imports no IPython or ipywidgets, and of nbtools only the registry (for its rule).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .registry import Registry, glob_matches
+
+if TYPE_CHECKING:
+    from .tool import Tool
+
+_WILDCARDS = frozenset("*?[")
+
+
+# -- matching names --------------------------------------------------------------------------------
+
+def name_matches(name: str, text: str) -> bool:
+    """The panel's filter: a glob on the tool name; text without wildcards matches anywhere in it."""
+    text = text.strip()
+    if not text:
+        return True
+    if not _WILDCARDS & set(text):
+        return text in name
+    return glob_matches(name, text)
+
+
+def matching_tools(registry: Registry, pattern: str | None = None, group: str | None = None, *,
+                   anywhere: bool = False) -> list[Tool]:
+    """The registry's tools (enabled or not), in registration order, whose name matches `pattern`
+    (`glob_matches`; with `anywhere`, `name_matches`) and, if given, in `group`."""
+    matches = name_matches if anywhere else glob_matches
+    return [tool for tool in registry
+            if (pattern is None or matches(tool.name, pattern)) and (group is None or tool.group == group)]
+
+
+# -- short texts -----------------------------------------------------------------------------------
+
+def first_line(text: str, limit: int = 72) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def parameter_summary(parameters: dict) -> str:
+    """`a, b=1, c?` from a parameters schema: defaults shown, other optional names marked `?`."""
+    required = set(parameters.get("required", ()))
+    parts = []
+    for name, schema in parameters.get("properties", {}).items():
+        if name in required:
+            parts.append(name)
+        elif isinstance(schema, dict) and "default" in schema:
+            parts.append(f"{name}={json.dumps(schema['default'], ensure_ascii=False)}")
+        else:
+            parts.append(f"{name}?")
+    return ", ".join(parts)
+
+
+# -- format words ----------------------------------------------------------------------------------
+
+NEUTRAL = "neutral"  # the word people type for the neutral format (`Tool.schema(None)`)
+
+
+def format_words() -> tuple[tuple[str, str | None], ...]:
+    """(word, format passed to `Tool.schema`) for every format, the neutral one first."""
+    from .formats import FORMATS
+
+    return tuple((NEUTRAL if fmt is None else fmt, fmt) for fmt in FORMATS)
+
+
+def format_named(word: str | None, strict: bool = False) -> str | None:
+    """The `Tool.schema` format for `word` (any case; "neutral"/"none" is None).
+
+    ValueError naming the option (`--fmt WORD: ...`, `--strict: ...`) and what is accepted, for an
+    unknown word or `strict` with a format that has no strict mode. Front ends check it before
+    rendering anything, so a typo fails even when no tool is registered yet.
+    """
+    from .formats import FORMATS, STRICT_FORMATS
+
+    wanted = None if word is None else word.strip().lower()
+    if wanted in (NEUTRAL, "none"):
+        wanted = None
+    if wanted not in FORMATS:
+        raise ValueError(f"--fmt {word}: unknown format; use one of {', '.join(each for each, _ in format_words())}")
+    if strict and wanted not in STRICT_FORMATS:
+        raise ValueError(f"--strict: {word} has no strict mode; only {', '.join(sorted(STRICT_FORMATS))} have one")
+    return wanted
+
+
+# -- the %tools table ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolRow:
+    """One line of the `%tools` table (plain text; escaped when rendered as HTML)."""
+
+    name: str
+    enabled: bool
+    group: str
+    hints: tuple[str, ...]
+    description: str
+    parameters: str
+
+
+def tool_row(tool: Tool, enabled: bool) -> ToolRow:
+    return ToolRow(
+        name=tool.name,
+        enabled=enabled,
+        group=tool.group or "",
+        hints=tuple(sorted(tool.hints)),
+        description=first_line(tool.description),
+        parameters=parameter_summary(tool.parameters),
+    )
+
+
+_COLUMNS = ("name", "group", "hints", "description", "parameters")
+
+
+@dataclass(frozen=True)
+class ToolTable:
+    """The `%tools` listing: HTML in a notebook, aligned text in a terminal.
+
+    Fields:
+        rows: one per tool, in registration order.
+        empty_message: shown when there are no rows.
+    """
+
+    rows: tuple[ToolRow, ...]
+    empty_message: str = "No tools registered."
+
+    def _cells(self, row: ToolRow) -> tuple[str, ...]:
+        name = row.name if row.enabled else f"{row.name} (disabled)"
+        return (name, row.group, ", ".join(row.hints), row.description, row.parameters)
+
+    def text(self) -> str:
+        if not self.rows:
+            return self.empty_message
+        table = [_COLUMNS, *(self._cells(row) for row in self.rows)]
+        widths = [max(len(line[column]) for line in table) for column in range(len(_COLUMNS))]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        if not self.rows:
+            return f"<p>{escape(self.empty_message)}</p>"
+        head = "".join(f"<th style='text-align:left'>{column}</th>" for column in _COLUMNS)
+        body = []
+        for row in self.rows:
+            style = "" if row.enabled else " style='opacity:0.5' title='disabled'"
+            name = f"<code>{escape(row.name)}</code>" + ("" if row.enabled else " (disabled)")
+            hints = " ".join(f"<code>{escape(hint)}</code>" for hint in row.hints)
+            cells = (name, escape(row.group), hints, escape(row.description),
+                     f"<code>{escape(row.parameters)}</code>" if row.parameters else "")
+            body.append(f"<tr{style}>" + "".join(f"<td style='text-align:left'>{cell}</td>" for cell in cells)
+                        + "</tr>")
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def tool_table(registry: Registry, glob: str | None = None, group: str | None = None) -> ToolTable:
+    """The `%tools` table of the registry's tools matching `glob` and `group` (disabled ones marked)."""
+    tools = matching_tools(registry, glob, group)
+    rows = tuple(tool_row(tool, registry.is_enabled(tool.name)) for tool in tools)
+    if glob is None and group is None:
+        return ToolTable(rows)
+    wanted = " and ".join(part for part in (glob and f"name {glob!r}", group and f"group {group!r}") if part)
+    return ToolTable(rows, f"No tools match {wanted}.")
+
+
+__all__ = ["glob_matches", "name_matches", "matching_tools", "first_line", "parameter_summary", "NEUTRAL",
+           "format_words", "format_named", "ToolRow", "tool_row", "ToolTable", "tool_table"]

@@ -1,0 +1,59 @@
+"""Real Jupyter kernels for the tests: one shared by the whole session, and fresh ones on request.
+
+- `real_kernel` (session): one "python3" kernel, started in the repository folder the first time a
+  test asks for it and shut down at the end. Starting a kernel costs about a second, so the test
+  files share it instead of each starting its own. What tests define stays in its namespace.
+- `nbtools_kernel` (function): the shared kernel with the extension loaded, an empty registry and
+  no MCP server running (servers the test started are stopped after it too).
+- `new_kernel` (function): a factory, `new_kernel(kernel_name="python3")`, for a test that needs a
+  kernel of its own (another kernelspec, or process-wide state the shared one must keep); every
+  kernel it started is shut down after the test.
+
+`RealKernel` and the helpers reading a cell's outputs are in `kernels.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import pytest
+
+from kernels import RealKernel
+
+
+@pytest.fixture(scope="session")
+def real_kernel() -> Iterator[RealKernel]:
+    kernel = RealKernel()
+    try:
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+# `%load_ext` only when not loaded (a second one prints "already loaded"): a test may have unloaded it.
+_LOAD_AND_CLEAR = ("if 'nbtools' not in get_ipython().extension_manager.loaded:\n"
+                   "    get_ipython().run_line_magic('load_ext', 'nbtools')\n"
+                   "from nbtools import registry as _registry\n_registry.clear()\n")
+_STOP_SERVERS = "import sys as _sys\nif 'nbtools.mcp' in _sys.modules:\n    _sys.modules['nbtools.mcp'].stop()"
+
+
+@pytest.fixture
+def nbtools_kernel(real_kernel: RealKernel) -> Iterator[RealKernel]:
+    real_kernel.run(_LOAD_AND_CLEAR + _STOP_SERVERS)
+    yield real_kernel
+    real_kernel.run(_STOP_SERVERS)
+
+
+@pytest.fixture
+def new_kernel() -> Iterator[Callable[..., RealKernel]]:
+    started: list[RealKernel] = []
+
+    def start(kernel_name: str = "python3") -> RealKernel:
+        started.append(RealKernel(kernel_name))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for kernel in started:
+            kernel.shutdown()
