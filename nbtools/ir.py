@@ -1,8 +1,8 @@
 """The intermediate form between Python types and everything downstream.
 
-Annotations are read into these nodes (`types`), `schema` renders a node as JSON Schema, `call`
-compiles a node into a validating converter (JSON value -> declared Python value), and `inverse`
-reads a JSON Schema back into nodes. Keeping one small vocabulary in the middle means type
+Annotations are read into these nodes (`typeinfo`), `schema.render` renders a node as JSON Schema,
+`call.convert` compiles a node into a validating converter (JSON value -> declared Python value), and
+`schema.read` reads a JSON Schema back into nodes (for `Tool.from_schema` and the inverse). Keeping one small vocabulary in the middle means type
 inspection never knows about providers, and validation never re-reads annotations.
 
 Every node is an immutable, hashable value compared field by field (a dataclass in all but its
