@@ -185,6 +185,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", type=_port, metavar="PORT", default=None,
                        help="serve streamable HTTP on this port instead of stdio (0: a free port)")
     serve.add_argument("--host", default="127.0.0.1", help="address for --http (default 127.0.0.1)")
+    serve.add_argument("--token", default=None, metavar="TOKEN",
+                       help="with --http: the bearer token clients must send (default: $NBTOOLS_MCP_TOKEN, "
+                            "else a random one, printed)")
+    serve.add_argument("--no-token", action="store_true",
+                       help="with --http: no authentication (anyone who can reach the port may call the tools)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                       help="with --http: another name clients may use in Host/Origin (repeatable), e.g. "
+                            "the machine's LAN name with --host 0.0.0.0")
     serve.add_argument("--name", default=None, help="server name shown to clients (default: from TARGET)")
     return parser
 
@@ -206,7 +214,14 @@ def stderr_progress(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `nbtools` command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if args.http is None and (args.token is not None or args.no_token or args.allow_host):
+            parser.error("--token, --no-token and --allow-host go with --http (stdio has no token: whoever "
+                         "started the process owns it)")
+        if args.token is not None and args.no_token:
+            parser.error("give either --token or --no-token")
     # Like `python -m`, make modules in the current folder importable as targets.
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -260,8 +275,17 @@ def _serve_command(args: argparse.Namespace) -> int:
         mcp.serve(tools, transport="stdio", name=name)
     else:
         mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name,
-                  on_listening=lambda url: stderr_progress(f"serving MCP at {url} (Ctrl+C stops it)"))
+                  token=False if args.no_token else args.token, allow_hosts=args.allow_host,
+                  on_listening=_announce)
     return 0
+
+
+def _announce(url: str, token: str | None) -> None:
+    stderr_progress(f"serving MCP at {url} (Ctrl+C stops it)")
+    if token is None:
+        stderr_progress("WARNING: no authentication (--no-token): anyone who can reach the port can call the tools")
+    else:
+        stderr_progress(f"token (clients send `Authorization: Bearer <token>`): {token}")
 
 
 def _server_name(target: str) -> str:

@@ -392,6 +392,13 @@ class ToolMagics(Magics):
               help="serve the enabled tools over MCP (streamable HTTP at http://127.0.0.1:PORT/mcp; "
                    "no PORT: a free one); calls run in this kernel between cells")
     @argument("--stop", action="store_true", help="stop the MCP servers started with --serve")
+    @argument("--token", default=None, metavar="TOKEN",
+              help="with --serve: the bearer token clients must send (default: $NBTOOLS_MCP_TOKEN, else a "
+                   "random one, printed)")
+    @argument("--no-token", action="store_true",
+              help="with --serve: no authentication (anyone who can reach the port may call the tools)")
+    @argument("--allow-host", action="append", default=[], metavar="HOST",
+              help="with --serve: another name clients may use in Host/Origin (repeatable)")
     @line_magic("tools")
     def tools(self, line: str) -> None:
         """List the registered tools: `%tools [GLOB] [-g GROUP] [--fmt FMT [--strict]] [--panel]`;
@@ -415,10 +422,16 @@ class ToolMagics(Magics):
                   if given]
         if len(chosen) > 1:  # each is a different action; doing one and ignoring the other misleads
             raise UsageError(f"%tools: {' and '.join(chosen)} cannot be combined; use one at a time")
+        if args.serve is None and (args.token is not None or args.no_token or args.allow_host):
+            raise UsageError("%tools: --token, --no-token and --allow-host go with --serve")
         if args.serve is not None or args.stop:
             from .mcp import serve_magic
 
-            print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group)))
+            token = False if args.no_token else args.token
+            if args.no_token and args.token is not None:
+                raise UsageError("%tools: give either --token or --no-token")
+            print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group),
+                              token=token, allow_hosts=args.allow_host))
             return
 
         if args.strict and args.fmt is None:

@@ -43,20 +43,53 @@ DEFAULT_LIMITS = Limits()
 class ToolSource:
     """A namespace with a policy: what `nbtools.call` reads from a registry.
 
-    Attributes (set by `__init__`): `limits` (what a model may send), `approve`
+    Policy (read live on every call): `limits` (what a model may send), `approve`
     (`callback(tool, args) -> bool`, or an awaitable bool, consulted before a `destructive` tool
     runs; None: no question asked) and `refuse_destructive` (refuse `destructive` tools outright).
+
+    A source made with `parent=` (a `select()` view) reads its parent's policy live, so setting
+    `approve` on the parent later still holds for the view; a setting made on the view itself wins
+    for `limits` and `approve`, and `refuse_destructive` holds when either sets it.
+
+    The policy travels with the Tools a source hands out (`bind`): `source.get(name).call(...)`,
+    `list(source)`, `mk_ns(source)` and `run_tool_calls(reply, ns=list(source))` ask the same
+    questions as `source.call(...)`.
     """
 
-    limits: Limits
-    approve: Callable[..., Any] | None
-    refuse_destructive: bool
-
     def __init__(self, *, limits: Limits | None = None, approve: Callable[..., Any] | None = None,
-                 refuse_destructive: bool = False):
-        self.limits = limits or DEFAULT_LIMITS
-        self.approve = approve
-        self.refuse_destructive = refuse_destructive
+                 refuse_destructive: bool = False, parent: "ToolSource | None" = None):
+        self._parent = parent
+        self._limits = limits
+        self._approve = approve
+        self._refuse_destructive = bool(refuse_destructive)
+
+    @property
+    def limits(self) -> Limits:
+        if self._limits is not None:
+            return self._limits
+        return self._parent.limits if self._parent is not None else DEFAULT_LIMITS
+
+    @limits.setter
+    def limits(self, value: Limits | None) -> None:
+        self._limits = value
+
+    @property
+    def approve(self) -> Callable[..., Any] | None:
+        if self._approve is not None:
+            return self._approve
+        return self._parent.approve if self._parent is not None else None
+
+    @approve.setter
+    def approve(self, value: Callable[..., Any] | None) -> None:
+        self._approve = value
+
+    @property
+    def refuse_destructive(self) -> bool:
+        return self._refuse_destructive or (self._parent is not None and self._parent.refuse_destructive)
+
+    @refuse_destructive.setter
+    def refuse_destructive(self, value: bool) -> None:
+        self._refuse_destructive = bool(value)
 
     def resolve(self, name: str) -> Tool | None:
         """The Tool a model's call named (exact name, or a provider-mapped form of it), or None
@@ -72,6 +105,26 @@ class ToolSource:
         raise NotImplementedError
 
 
+def bind(tool: Tool, source: ToolSource) -> Tool:
+    """A copy of `tool` that carries `source`'s policy wherever it goes (sharing its render and
+    call-plan cache). The Tool given stays as it was: it may belong to other sources too."""
+    bound = object.__new__(type(tool))
+    bound.__dict__.update(tool.__dict__)
+    bound.__dict__["_source"] = source
+    bound.__dict__["_origin"] = tool.__dict__.get("_origin", tool)
+    return bound
+
+
+def source_of(tool: Tool) -> ToolSource | None:
+    """The source whose policy `tool` carries (None: a Tool not handed out by a registry)."""
+    return tool.__dict__.get("_source")
+
+
+def origin_of(tool: Tool) -> Tool:
+    """The Tool that `bind` copied (`tool` itself when it is not a bound copy)."""
+    return tool.__dict__.get("_origin", tool)
+
+
 _default: list[ToolSource] = []  # one element once nbtools.registry is imported (nbtools/__init__ does)
 
 
@@ -85,4 +138,4 @@ def default() -> ToolSource:
     return _default[0]
 
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "set_default", "default"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "bind", "source_of", "origin_of", "set_default", "default"]

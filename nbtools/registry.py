@@ -11,7 +11,7 @@ import fnmatch
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from .policy import DEFAULT_LIMITS, Limits, ToolSource, set_default
+from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default
 from .tool import Tool, normalise_hints
 
 
@@ -24,6 +24,12 @@ class Registry(ToolSource):
             tool with the `destructive` hint; a False answer refuses the call.
         refuse_destructive: refuse every `destructive` tool outright.
         limits: argument limits for calls through this registry.
+
+    The policy (`approve`, `refuse_destructive`, `limits`) holds on every path that runs the
+    registry's tools: the Tools it hands out (`get`, `[name]`, iteration, `enabled`, `select`
+    views) are copies bound to it (`policy.bind`), so `registry.get(name).call(...)`,
+    `mk_ns(registry)` and `list(registry)` ask the same questions as `registry.call(...)`.
+    Settings changed later apply to those Tools too (they are read on every call).
     """
 
     def __init__(self, tools: Iterable[Any] = (), *, approve: Callable[..., Any] | None = None,
@@ -37,16 +43,24 @@ class Registry(ToolSource):
 
     # -- membership ------------------------------------------------------------------------------
     def add(self, item: Any, **overrides: Any) -> Tool:
-        """Add a Tool or a callable (described with `Tool.from_function`); the newer tool wins."""
+        """Add a Tool or a callable (described with `Tool.from_function`); the newer tool wins.
+
+        Re-registering a name keeps the old tool's hints and group unless new ones are given
+        (`@tool(hints="destructive")` then `%tool wipe` or `add(wipe)` stays destructive); give
+        `hints=()` to drop them. Returns the Tool as stored (a copy bound to this registry).
+        """
+        overrides = {key: value for key, value in overrides.items() if value is not None}
         if isinstance(item, Tool):
-            built = item.replace(**overrides) if overrides else item
+            built = item.replace(**overrides) if overrides else origin_of(item)
         else:
             built = Tool.from_function(item, **overrides)
         previous = self._tools.get(built.name)
-        if previous is not None and not _same_definition(previous.fn, built.fn):
-            warnings.warn(f"tool {built.name!r} was already registered; the new definition replaces it",
-                          stacklevel=2)
-        self._tools[built.name] = built
+        if previous is not None:
+            if not _same_definition(previous.fn, built.fn):
+                warnings.warn(f"tool {built.name!r} was already registered; the new definition replaces it",
+                              stacklevel=2)
+            built = _keep_metadata(previous, built, overrides)
+        self._tools[built.name] = bound = bind(built, self)
         clash = self._index_wire_names(built.name)
         shadowed = self._wire.get(built.name)
         if shadowed is not None and shadowed != built.name:  # `a__b` added after `a.b`
@@ -55,7 +69,7 @@ class Registry(ToolSource):
             warnings.warn(f"tool {built.name!r} and tool {clash[0]!r} both become {clash[1]!r} for "
                           "providers that refuse some characters in names; rename one of them "
                           "(schemas() refuses such a pair for those formats)", stacklevel=2)
-        return built
+        return bound
 
     def _index_wire_names(self, name: str) -> tuple[str, str] | None:
         """Map the provider forms of `name` back to it; returns (other tool, form) on a clash."""
@@ -115,7 +129,8 @@ class Registry(ToolSource):
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Tool):
-            return self._tools.get(item.name) is item
+            found = self._tools.get(item.name)
+            return found is not None and (found is item or origin_of(found) is origin_of(item))
         return isinstance(item, str) and self.get(item) is not None
 
     def __len__(self) -> int:
@@ -155,12 +170,14 @@ class Registry(ToolSource):
         """A new Registry holding the enabled tools that match.
 
         `allow`/`deny` are globs (or lists of globs) on names; `hints` keeps tools carrying every
-        given hint; `group` keeps one group. Approval and limits carry over.
+        given hint; `group` keeps one group. The view reads this registry's approval, refusal and
+        limits live (set after the view was made, they still hold), see `policy.ToolSource`.
         """
         allow_globs = [allow] if isinstance(allow, str) else list(allow or [])
         deny_globs = [deny] if isinstance(deny, str) else list(deny or [])
         wanted_hints = normalise_hints(hints)
-        view = Registry(approve=self.approve, refuse_destructive=self.refuse_destructive, limits=self.limits)
+        view = Registry()
+        view._parent = self
         for tool in self.enabled():
             if allow_globs and not any(glob_matches(tool.name, glob) for glob in allow_globs):
                 continue
@@ -170,7 +187,7 @@ class Registry(ToolSource):
                 continue
             if group is not None and tool.group != group:
                 continue
-            view._tools[tool.name] = tool
+            view._tools[tool.name] = bind(tool, view)
             view._index_wire_names(tool.name)
         return view
 
@@ -220,6 +237,17 @@ def glob_matches(name: str, pattern: str) -> bool:
     for names and globs (`select`, `remove`, `%tools GLOB`, `%untool`, and the panel's filter).
     The exact comparison comes first so a name holding glob characters (`a[1]`) matches itself."""
     return name == pattern or fnmatch.fnmatchcase(name, pattern)
+
+
+def _keep_metadata(previous: Tool, built: Tool, overrides: dict) -> Tool:
+    """`built` with `previous`'s hints and group where none were given: re-running a cell or
+    registering a function again must not silently drop `destructive` (and with it the approval)."""
+    changes: dict[str, Any] = {}
+    if "hints" not in overrides and not built.hints and previous.hints:
+        changes["hints"] = previous.hints
+    if "group" not in overrides and built.group is None and previous.group is not None:
+        changes["group"] = previous.group
+    return built.replace(**changes) if changes else built
 
 
 def _same_definition(old: Any, new: Any) -> bool:

@@ -10,6 +10,7 @@ of nbtools and the asyncio/threading plumbing.
 from __future__ import annotations
 
 import asyncio
+import dis
 import inspect
 import linecache
 import os
@@ -19,7 +20,7 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import ToolCallError
 from .. import policy
-from ..policy import DEFAULT_LIMITS, Limits
+from ..policy import DEFAULT_LIMITS, Limits, source_of
 from ..tool import Tool
 from .namespace import resolve_tool, settings
 from .plan import prepare
@@ -71,7 +72,7 @@ def _frame_text(tb: types.TracebackType | None) -> str:
     return f"in {code.co_name}, line {chosen.tb_lineno}" + (f": {short(line, 160)}" if line else "")
 
 
-def _tool_failure(tool: Tool, error: Exception) -> ToolCallError:
+def _tool_failure(tool: Tool, error: BaseException) -> ToolCallError:
     """The ToolCallError for an exception the tool raised (its traceback trimmed of nbtools frames)."""
     tb = _trim_traceback(error.__traceback__)
     error.__traceback__ = tb
@@ -137,10 +138,30 @@ def _begin(tool: Tool, inputs: Any, limits: Limits, approve: Any,
             raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
         if approve is not None:
             try:
-                answer = approve(tool, raw)
+                answer = approve(tool, arguments_as_run(fn, positional, kwargs, raw))
             except Exception as error:
                 raise _approval_failed(tool, error) from error
     return fn, positional, kwargs, answer
+
+
+def arguments_as_run(fn: Callable, positional: tuple, kwargs: dict, raw: Any) -> dict:
+    """The arguments as the call will pass them, by parameter name: converted values, defaults
+    filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
+    out. What an approval callback is shown: the call it approves, not the model's JSON."""
+    try:
+        bound = inspect.signature(fn).bind(*positional, **kwargs)
+    except (TypeError, ValueError):  # no signature to read (some builtins): what is passed
+        return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
+            else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
+    bound.apply_defaults()
+    shown: dict = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            shown.update(value)
+        else:
+            shown[name] = value
+    return shown
 
 
 def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
@@ -183,7 +204,38 @@ def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destruct
         raise
     except Exception as error:
         raise _tool_failure(tool, error) from error
+    except BaseException as error:
+        if _stops_the_run(error):
+            raise
+        raise _tool_failure(tool, error) from error
     return result
+
+
+_RAISING_OPS = frozenset((dis.opmap["RAISE_VARARGS"], dis.opmap["RERAISE"]))
+
+
+def _stops_the_run(error: BaseException) -> bool:
+    """Whether a BaseException out of a tool must end the run rather than become its error result:
+    a person's interrupt (a KeyboardInterrupt that a signal raised, not a `raise` in the tool's
+    code) or the cancellation of the task running the call. `SystemExit`, a `KeyboardInterrupt` or
+    `CancelledError` the tool raised itself, and any other BaseException, are the tool's failure."""
+    if isinstance(error, KeyboardInterrupt):
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is None:
+            return True
+        code = tb.tb_frame.f_code.co_code
+        # a signal's KeyboardInterrupt appears at whatever instruction ran (a call, a jump), a
+        # raised one at `raise`; C code raising it (signal.raise_signal, interrupt_main) is a signal
+        return not (0 <= tb.tb_lasti < len(code) and code[tb.tb_lasti] in _RAISING_OPS)
+    if isinstance(error, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return False
+        return task is not None and task.cancelling() > 0
+    return False
 
 
 async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
@@ -206,31 +258,56 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_d
         raise
     except Exception as error:
         raise _tool_failure(tool, error) from error
+    except BaseException as error:
+        if _stops_the_run(error):
+            raise
+        raise _tool_failure(tool, error) from error
     return result
 
 
-def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = None,
-              refuse_destructive: bool = False, raise_on_err: bool = True) -> Any:
+class _Unset:
+    def __repr__(self) -> str:
+        return "<the registry's setting>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _tool_settings(tool: Tool, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, Any, bool]:
+    """Settings for `call_tool`: the explicit ones, else those of the registry `tool` came from."""
+    source = source_of(tool)
+    if limits is None:
+        limits = source.limits if source is not None else DEFAULT_LIMITS
+    if approve is _UNSET:
+        approve = source.approve if source is not None else None
+    if refuse_destructive is _UNSET:
+        refuse_destructive = source.refuse_destructive if source is not None else False
+    return limits, approve, bool(refuse_destructive)
+
+
+def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = _UNSET,
+              refuse_destructive: Any = _UNSET, raise_on_err: bool = True) -> Any:
     """Validate and convert `args` (dict or JSON text) for `tool`, then call it; the result as is.
 
     A coroutine tool is run to completion (in a worker thread when this thread's loop is running).
     Bad arguments, a refusal and the tool's own exception raise `ToolCallError` (chained from the
-    tool's exception), or with `raise_on_err=False` return its text. KeyboardInterrupt and
-    SystemExit pass through untouched.
+    tool's exception), or with `raise_on_err=False` return its text. `limits`, `approve` and
+    `refuse_destructive` default to the settings of the registry the Tool came from (`get`,
+    iteration, `mk_ns`), read at call time; a Tool no registry handed out runs without approval.
     """
     try:
-        return _call(tool, args, limits or DEFAULT_LIMITS, approve, refuse_destructive)
+        return _call(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
     except ToolCallError as error:
         if raise_on_err:
             raise
         return str(error)
 
 
-async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = None,
-                     refuse_destructive: bool = False, raise_on_err: bool = True) -> Any:
+async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = _UNSET,
+                     refuse_destructive: Any = _UNSET, raise_on_err: bool = True) -> Any:
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
-        return await _acall(tool, args, limits or DEFAULT_LIMITS, approve, refuse_destructive)
+        return await _acall(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -258,10 +335,13 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     """
     if ns is None:
         ns = policy.default()
-    limits, approve, refuse = settings(ns, options)
+    if options:
+        settings(ns, options)  # an unknown option is the caller's bug, whatever the name
     tool = None
     try:
         tool = resolve_tool(name, ns)
+        # the policy of the registry the Tool came from (also through a dict or list of its Tools)
+        limits, approve, refuse = settings(source_of(tool) or ns, options)
         return _call(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
@@ -278,10 +358,12 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     """Like `call_func`, awaiting coroutine tools and async approval callbacks in the running loop."""
     if ns is None:
         ns = policy.default()
-    limits, approve, refuse = settings(ns, options)
+    if options:
+        settings(ns, options)
     tool = None
     try:
         tool = resolve_tool(name, ns)
+        limits, approve, refuse = settings(source_of(tool) or ns, options)
         return await _acall(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:

@@ -15,9 +15,10 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ..registry import Registry
+from .access import resolve_token
 from .server import as_registry, build_server
 from .web import bind_socket, listener_url, uvicorn_server
 
@@ -30,6 +31,8 @@ class RunningServer:
         url: where clients connect (`http://HOST:PORT/mcp`).
         host, port: the address it listens on.
         registry: the registry it serves (read live on every request).
+        token: the bearer token clients must send (`Authorization: Bearer <token>`); None when
+            started with `token=False` (no authentication).
         in_thread: False when it runs as a task on the event loop of the thread that started it
             (a kernel's main thread), True when it has a thread of its own.
     """
@@ -39,6 +42,7 @@ class RunningServer:
     port: int
     registry: Registry
     in_thread: bool
+    token: str | None = field(repr=False)
     _uvicorn: Any = field(repr=False)
     _listener: socket.socket = field(repr=False)
     _loop: asyncio.AbstractEventLoop | None = field(repr=False)
@@ -94,22 +98,31 @@ _RUNNING: dict[int, RunningServer] = {}
 
 
 def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name: str = "nbtools",
-          log_level: str = "warning") -> RunningServer:
+          log_level: str = "warning", token: str | bool | None = None,
+          allow_hosts: Iterable[str] = ()) -> RunningServer:
     """Serve the registry's tools over streamable HTTP from this process, and return at once.
 
     `port=0` picks a free port (see `.port`/`.url` on the result). With an asyncio loop running on
     this thread (a Jupyter kernel) the server is a task on that loop and tool calls run on this
     thread between cells; otherwise it gets a thread and loop of its own (see the module docs).
     Stop it with `.stop()` or `nbtools.mcp.stop()`.
+
+    Every request must carry `Authorization: Bearer <token>` (401 otherwise): `token` as given,
+    else `$NBTOOLS_MCP_TOKEN`, else a fresh random one; read it from `.token`. `token=False` turns
+    authentication off (with a warning). `Host:`/`Origin:` must name `host` (its loopback aliases
+    when it is loopback) or one of `allow_hosts`.
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
     tools = as_registry(registry)
     server = build_server(tools, name=name)
+    secret = resolve_token(token)
     listener = bind_socket(host, port)
     try:
-        served = uvicorn_server(server, host, log_level=log_level, embedded=True)
-        running = RunningServer(listener_url(host, listener), host, listener.getsockname()[1], tools,
-                                False, served, listener, None)
+        url = listener_url(host, listener)
+        served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
+                                allow_hosts=allow_hosts)
+        running = RunningServer(url, host, listener.getsockname()[1], tools, False, secret, served,
+                                listener, None)
         # 2. On this thread's running loop (a kernel's: calls run between cells), else on a thread of its own.
         try:
             loop = asyncio.get_running_loop()
@@ -207,7 +220,8 @@ def stop(port: int | None = None) -> list[RunningServer]:
     return chosen
 
 
-def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False) -> str:
+def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
+                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
     """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
 
     Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
@@ -231,16 +245,22 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
-            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
-                    "(`%tools --stop` ends it).")
+            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url}"
+                    f"{_token_line(server)} (`%tools --stop` ends it).")
     try:
-        server = start(registry, port=port or 0)
-    except OSError as error:
-        raise UsageError(f"%tools --serve: {error.strerror or error}") from None
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
-    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
+    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url}{_token_line(server)} "
             f"(tool calls run {where}; `%tools --stop` ends it).")
+
+
+def _token_line(server: RunningServer) -> str:
+    if server.token is None:
+        return " with NO authentication"
+    return f"\nToken (send `Authorization: Bearer <token>`): {server.token}\n"
 
 
 @atexit.register

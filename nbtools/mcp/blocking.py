@@ -10,8 +10,9 @@ import asyncio
 import contextlib
 import functools
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from .access import resolve_token
 from .server import build_server
 from .web import bind_socket, listener_url, uvicorn_server
 
@@ -23,7 +24,8 @@ DEFAULT_PORT = 8000
 
 def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1",
           port: int = DEFAULT_PORT, *, name: str = "nbtools", log_level: str = "warning",
-          on_listening: Callable[[str], Any] | None = None) -> None:
+          on_listening: Callable[..., Any] | None = None, token: str | bool | None = None,
+          allow_hosts: Iterable[str] = ()) -> None:
     """Serve the registry's enabled tools over MCP until the client leaves or the process is stopped.
 
     Args:
@@ -34,8 +36,13 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
             picks a free port).
         name: the server name clients see.
         log_level: uvicorn's log level for the HTTP transport.
-        on_listening: HTTP only: called with the URL (`http://HOST:PORT/mcp`, the real port) once
-            the socket listens, before the first request is served.
+        on_listening: HTTP only: called as `on_listening(url, token)` (the real port; the token
+            clients must send, None without one) once the socket listens, before the first request.
+        token: HTTP only: the bearer token every request must carry (`Authorization: Bearer ...`);
+            None: `$NBTOOLS_MCP_TOKEN`, else a fresh random one (given to `on_listening`); False:
+            no authentication (warns). Stdio has no token: whoever started the process owns it.
+        allow_hosts: HTTP only: more names clients may use in `Host:`/`Origin:` besides the bound
+            host (and its loopback aliases), e.g. the machine's LAN name when binding 0.0.0.0.
 
     Blocks, running its own event loop; in a notebook use `start` (or `%tools --serve`) instead.
     """
@@ -51,11 +58,14 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
         except* (BrokenPipeError, ConnectionResetError):
             pass  # the client closed its end of the pipe before reading every reply: it has left
     else:
+        secret = resolve_token(token)
         listener = bind_socket(host, port)
-        served = uvicorn_server(server, host, log_level=log_level, embedded=False)
+        url = listener_url(host, listener)
+        served = uvicorn_server(server, host, log_level=log_level, embedded=False, token=secret, url=url,
+                                allow_hosts=allow_hosts)
         with listener:
             if on_listening is not None:
-                on_listening(listener_url(host, listener))
+                on_listening(url, secret)
             anyio.run(functools.partial(served.serve, sockets=[listener]))
 
 

@@ -48,7 +48,8 @@ class Connection(list):
     """
 
     def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-                 cwd: str | None = None, errlog: Any = None):
+                 cwd: str | None = None, errlog: Any = None, token: str | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__()
         self.target = target
         self.timeout = timeout
@@ -58,6 +59,9 @@ class Connection(list):
         self._url = target if isinstance(target, str) and _is_url(target) else None
         if self._url is not None:
             _refuse_own_loop_server(self._url)
+        if self._url is None and (token is not None or headers):
+            raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
+        self._headers = _http_headers(token, headers) if self._url is not None else {}
         transport = self._transport(target, env, cwd, errlog)  # nothing runs until the session enters it
         self._session: Any = None
         self._closing: asyncio.Event | None = None
@@ -77,6 +81,10 @@ class Connection(list):
                           else f"no answer to `initialize` within {timeout} s")
             elif self._url is not None and reason.endswith("Not Found"):
                 reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
+            elif self._url is not None and "401" in reason:
+                reason += (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
+                           "nbtools prints it when it starts serving)" if "authorization" not in
+                           {key.lower() for key in self._headers} else " (the token was refused)")
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
         self.skipped: dict[str, str] = {}
         """Tools the server listed that could not be made into functions: name -> reason."""
@@ -93,11 +101,9 @@ class Connection(list):
     # -- the session, held open by one task ---------------------------------------------------------
     def _transport(self, target: Any, env: dict | None, cwd: str | None, errlog: Any) -> Any:
         if self._url is not None:
-            from mcp.client.streamable_http import streamable_http_client
-
             _quiet_unreachable_session_end()
 
-            return streamable_http_client(self._url)
+            return _http_transport(self._url, self._headers)
         from mcp import StdioServerParameters, stdio_client
 
         argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
@@ -254,7 +260,8 @@ def _close_connections_at_exit() -> None:
 
 
 def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-            cwd: str | None = None, errlog: Any = None) -> Connection:
+            cwd: str | None = None, errlog: Any = None, token: str | None = None,
+            headers: dict[str, str] | None = None) -> Connection:
     """Connect to an MCP server and return its tools as nbtools Tools (a `Connection`, a list of Tools).
 
     `command_or_url`: an `http(s)://` URL of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`),
@@ -265,6 +272,10 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`, or
     `env=dict(os.environ)` for all of yours). `timeout` bounds connecting and each request, in seconds.
 
+    HTTP only: `token` is sent as `Authorization: Bearer <token>` (default: `$NBTOOLS_MCP_TOKEN`,
+    the token nbtools servers require); `headers` adds HTTP headers to every request (an
+    `Authorization` given there wins over `token`).
+
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
     docstring); calling it (or `Tool.call`) sends `tools/call` and returns the structured result
     (unwrapped from `{"result": ...}` when the server wrapped a non-object value) or else the text.
@@ -273,7 +284,31 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     come from the tool's annotations (only those the server sets to true), `returns` from its
     `outputSchema`.
     """
-    return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog)
+    return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog, token=token,
+                      headers=headers)
+
+
+def _http_headers(token: str | None, headers: dict[str, str] | None) -> dict[str, str]:
+    """The headers of every request: `headers`, plus the bearer token (given, else from the environment)."""
+    from .access import TOKEN_ENV
+
+    out = {str(key): str(value) for key, value in (headers or {}).items()}
+    if token is None:
+        token = os.environ.get(TOKEN_ENV) or None
+    if token is not None and "authorization" not in {key.lower() for key in out}:
+        out["Authorization"] = f"Bearer {token}"
+    return out
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> Any:
+    """The streamable HTTP transport with `headers` on every request (the SDK's client, our headers)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=headers) as http_client:
+        async with streamable_http_client(url, http_client=http_client) as streams:
+            yield streams
 
 
 async def _list_all_tools(session: Any) -> list:
@@ -289,11 +324,29 @@ async def _list_all_tools(session: Any) -> list:
     return tools
 
 
+# What MCP assumes of a hint a server leaves out (spec, ToolAnnotations): a tool may destroy and may
+# reach the open world unless it says otherwise.
+_MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                      "openWorldHint": True}
+
+
 def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
-    """nbtools hints for the MCP annotations a server set to true (`readOnlyHint` -> "read-only", ...)."""
-    if not annotations:
-        return frozenset()
-    return frozenset(hint for hint, key in HINT_ANNOTATIONS.items() if annotations.get(key) is True)
+    """nbtools hints for a remote tool's MCP annotations (`readOnlyHint` -> "read-only", ...).
+
+    A hint the server leaves out takes the MCP default: with no annotations a tool is destructive
+    and open-world (so `refuse_destructive` and approvals apply to it); a hint set to false stays
+    false. As the spec says, `destructiveHint` means nothing for a read-only tool.
+    """
+    given = annotations if isinstance(annotations, dict) else {}
+
+    def value(key: str) -> bool:
+        found = given.get(key)
+        return found if isinstance(found, bool) else _MCP_DEFAULT_HINTS[key]
+
+    hints = {hint for hint, key in HINT_ANNOTATIONS.items() if value(key)}
+    if "read-only" in hints:
+        hints.discard("destructive")
+    return frozenset(hints)
 
 
 def _is_url(target: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -46,14 +46,21 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bool) -> Any:
-    """A uvicorn server for the streamable HTTP app at `/mcp` (DNS-rebinding protection on localhost).
+def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bool, token: str | None,
+                   url: str, allow_hosts: Iterable[str] = ()) -> Any:
+    """A uvicorn server for the streamable HTTP app at `/mcp`, behind the checks of `access`.
 
+    `token`: the bearer token every request must carry (None: none, see `access.resolve_token`);
+    Host/Origin must name `host` (or a loopback alias when it is loopback, or one of `allow_hosts`).
     `embedded`: it runs inside a process that owns SIGINT (a kernel), so uvicorn must not take it.
     """
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    from .access import auth_hooks, transport_security
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                     transport_security=transport_security(host, allow_hosts),
+                                     **auth_hooks(token, url))
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=2)
     served = _uvicorn_class(embedded)(config)
