@@ -14,11 +14,17 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterator
 
 import pytest
 
 from kernels import RealKernel
+
+# Every HTTP server nbtools starts requires a bearer token: $NBTOOLS_MCP_TOKEN when set. Setting it
+# for the whole session (kernels and `nbtools serve` subprocesses inherit it; `connect` reads it)
+# lets tests about other things reach their servers; tests of authentication set their own.
+TEST_TOKEN = os.environ.setdefault("NBTOOLS_MCP_TOKEN", "nbtools-test-token-" + os.urandom(8).hex())
 
 
 @pytest.fixture(scope="session")

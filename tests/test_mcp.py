@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import streamable_http_client as _sdk_streamable_http_client
 
 import nbtools.mcp as nbmcp
 from nbtools import Registry, ToolCallError, tool
@@ -30,6 +30,16 @@ from tests import mcp_example_tools as examples
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_TARGET = "tests/mcp_example_tools.py:example_tools"
 DEADLINE = 30  # seconds: the most any one exchange with a server may take
+
+
+@contextlib.asynccontextmanager
+async def streamable_http_client(url):
+    """The SDK's streamable HTTP client sending the session's bearer token (tests/conftest.py)."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {os.environ['NBTOOLS_MCP_TOKEN']}"}) as client:
+        async with _sdk_streamable_http_client(url, http_client=client) as streams:
+            yield streams
 
 
 # ------------------------------------------------------------------------------------------------
@@ -201,6 +211,7 @@ async def test_streamable_http_refuses_a_foreign_host_header():
     with http_server_process() as url:
         async with httpx2.AsyncClient() as client:
             response = await client.post(url, headers={"Host": "evil.example:80", "Content-Type": "application/json",
+                                                       "Authorization": f"Bearer {os.environ['NBTOOLS_MCP_TOKEN']}",
                                                        "Accept": "application/json, text/event-stream"},
                                          content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', timeout=DEADLINE)
     assert response.status_code in (400, 403, 421)
@@ -526,7 +537,9 @@ def check_remote_tools(remote: nbmcp.Connection) -> None:
     # the same interface as the originals, so they render the same for any provider
     for name, original in ((name, examples.example_tools.get(name)) for name in tools):
         assert tools[name].parameters == original.parameters
-        assert tools[name].hints == original.hints
+        # every hint survives; what the server leaves unsaid takes the MCP default (issue 10)
+        assert original.hints <= tools[name].hints
+        assert tools[name].hints == nbmcp.hints_from_annotations(original.schema("mcp").get("annotations"))
         assert tools[name].schema("openai")["function"]["parameters"] == original.schema("openai")["function"]["parameters"]
     assert tools["add"].returns == {"type": "integer"}  # unwrapped from the MCP wrapper
     # the function mk_tool built: a real signature and docstring
@@ -616,8 +629,11 @@ def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behi
 def test_hints_from_annotations_and_result_values():
     import mcp_types as types
 
-    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False}) == {"read-only"}
-    assert nbmcp.hints_from_annotations(None) == frozenset()
+    # MCP defaults (issue 10): an omitted hint is destructiveHint/openWorldHint true, the others false
+    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False}) == {"read-only", "open-world"}
+    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False,
+                                         "openWorldHint": False}) == {"read-only"}
+    assert nbmcp.hints_from_annotations(None) == {"destructive", "open-world"}
     wrapper = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
     text = [types.TextContent(type="text", text="5")]
     assert nbmcp.result_value(types.CallToolResult(content=text, structured_content={"result": 5}), wrapper) == 5
@@ -815,7 +831,8 @@ def test_tools_serve_again_reuses_the_running_server():
         assert first.startswith(f"MCP server for 6 tools at {server.url}")
         for again in (None, 0, server.port):
             assert nbmcp.serve_magic(examples.example_tools, again, False) == \
-                f"Already serving 6 tools at {server.url} (`%tools --stop` ends it)."
+                f"Already serving 6 tools at {server.url} (`%tools --stop` ends it).\n" \
+                f"Clients send the header `Authorization: Bearer {server.token}`."
         assert nbmcp.running_servers() == [server]
         other = Registry(examples.example_tools)  # another registry: a server of its own
         assert nbmcp.serve_magic(other, None, False).startswith("MCP server for 6 tools at")

@@ -245,22 +245,23 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
-            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url}"
-                    f"{_token_line(server)} (`%tools --stop` ends it).")
+            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
+                    f"(`%tools --stop` ends it).{_token_line(server)}")
     try:
         server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
     except (OSError, ValueError) as error:
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
-    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url}{_token_line(server)} "
-            f"(tool calls run {where}; `%tools --stop` ends it).")
+    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
+            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
 
 
 def _token_line(server: RunningServer) -> str:
+    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
     if server.token is None:
-        return " with NO authentication"
-    return f"\nToken (send `Authorization: Bearer <token>`): {server.token}\n"
+        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
+    return f"\nClients send the header `Authorization: Bearer {server.token}`."
 
 
 @atexit.register

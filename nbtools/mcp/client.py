@@ -101,6 +101,9 @@ class Connection(list):
     # -- the session, held open by one task ---------------------------------------------------------
     def _transport(self, target: Any, env: dict | None, cwd: str | None, errlog: Any) -> Any:
         if self._url is not None:
+            import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
+            import mcp.shared._httpx_utils  # noqa: F401
+
             _quiet_unreachable_session_end()
 
             return _http_transport(self._url, self._headers)
