@@ -67,9 +67,12 @@ async def call_result(registry: Registry, name: str, arguments: dict | None) -> 
     """Run one `tools/call` through `call_func_async` and build its MCP result (never raises for a bad call)."""
     from ..call import call_func_async
 
+    from .interrupts import interruptible
+
     tool = registry.resolve(name)
     try:
-        value = await call_func_async(name, {} if arguments is None else arguments, ns=registry)
+        async with interruptible():  # a kernel's Interrupt ends a call served between cells
+            value = await call_func_async(name, {} if arguments is None else arguments, ns=registry)
     except ToolCallError as error:
         return error_result(error)
     except KeyboardInterrupt:

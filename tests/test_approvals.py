@@ -1,0 +1,300 @@
+"""Issue 10: a registry's approval policy holds on every path that runs its tools; re-registering
+keeps hints; remote tools take MCP's default hints; the approver sees the arguments as they run;
+whatever BaseException a tool raises becomes an error result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import nbtools.mcp as nbmcp
+from nbtools import Registry, ToolCallError, tool
+from nbtools.call import call_func, call_func_async, mk_ns, run_tool_calls
+from tests import providers
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE = 30
+
+
+def make(approve=None, refuse=False):
+    """A registry with a destructive `wipe` and a harmless `peek`; `ran` records what ran."""
+    ran: list[str] = []
+
+    def wipe(folder: str = "/data", force: bool = False) -> str:
+        ran.append(folder)
+        return f"wiped {folder}"
+
+    def peek() -> str:
+        ran.append("peek")
+        return "ok"
+
+    reg = Registry(approve=approve, refuse_destructive=refuse)
+    reg.add(wipe, hints="destructive")
+    reg.add(peek, hints="read-only")
+    return reg, ran
+
+
+class Asker:
+    """An approval callback that records what it was asked and answers `answer`."""
+
+    def __init__(self, answer: bool):
+        self.answer = answer
+        self.asked: list[tuple[str, dict]] = []
+
+    def __call__(self, tool, args):
+        self.asked.append((tool.name, dict(args)))
+        return self.answer
+
+
+def openai_reply(*calls):
+    return providers.openai_completion({"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for index, (name, args) in enumerate(calls)]})
+
+
+def texts_of(answer) -> list[str]:
+    return [message["content"] for message in answer]
+
+
+# -- every path asks, and a denial holds ------------------------------------------------------------
+SYNC_PATHS = {
+    "registry.call": lambda reg: reg.call("wipe", {"folder": "x"}),
+    "call_func(ns=registry)": lambda reg: call_func("wipe", {"folder": "x"}, ns=reg),
+    "call_func(ns=mk_ns(registry))": lambda reg: call_func("wipe", {"folder": "x"}, ns=mk_ns(reg)),
+    "call_func(ns=list(registry))": lambda reg: call_func("wipe", {"folder": "x"}, ns=list(reg)),
+    "registry.get(name).call": lambda reg: reg.get("wipe").call({"folder": "x"}),
+    "registry[name].call": lambda reg: reg["wipe"].call({"folder": "x"}),
+    "enabled()[i].call": lambda reg: [t for t in reg.enabled() if t.name == "wipe"][0].call({"folder": "x"}),
+    "select() view": lambda reg: reg.select("w*").call("wipe", {"folder": "x"}),
+    "select() view .get().call": lambda reg: reg.select(hints="destructive").get("wipe").call({"folder": "x"}),
+}
+
+
+@pytest.mark.parametrize("path", list(SYNC_PATHS))
+def test_every_sync_path_asks_and_honours_a_denial(path):
+    asker = Asker(False)
+    reg, ran = make(approve=asker)
+    with pytest.raises(ToolCallError, match="the user denied this call"):
+        SYNC_PATHS[path](reg)
+    assert asker.asked == [("wipe", {"folder": "x", "force": False})] and ran == []
+    asker.answer = True
+    assert SYNC_PATHS[path](reg) == "wiped x" and ran == ["x"]
+
+
+@pytest.mark.parametrize("path", list(SYNC_PATHS))
+def test_every_sync_path_honours_refuse_destructive(path):
+    reg, ran = make(refuse=True)
+    with pytest.raises(ToolCallError, match="marked destructive"):
+        SYNC_PATHS[path](reg)
+    assert ran == []
+
+
+async def test_async_paths_ask_and_honour_a_denial():
+    asker = Asker(False)
+    reg, ran = make(approve=asker)
+    for attempt in (lambda: reg.acall("wipe", {"folder": "x"}),
+                    lambda: call_func_async("wipe", {"folder": "x"}, ns=mk_ns(reg)),
+                    lambda: reg.get("wipe").acall({"folder": "x"}),
+                    lambda: reg.select().acall("wipe", {"folder": "x"})):
+        with pytest.raises(ToolCallError, match="denied"):
+            await attempt()
+    assert len(asker.asked) == 4 and ran == []
+
+
+def test_run_tool_calls_with_a_list_of_the_registry_asks():
+    asker = Asker(False)
+    reg, ran = make(approve=asker)
+    for ns in (list(reg), mk_ns(reg), reg):
+        texts = texts_of(run_tool_calls(openai_reply(("wipe", {}), ("peek", {})), ns=ns))
+        assert "the user denied this call" in texts[0] and texts[1] == "ok"
+    assert ran == ["peek"] * 3 and [name for name, _ in asker.asked] == ["wipe"] * 3
+
+
+def test_a_view_made_before_the_policy_was_set_honours_it():
+    reg, ran = make()
+    view, tools, one = reg.select(), list(reg), reg.get("wipe")
+    reg.approve = Asker(False)
+    for attempt in (lambda: view.call("wipe"), lambda: call_func("wipe", ns=tools), lambda: one.call()):
+        with pytest.raises(ToolCallError, match="denied"):
+            attempt()
+    reg.approve = None
+    reg.refuse_destructive = True
+    for attempt in (lambda: view.call("wipe"), lambda: call_func("wipe", ns=tools), lambda: one.call()):
+        with pytest.raises(ToolCallError, match="marked destructive"):
+            attempt()
+    assert ran == []
+    view.refuse_destructive = False  # a view cannot loosen its registry's refusal
+    with pytest.raises(ToolCallError, match="marked destructive"):
+        view.call("wipe")
+
+
+def test_explicit_options_and_unbound_tools_keep_working():
+    reg, ran = make(approve=Asker(False))
+    assert reg.call("wipe", approve=lambda tool, args: True) == "wiped /data"
+    assert reg.get("wipe").call(approve=None) == "wiped /data"
+    from nbtools import Tool
+
+    def free(a: int) -> int:
+        return a
+
+    plain = Tool.from_function(free, hints="destructive")
+    assert plain.call({"a": 1}) == 1  # a Tool no registry handed out has no policy
+    stored = reg.add(plain)
+    assert plain in reg and stored in reg and stored is not plain
+    with pytest.raises(ToolCallError, match="denied"):
+        stored.call({"a": 1})
+
+
+# -- the approver sees what runs -------------------------------------------------------------------
+def test_the_approver_sees_converted_arguments_with_defaults():
+    asker = Asker(True)
+    reg = Registry(approve=asker)
+
+    @tool(hints="destructive", registry=reg)
+    def wipe(folder: str = "/data", where: Path = Path("/tmp"), *, depth: int = 2) -> str:
+        return f"{folder} {where} {depth}"
+
+    assert reg.call("wipe", {"folder": None, "where": "/srv"}) == "/data /srv 2"
+    [(name, seen)] = asker.asked
+    assert seen == {"folder": "/data", "where": Path("/srv"), "depth": 2}
+    assert isinstance(seen["where"], Path)
+
+
+# -- re-registering keeps hints and group ----------------------------------------------------------
+def test_re_registering_keeps_hints_and_group():
+    reg = Registry(approve=Asker(False))
+
+    @tool(hints="destructive", group="files", registry=reg)
+    def wipe(folder: str) -> str:
+        return folder
+
+    for again in (lambda: reg.add(wipe), lambda: tool(registry=reg)(wipe), lambda: reg.add(reg.get("wipe"))):
+        again()
+        assert reg.get("wipe").hints == {"destructive"} and reg.get("wipe").group == "files"
+        with pytest.raises(ToolCallError, match="denied"):
+            reg.call("wipe", {"folder": "x"})
+    reg.add(wipe, hints="read-only", group="g")  # new ones given: they win
+    assert reg.get("wipe").hints == {"read-only"} and reg.get("wipe").group == "g"
+    reg.add(wipe, hints=())  # an explicit empty set drops them
+    assert reg.get("wipe").hints == frozenset()
+
+
+def test_percent_tool_keeps_the_destructive_hint(nbtools_kernel):
+    nbtools_kernel.run("""
+        from nbtools import tool, registry
+        @tool(hints="destructive", group="files")
+        def wipe(folder: str) -> str:
+            return folder
+    """)
+    nbtools_kernel.run("%tool wipe")
+    assert nbtools_kernel.value("[sorted(registry.get('wipe').hints), registry.get('wipe').group]") == \
+        [["destructive"], "files"]
+
+
+# -- remote tools ----------------------------------------------------------------------------------
+REMOTE_TOOLS = textwrap.dedent("""
+    from nbtools import tool
+
+    def plain(x: int) -> int:
+        'No hints at all: served without annotations.'
+        return x
+
+    @tool(hints="read-only")
+    def look(x: int) -> int:
+        'Read-only.'
+        return x
+""")
+
+
+def test_an_unannotated_remote_tool_is_destructive_and_refused(tmp_path):
+    (tmp_path / "remote_tools.py").write_text(REMOTE_TOOLS)
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    command = [sys.executable, "-m", "nbtools.cli", "serve", "remote_tools.py"]
+    with nbmcp.connect(command, cwd=str(tmp_path), env=env, timeout=DEADLINE) as remote:
+        tools = {each.name: each for each in remote}
+        assert tools["plain"].hints == {"destructive", "open-world"}
+        assert "destructive" not in tools["look"].hints and "read-only" in tools["look"].hints
+        refusing = Registry(remote, refuse_destructive=True)
+        with pytest.raises(ToolCallError, match="marked destructive"):
+            refusing.call("plain", {"x": 1})
+        assert refusing.call("look", {"x": 2}) == 2
+        asker = Asker(False)
+        with pytest.raises(ToolCallError, match="denied"):
+            Registry(remote, approve=asker).call("plain", {"x": 3})
+        assert asker.asked == [("plain", {"x": 3})]
+
+
+def test_hints_a_server_sets_to_false_stay_false():
+    assert nbmcp.hints_from_annotations({"destructiveHint": False, "openWorldHint": False}) == frozenset()
+    assert nbmcp.hints_from_annotations({"destructiveHint": False}) == {"open-world"}
+    assert nbmcp.hints_from_annotations({}) == {"destructive", "open-world"}
+    assert nbmcp.hints_from_annotations({"idempotentHint": True}) == {"destructive", "open-world", "idempotent"}
+
+
+# -- the MCP server asks too -----------------------------------------------------------------------
+async def test_the_mcp_server_asks_and_honours_a_denial():
+    asker = Asker(False)
+    reg, ran = make(approve=asker)
+    result = await nbmcp.call_result(reg, "wipe", {"folder": None})
+    assert result.is_error and "the user denied this call" in result.content[0].text
+    assert asker.asked == [("wipe", {"folder": "/data", "force": False})] and ran == []
+
+
+# -- BaseException from tools -----------------------------------------------------------------------
+class Custom(BaseException):
+    pass
+
+
+def raising_registry() -> Registry:
+    def exits() -> str:
+        raise SystemExit(2)
+
+    def interrupts() -> str:
+        raise KeyboardInterrupt("from the tool")
+
+    async def cancels() -> str:
+        raise asyncio.CancelledError()
+
+    def custom() -> str:
+        raise Custom("odd")
+
+    def fine() -> str:
+        return "fine"
+
+    return Registry([exits, interrupts, cancels, custom, fine])
+
+
+def test_base_exceptions_from_tools_are_error_results():
+    reg = raising_registry()
+    for name, kind in (("exits", "SystemExit"), ("interrupts", "KeyboardInterrupt"),
+                       ("cancels", "CancelledError"), ("custom", "Custom")):
+        with pytest.raises(ToolCallError, match=f"the tool raised {kind}"):
+            reg.call(name)
+    texts = texts_of(run_tool_calls(openai_reply(("exits", {}), ("fine", {}), ("interrupts", {}), ("cancels", {}),
+                                                 ("custom", {}), ("fine", {})), ns=reg))
+    assert [("the tool raised" in text) for text in texts] == [True, False, True, True, True, False]
+    assert texts[1] == texts[5] == "fine"
+
+
+async def test_base_exceptions_over_the_mcp_handler_and_a_real_cancellation_still_cancels():
+    reg = raising_registry()
+    for name in ("exits", "interrupts", "cancels", "custom"):
+        result = await nbmcp.call_result(reg, name, {})
+        assert result.is_error and "the tool raised" in result.content[0].text
+    assert (await nbmcp.call_result(reg, "fine", {})).content[0].text == "fine"
+
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    task = asyncio.ensure_future(Registry([slow]).acall("slow"))
+    await asyncio.sleep(0.05)
+    task.cancel()  # the caller's cancellation is not the tool's failure: it cancels
+    with pytest.raises(asyncio.CancelledError):
+        await task
