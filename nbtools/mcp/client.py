@@ -81,8 +81,8 @@ class Connection(list):
                           else f"no answer to `initialize` within {timeout} s")
             elif self._url is not None and reason.endswith("Not Found"):
                 reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
-            elif self._url is not None and "401" in reason:
-                reason += (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
+            elif self._url is not None and (_refused_status(self._url, self._headers) == 401 or "401" in reason):
+                reason = "401 Unauthorized" + (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
                            "nbtools prints it when it starts serving)" if "authorization" not in
                            {key.lower() for key in self._headers} else " (the token was refused)")
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
@@ -301,6 +301,18 @@ def _http_headers(token: str | None, headers: dict[str, str] | None) -> dict[str
     if token is not None and "authorization" not in {key.lower() for key in out}:
         out["Authorization"] = f"Bearer {token}"
     return out
+
+
+def _refused_status(url: str, headers: dict[str, str]) -> int | None:
+    """After a failed connect: the HTTP status a plain request gets (the SDK's error hides a 401)."""
+    try:
+        import httpx2
+
+        return httpx2.post(url, headers={**headers, "Content-Type": "application/json",
+                                         "Accept": "application/json, text/event-stream"},
+                           content=b'{"jsonrpc":"2.0","id":0,"method":"ping"}', timeout=5).status_code
+    except Exception:  # unreachable, or no httpx2: the original reason stands
+        return None
 
 
 @contextlib.asynccontextmanager

@@ -33,7 +33,9 @@ def _on_sigint(signum: int, frame: Any) -> None:
         current = None
     if current is not None and current in _active:  # a synchronous tool holds the loop: stop it here
         _active[current][0] = True
-        raise KeyboardInterrupt
+        interrupt = KeyboardInterrupt("interrupted")
+        interrupt.by_signal = True  # type: ignore[attr-defined]  # a person's, not the tool's (call.run)
+        raise interrupt
     for task, flag in list(_active.items()):  # the calls await: cancel them from the loop
         flag[0] = True
         task.get_loop().call_soon_threadsafe(task.cancel)
