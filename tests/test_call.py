@@ -475,20 +475,31 @@ def test_coroutine_tool_called_synchronously_shows_only_its_own_frames():
 
 
 @pytest.mark.parametrize("exception", [KeyboardInterrupt, SystemExit])
-def test_interrupts_pass_through(exception):
+def test_interrupts_raised_by_the_tool_are_its_error(exception):
+    # DESIGN "Calling rules" (issue 10): nothing a tool raises ends the caller
     def stop():
         raise exception()
 
-    with pytest.raises(exception):
+    text = call_func("stop", {}, ns=[stop], raise_on_err=False)
+    assert f"the tool raised {exception.__name__}" in text
+
+
+def test_a_persons_interrupt_passes_through():
+    import signal
+
+    def stop():
+        signal.raise_signal(signal.SIGINT)  # what Ctrl+C / the kernel's Interrupt delivers
+        return "not reached"
+
+    with pytest.raises(KeyboardInterrupt):
         call_func("stop", {}, ns=[stop], raise_on_err=False)
 
 
-async def test_interrupts_pass_through_async():
+async def test_interrupts_raised_by_the_tool_are_its_error_async():
     async def stop():
         raise KeyboardInterrupt()
 
-    with pytest.raises(KeyboardInterrupt):
-        await call_func_async("stop", {}, ns=[stop], raise_on_err=False)
+    assert "the tool raised KeyboardInterrupt" in await call_func_async("stop", {}, ns=[stop], raise_on_err=False)
 
 
 def test_a_tool_raising_tool_call_error_keeps_its_text():

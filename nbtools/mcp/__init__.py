@@ -9,6 +9,8 @@ One job per module:
 * `server`: a Registry as an `mcp` low-level `Server` (the `tools/list` and `tools/call` handlers).
 * `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
 * `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
+* `access`: who may call an HTTP server: its bearer token and the Host/Origin names it answers to.
+* `interrupts`: a kernel's Interrupt ends a call served between cells.
 * `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
 * `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
 * `client`: `connect()`, another server's tools as nbtools Tools.
@@ -19,6 +21,11 @@ Serving:
   away (stdio) or the process is stopped (HTTP, at path `/mcp`). `nbtools serve` uses it.
 * `start(registry, port=...)` serves over HTTP *inside this process* and returns at once; in a kernel
   this is `%tools --serve`. See "Which thread runs a tool call" below.
+
+Every HTTP server requires `Authorization: Bearer <token>` (401 otherwise): `token=` / `--token`,
+else `$NBTOOLS_MCP_TOKEN`, else a random one (printed, and `.token` on a `RunningServer`);
+`token=False` / `--no-token` turns that off with a warning. Host/Origin are checked for every bind
+address (`allow_hosts=` / `--allow-host` add names). `connect(url, token=...)` sends the token.
 
 Every `tools/call` goes through `call_func_async`: the same lookup (enabled tools only), validation,
 conversion, approval and limits as `call_func`. A refused or failed call comes back as a result with
