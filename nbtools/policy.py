@@ -91,6 +91,12 @@ class ToolSource:
     def refuse_destructive(self, value: bool) -> None:
         self._refuse_destructive = bool(value)
 
+    def policy(self) -> tuple[Limits, Callable[..., Any] | None, bool]:
+        """(limits, approve, refuse_destructive) as they hold now: what dispatch reads per call."""
+        if self._parent is None:  # the common case, without the properties' indirection
+            return self._limits or DEFAULT_LIMITS, self._approve, self._refuse_destructive
+        return self.limits, self.approve, self.refuse_destructive
+
     def resolve(self, name: str) -> Tool | None:
         """The Tool a model's call named (exact name, or a provider-mapped form of it), or None
         when it is unknown or disabled."""

@@ -225,7 +225,7 @@ def mk_ns(fs: Any = None) -> dict[str, Tool]:
 def settings(ns: Any, options: dict) -> tuple[Limits, Any, bool]:
     """(limits, approve, refuse_destructive): explicit options over the namespace's registry settings."""
     if isinstance(ns, ToolSource):
-        limits, approve, refuse = ns.limits, ns.approve, ns.refuse_destructive
+        limits, approve, refuse = ns.policy()
     else:
         limits, approve, refuse = DEFAULT_LIMITS, None, False
     if options:

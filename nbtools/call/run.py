@@ -343,7 +343,7 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     try:
         tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools)
-        limits, approve, refuse = settings(source_of(tool) or ns, options)
+        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
         return _call(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
@@ -365,7 +365,7 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        limits, approve, refuse = settings(source_of(tool) or ns, options)
+        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
         return await _acall(tool, inputs, limits, approve, refuse)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
