@@ -332,3 +332,16 @@ def test_a_kernel_interrupt_ends_a_served_call(nbtools_kernel):
         time.sleep(0.5)
         assert tools["waits"].call({"seconds": 0}) == "woke"
     assert nbtools_kernel.value("1 + 1") == 2
+
+
+def test_tools_serve_options(nbtools_kernel):
+    nbtools_kernel.run("%%tool\ndef one() -> int:\n    'One.'\n    return 1")
+    assert "go with --serve" in nbtools_kernel.fails("%tools --token abc")
+    assert "either --token or --no-token" in nbtools_kernel.fails("%tools --serve --token abc --no-token")
+    said = "".join(o.get("text", "") for o in nbtools_kernel.run("%tools --serve --no-token --allow-host box.lan"))
+    assert "No authentication (--no-token)" in said and "Bearer" not in said
+    url = said.split(" at ")[1].split()[0]
+    port = url.split(":")[2].split("/")[0]
+    assert post(url, INIT).status_code == 200
+    assert post(url, INIT, Host=f"box.lan:{port}").status_code == 200
+    assert post(url, INIT, Host=f"other.lan:{port}").status_code == 421
