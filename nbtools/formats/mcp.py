@@ -22,6 +22,13 @@ def with_dialect(schema: dict) -> dict:
     return {"$schema": JSON_SCHEMA_DIALECT, **schema}
 
 
+def without_dialect(schema: Any) -> Any:
+    """`schema` without a `"$schema"` that names the default dialect (a schema read back from MCP)."""
+    if isinstance(schema, dict) and schema.get("$schema") == JSON_SCHEMA_DIALECT:
+        return {key: value for key, value in schema.items() if key != "$schema"}
+    return schema
+
+
 def mcp_output_schema(returns: dict) -> dict:
     """MCP `outputSchema` for a return schema: objects as they are, anything else wrapped.
 
@@ -50,5 +57,5 @@ def mcp_annotations(hints: Any) -> dict[str, bool]:
     return {MCP_HINTS[hint]: True for hint in sorted(hints) if hint in MCP_HINTS}
 
 
-__all__ = ["MCP_HINTS", "JSON_SCHEMA_DIALECT", "with_dialect", "mcp_output_schema", "mcp_wraps_result",
+__all__ = ["MCP_HINTS", "JSON_SCHEMA_DIALECT", "with_dialect", "without_dialect", "mcp_output_schema", "mcp_wraps_result",
            "mcp_annotations"]
