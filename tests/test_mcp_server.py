@@ -352,3 +352,25 @@ async def test_a_cancelled_plain_call_is_marked_cancelled_and_the_server_keeps_s
                     break
                 await anyio.sleep(0.02)
     assert marks == ["saw cancel"]
+
+
+def test_in_a_kernel_progress_is_a_progress_bar_and_log_lines_are_cell_output(nbtools_kernel):
+    from kernels import stdout_of
+
+    nbtools_kernel.run('import nbtools, nbtools.context\nfrom nbtools import ToolContext')
+    nbtools_kernel.run('''
+        %%tool
+        def crunch(n: int, *, ctx: ToolContext) -> int:
+            "Counts to n, reporting progress."
+            for step in range(n + 1):
+                ctx.progress(step, n, "counting")
+            ctx.log("counted")
+            ctx.log("that was easy", "notice")
+            return n
+    ''')
+    outputs = nbtools_kernel.run('print(type(nbtools.context.current_context()).__name__)\nnbtools.call_func("crunch", {"n": 4})')
+    widgets = [output for output in outputs if output.output_type == "display_data"
+               and "application/vnd.jupyter.widget-view+json" in output.data]
+    assert len(widgets) == 1  # one bar, updated in place
+    assert stdout_of(outputs) == "NotebookContext\ncounted\n[notice] that was easy\n"
+    assert [output.data["text/plain"] for output in outputs if output.output_type == "execute_result"] == ["4"]
