@@ -12,11 +12,16 @@ client rebuilds the very same error instead of parsing the text back.
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..call.results import rendered
+from ..content import content_parts
 from ..errors import ToolCallError
+from ..formats.mcp import mcp_wraps_result
 from ..tool import Tool
+from ..values import to_json
 
 if TYPE_CHECKING:
     import mcp_types
@@ -56,9 +61,6 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     """
     import mcp_types as types
 
-    from ..call import rendered
-    from ..content import content_parts
-
     parts = content_parts(value)
     if parts is not None:
         return types.CallToolResult(content=content_blocks(parts, max_chars))
@@ -66,9 +68,6 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:
-        from ..formats import mcp_wraps_result
-        from ..values import to_json
-
         # the text for the model and `values.to_json` (lenient: text stands in for what JSON
         # cannot hold) are the same JSON unless the text was cut
         structured = to_json(value) if cut else data
@@ -101,7 +100,6 @@ def content_blocks(parts: list[Any], max_chars: int) -> list[Any]:
     """MCP content blocks for `content_parts`: records -> image/audio/resource blocks, the rest -> text."""
     import mcp_types as types
 
-    from ..call import rendered
     from ..content import Audio, Image, Resource, ResourceLink
 
     blocks: list[Any] = []
@@ -134,8 +132,23 @@ def content_blocks(parts: list[Any], max_chars: int) -> list[Any]:
 _OUTPUT_VALIDATORS: "weakref.WeakKeyDictionary[Tool, Any]" = weakref.WeakKeyDictionary()
 
 
+# A return schema that is one JSON scalar type: checked by Python type, without a schema validator
+# (most tools return one; jsonschema would cost ~40 us per call). NaN and infinities are not JSON.
+_SCALAR_CHECKS = {
+    "integer": lambda value: type(value) is int,
+    "number": lambda value: (type(value) is int) or (type(value) is float and math.isfinite(value)),
+    "string": lambda value: type(value) is str,
+    "boolean": lambda value: type(value) is bool,
+}
+
+
 def _output_problem(tool: Tool, structured: Any) -> str | None:
     """None when `structured` matches the tool's advertised outputSchema, else what is wrong."""
+    returns = tool.returns
+    if returns is not None and len(returns) == 1 and isinstance(structured, dict) and len(structured) == 1:
+        check = _SCALAR_CHECKS.get(returns.get("type"))  # type: ignore[arg-type]
+        if check is not None and "result" in structured and check(structured["result"]):
+            return None
     validator = _OUTPUT_VALIDATORS.get(tool)
     if validator is None:
         import jsonschema

@@ -173,9 +173,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
 
 
 def _listed_tool(tool: Tool) -> "mcp_types.Tool":
-    import mcp_types as types
+    """The SDK's record of `tool`'s MCP definition, built once per Tool (its render cache holds it)."""
+    listed = tool._cache.get("mcp-listed")
+    if listed is None:
+        import mcp_types as types
 
-    return types.Tool.model_validate(tool.schema("mcp"))
+        listed = types.Tool.model_validate(tool.schema("mcp"))
+        tool._cache["mcp-listed"] = listed
+    return listed
 
 
 async def call_result(registry: Registry, name: str, arguments: dict | None, *,
