@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from ..context import check_level, reset_context, use_context
@@ -172,6 +171,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     return server
 
 
+async def _in_worker_thread(call: Any) -> Any:
+    """Run `call()` in anyio's worker thread pool; a cancelled caller stops waiting at once (the
+    thread itself runs on: Python cannot stop it)."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+
 def _listed_tool(tool: Tool) -> "mcp_types.Tool":
     """The SDK's record of `tool`'s MCP definition, built once per Tool (its render cache holds it)."""
     listed = tool._cache.get("mcp-listed")
@@ -187,21 +194,16 @@ async def call_result(registry: Registry, name: str, arguments: dict | None, *,
                       in_thread: bool = False) -> "mcp_types.CallToolResult":
     """Run one `tools/call` through nbtools' dispatch and build its MCP result (never raises for a bad call).
 
-    `in_thread`: run it with `call_func` in a worker thread (the `ToolContext` goes along: anyio
-    copies the context variables), else with `call_func_async` on this loop.
+    `in_thread`: a plain function runs in a worker thread (validation, conversion and approval stay
+    on this loop, as in the SDK's MCPServer: a thread holds the GIL only for the tool's own work);
+    else everything runs on this loop.
     """
-    from ..call import call_func, call_func_async
+    from ..call import call_func_async
 
     tool = registry.resolve(name)
     arguments = {} if arguments is None else arguments
     try:
-        if in_thread:
-            import anyio.to_thread
-
-            value = await anyio.to_thread.run_sync(functools.partial(call_func, name, arguments, ns=registry),
-                                                   abandon_on_cancel=True)
-        else:
-            value = await call_func_async(name, arguments, ns=registry)
+        value = await call_func_async(name, arguments, ns=registry, run_sync=_in_worker_thread if in_thread else None)
     except ToolCallError as error:
         return error_result(error)
     except KeyboardInterrupt:
