@@ -23,6 +23,8 @@ _LAZY = {
     "python": "interp", "python_async": "interp", "run_code": "interp", "ExecResult": "interp",
     "schema2sig": "inverse", "mk_tool": "inverse",
     "panel": "widgets",
+    "ToolContext": "context", "Elicitation": "context",
+    "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
 }
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Image", "Audio", "Resource", "ResourceLink", "Content", "as_content", "content_parts",
-           "describe"]
+           "describe", "is_content_annotation"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,16 @@ class ResourceLink:
 
 Content = Image | Audio | Resource | ResourceLink
 _RECORDS = (Image, Audio, Resource, ResourceLink)
+
+
+def is_content_annotation(annotation: Any) -> bool:
+    """Whether a return annotation names a content record anywhere (`Image`, `list[str | Image]`, ...):
+    such a tool returns content blocks, so it has no JSON return schema (no MCP `outputSchema`)."""
+    import typing
+
+    if isinstance(annotation, type):
+        return issubclass(annotation, _RECORDS)
+    return any(is_content_annotation(arg) for arg in typing.get_args(annotation))
 
 
 def _class_path(value: Any) -> tuple[str, str]:

@@ -38,6 +38,7 @@ class Registry(ToolSource):
         self._tools: dict[str, Tool] = {}
         self._disabled: set[str] = set()
         self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
+        self._listeners: list[Callable[[], Any]] = []  # called after each change (see `on_change`)
         for item in tools:
             self.add(item)
 
@@ -69,6 +70,7 @@ class Registry(ToolSource):
             warnings.warn(f"tool {built.name!r} and tool {clash[0]!r} both become {clash[1]!r} for "
                           "providers that refuse some characters in names; rename one of them "
                           "(schemas() refuses such a pair for those formats)", stacklevel=2)
+        self._changed()
         return bound
 
     def _index_wire_names(self, name: str) -> tuple[str, str] | None:
@@ -97,6 +99,7 @@ class Registry(ToolSource):
         self._wire = {}  # re-index: a provider form a removed tool held may now belong to another
         for name in self._tools:
             self._index_wire_names(name)
+        self._changed()
         return names
 
     def clear(self) -> None:
@@ -104,6 +107,7 @@ class Registry(ToolSource):
         self._tools.clear()
         self._disabled.clear()
         self._wire.clear()
+        self._changed()
 
     def get(self, name: str, default: Any = None) -> Tool | None:
         """The Tool registered under `name` (exact, case-sensitive; provider-mapped names accepted)."""
@@ -143,14 +147,37 @@ class Registry(ToolSource):
         """The names of all registered tools, enabled or not, in registration order."""
         return list(self._tools)
 
+    # -- change listeners (an MCP server tells its clients `notifications/tools/list_changed`) -------
+    def on_change(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Call `callback()` after every change of what this registry holds or enables (add, remove,
+        clear, enable/disable), on the thread that made it; returns a function that stops it.
+        A callback that raises is reported as a warning and stays subscribed."""
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def _changed(self) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback()
+            except Exception as error:  # a listener's bug must not undo or fail the change itself
+                warnings.warn(f"a Registry change listener raised {type(error).__name__}: {error}", stacklevel=3)
+
     # -- enabling ----------------------------------------------------------------------------------
     def enable(self, name: str, enabled: bool = True) -> None:
         """Enable or disable a tool: disabled tools are left out of `schemas()` and refused by calls."""
         tool = self[name]
+        was_enabled = tool.name not in self._disabled
         if enabled:
             self._disabled.discard(tool.name)
         else:
             self._disabled.add(tool.name)
+        if was_enabled != enabled:
+            self._changed()
 
     def disable(self, name: str) -> None:
         """Disable a tool (see `enable`); it stays registered."""

@@ -137,6 +137,8 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     from .docs.classes import field_docs, function_docs
     from .docs.functions import compose_description
     from .schema.render import render_schema
+    from .content import is_content_annotation
+    from .context import is_context_annotation
     from .typeinfo import (Context, json_default, optional_if_none, to_ir, type_name, with_constraints,
                            written_description)
 
@@ -176,6 +178,11 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
             continue
         ctx.parameter = param.name
         annotation = hints.get(param.name, param.empty)
+        if annotation is not param.empty and is_context_annotation(annotation):
+            # injected by dispatch (nbtools.ToolContext), never part of what the model sends
+            _check_context_parameter(display, param, params)
+            passing.append((param.name, "context"))
+            continue
         annotation = _any_if_unannotated(annotation)
         if param.kind is param.VAR_KEYWORD:
             extra = to_ir(annotation, ctx)
@@ -222,7 +229,7 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     if isinstance(unwrapped, type):
         return_annotation = inspect.Signature.empty
     if return_annotation is not inspect.Signature.empty and return_annotation is not None \
-            and return_annotation is not type(None):
+            and return_annotation is not type(None) and not is_content_annotation(return_annotation):
         ctx.parameter = "return"
         try:
             return_node = to_ir(return_annotation, ctx)
@@ -242,6 +249,15 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         returns_description=docs.returns,
         is_async=ir.is_async(fn, target, unwrapped, getattr(fn, "func", None)),
     )
+
+
+def _check_context_parameter(display: str, param: inspect.Parameter, params: list[inspect.Parameter]) -> None:
+    """A ToolContext parameter is passed by keyword: it cannot be positional-only, nor stand before `*args`."""
+    before_varargs = param.kind is param.POSITIONAL_OR_KEYWORD and any(
+        other.kind is other.VAR_POSITIONAL for other in params)
+    if param.kind is param.POSITIONAL_ONLY or before_varargs:
+        raise SchemaError(display, param.name, "a ToolContext parameter is passed by keyword: make it "
+                                               "keyword-only (after `*` or `*args`)")
 
 
 def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | None:

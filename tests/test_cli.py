@@ -12,6 +12,7 @@ import anyio
 import nbformat
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from nbtools import get_schema
 from nbtools.cli import main
@@ -232,8 +233,9 @@ async def test_serve_a_notebook_over_stdio(tool_notebook):
                 assert result.structured_content == {"result": 6.0}
                 result = await session.call_tool("shout", {"text": "hi"})
                 assert result.structured_content == {"result": "HI"}
-                result = await session.call_tool("helper", {})
-                assert result.is_error  # defined by the notebook, but not a tool
+                with pytest.raises(MCPError) as unknown:  # defined by the notebook, but not a tool: -32602
+                    await session.call_tool("helper", {})
+                assert unknown.value.error.code == -32602
 
 
 def test_serve_reports_a_failing_notebook_and_exits(tmp_path):

@@ -469,9 +469,11 @@ def test_gemini_openapi_exact_conversions():
 
 def test_mcp_definition_wraps_non_object_results_and_maps_hints():
     tool = add_tool(name="math.add", hints=frozenset({"read-only", "idempotent"}))
+    dialect = {"$schema": "https://json-schema.org/draft/2020-12/schema"}  # on both schemas (SEP-1613)
     assert render(tool, "mcp") == {
-        "name": "math.add", "description": "Add two integers.", "inputSchema": ADD,
-        "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+        "name": "math.add", "description": "Add two integers.", "inputSchema": dialect | ADD,
+        "outputSchema": dialect | {"type": "object", "properties": {"result": {"type": "integer"}},
+                                   "required": ["result"]},
         "annotations": {"readOnlyHint": True, "idempotentHint": True}}
     assert mcp_wraps_result(tool)
     everything = add_tool(hints=frozenset({"read-only", "destructive", "idempotent", "open-world"}))
@@ -480,7 +482,7 @@ def test_mcp_definition_wraps_non_object_results_and_maps_hints():
     assert "annotations" not in render(add_tool(), "mcp")
     as_object = Tool(name="info", description="", parameters=obj({}),
                      returns=obj({"ok": {"type": "boolean"}}, ["ok"]))
-    assert render(as_object, "mcp")["outputSchema"] == as_object.returns
+    assert render(as_object, "mcp")["outputSchema"] == dialect | as_object.returns
     assert not mcp_wraps_result(as_object)
     assert "outputSchema" not in render(Tool(name="x", description="", parameters=obj({})), "mcp")
     assert not mcp_wraps_result(Tool(name="x", description="", parameters=obj({})))

@@ -22,6 +22,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client as _sdk_streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 import nbtools.mcp as nbmcp
 from nbtools import Registry, ToolCallError, tool
@@ -128,7 +129,8 @@ async def converse(session: ClientSession, *, remote_state: bool) -> None:
     assert listed["greet"]["annotations"] == {"readOnlyHint": True, "openWorldHint": True}
     assert "annotations" not in listed["divide"]
     # a non-object return is wrapped; a dataclass is an object schema of its fields
-    assert listed["add"]["outputSchema"] == {"type": "object", "properties": {"result": {"type": "integer"}},
+    assert listed["add"]["outputSchema"] == {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                                            "type": "object", "properties": {"result": {"type": "integer"}},
                                             "required": ["result"]}
     stats_schema = listed["stats"]["outputSchema"]
     assert stats_schema["type"] == "object"
@@ -167,9 +169,10 @@ async def converse(session: ClientSession, *, remote_state: bool) -> None:
     result = await session.call_tool("stats", {"numbers": "1, 2"})
     assert result.is_error and "numbers" in text_of(result)
 
-    # an unknown tool: an error result
-    result = await session.call_tool("no_such_tool", {})
-    assert result.is_error and "no_such_tool" in text_of(result)
+    # an unknown tool: the JSON-RPC error -32602 (the MCP spec lists it under protocol errors)
+    with pytest.raises(MCPError) as unknown:
+        await session.call_tool("no_such_tool", {})
+    assert unknown.value.error.code == -32602 and "no_such_tool" in unknown.value.error.message
 
     # ... and the server still answers
     result = await session.call_tool("add", {"a": 40, "b": 2})
@@ -263,8 +266,9 @@ async def test_registry_is_read_live_and_disabled_tools_are_neither_listed_nor_c
             assert [item.name for item in (await session.list_tools()).tools] == ["first", "second"]
             local.disable("first")
             assert [item.name for item in (await session.list_tools()).tools] == ["second"]
-            result = await session.call_tool("first", {"x": 1})
-            assert result.is_error and "first" in text_of(result)
+            with pytest.raises(MCPError) as unlisted:  # a disabled tool is unknown to clients: -32602
+                await session.call_tool("first", {"x": 1})
+            assert unlisted.value.error.code == -32602 and "first" in unlisted.value.error.message
             result = await session.call_tool("second", {"x": 4})
             assert result.structured_content == {"result": 8}
 
@@ -338,10 +342,14 @@ async def test_max_result_chars_cuts_the_text_and_structured_content_only_where_
 
     with anyio.fail_after(DEADLINE):
         async with session_for(local) as session:
-            # declared output: the client requires structuredContent matching outputSchema, so it is whole
+            # declared output: the client requires the whole structuredContent, which is over the
+            # limit: the call is refused with an error that says so (issue 13: nothing over the limit
+            # is sent); under the limit it is whole
             result = await session.call_tool("numbers", {"count": 100})
-            assert not result.is_error and result.structured_content == {"result": list(range(100))}
-            assert "[truncated: " in text_of(result) and len(text_of(result)) < 120
+            assert result.is_error and result.structured_content is None
+            assert "over this server's limit of 40" in text_of(result) and "max_result_chars" in text_of(result)
+            result = await session.call_tool("numbers", {"count": 5})
+            assert not result.is_error and result.structured_content == {"result": [0, 1, 2, 3, 4]}
             # no declared output: structuredContent is optional, and left out rather than sent uncut
             result = await session.call_tool("untyped_table", {"count": 100})
             assert not result.is_error and result.structured_content is None

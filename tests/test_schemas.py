@@ -78,6 +78,8 @@ def test_every_format(case: corpus.Case, fmt: str | None, strict: bool) -> None:
         assert providers.openai_strict_violations(parameters) == []
     elif strict and fmt == "anthropic":
         assert providers.anthropic_strict_violations(parameters) == []
+    elif fmt == "mcp":  # MCP names the dialect (SEP-1613), and keeps the neutral schema otherwise
+        assert parameters == {"$schema": "https://json-schema.org/draft/2020-12/schema"} | case.parameters
     elif fmt != "gemini-openapi":
         assert parameters == case.parameters  # formats without a strict mode keep the neutral schema
 
@@ -107,8 +109,10 @@ def test_each_format_has_its_provider_shape() -> None:
         "type": "object", "properties": {"a": {"type": "integer", "description": "first addend"},
                                          "b": {"type": "integer", "description": "second addend", "default": 1}},
         "required": ["a"]}}
-    # MCP: a non-object return is wrapped as {"result": ...}; hints become annotations
-    assert tool.schema("mcp") == {**head, "inputSchema": ADD_PARAMETERS, "outputSchema": {
+    # MCP: a non-object return is wrapped as {"result": ...}; hints become annotations; both
+    # schemas name their dialect
+    dialect = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert tool.schema("mcp") == {**head, "inputSchema": dialect | ADD_PARAMETERS, "outputSchema": dialect | {
         "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
         "annotations": {"readOnlyHint": True}}
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import ir
+from ..context import current_context
 from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
 from ..tool import Tool
@@ -36,6 +37,7 @@ class CallPlan:
         varargs: the name of the `*args` parameter (a JSON array), or None.
         before_varargs: parameters before `*args`, passed positionally when `*args` is non-empty.
         defaults: Python defaults of optional parameters (to fill positional gaps).
+        context: the parameter that receives the `ToolContext` (never sent by the model), or None.
     A plan holds no function and no name: Tools built from one function share it.
     """
 
@@ -47,6 +49,7 @@ class CallPlan:
     varargs: str | None
     before_varargs: tuple[str, ...]
     defaults: Mapping[str, Any]
+    context: str | None = None
 
     def arguments(self, converted: dict) -> tuple[tuple, dict]:
         """(positional, keyword) arguments for the call, from the converted values."""
@@ -147,7 +150,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         convert = convert_arguments_checked
 
     passing = tool.passing or tuple((name, "keyword") for name in fields)
-    order = [name for name, kind in passing if kind != "varkw"]
+    order = [name for name, kind in passing if kind not in ("varkw", "context")]
     positional = tuple(name for name, kind in passing if kind == "positional")
     varargs = next((name for name, kind in passing if kind == "varargs"), None)
     before = tuple(order[: order.index(varargs)]) if varargs in order else ()
@@ -162,6 +165,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         varargs=varargs,
         before_varargs=before,
         defaults={item.name: item.default for item in args.fields if not item.required},
+        context=next((name for name, kind in passing if kind == "context"), None),
     )
 
 
@@ -195,6 +199,8 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
         else:
             check_limits(raw, text, limits)
             converted = plan.convert(raw)
+        if plan.context is not None:  # injected here, after validation: the model never sends it
+            converted[plan.context] = current_context()
         if plan.keyword_only:
             return (), converted, raw
         positional, kwargs = plan.arguments(converted)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dis
+import functools
 import inspect
 import linecache
 import os
@@ -240,7 +241,8 @@ def _stops_the_run(error: BaseException) -> bool:
     return False
 
 
-async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
+async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool,
+                 run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> Any:
     fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
     if answer is not True:
         if inspect.isawaitable(answer):
@@ -250,7 +252,10 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_d
                 raise _approval_failed(tool, error) from error
         _verdict(tool, answer)
     try:
-        result = fn(*positional, **kwargs)
+        if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
+            result = await run_sync(functools.partial(fn, *positional, **kwargs))
+        else:
+            result = fn(*positional, **kwargs)
         if type(result) not in _PLAIN_TYPES:
             if inspect.isawaitable(result):
                 result = await result
@@ -355,9 +360,15 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         return str(error)
 
 
-async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True,
+async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, *,
+                          run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
                           **options: Any) -> Any:
-    """Like `call_func`, awaiting coroutine tools and async approval callbacks in the running loop."""
+    """Like `call_func`, awaiting coroutine tools and async approval callbacks in the running loop.
+
+    `run_sync`: an awaitable runner for a plain (non-async) tool's function, e.g.
+    `anyio.to_thread.run_sync` (what `nbtools serve` uses): validation, conversion and approval stay
+    on this loop, and only the call itself runs there.
+    """
     if ns is None:
         ns = policy.default()
     if options:
@@ -366,7 +377,7 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     try:
         tool = resolve_tool(name, ns)
         limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
-        return await _acall(tool, inputs, limits, approve, refuse)
+        return await _acall(tool, inputs, limits, approve, refuse, run_sync)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)

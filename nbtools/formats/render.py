@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import check_format
-from .mcp import mcp_annotations, mcp_output_schema
+from .mcp import mcp_annotations, mcp_output_schema, with_dialect
 from .names import wire_name
 from .openapi import openapi_schema
 from .strict import strict_schema
@@ -70,9 +70,9 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
             declaration["parameters"] = converted
         return declaration
     # mcp
-    definition = {"name": name, "description": description, "inputSchema": parameters}
+    definition = {"name": name, "description": description, "inputSchema": with_dialect(parameters)}
     if tool.returns is not None:
-        definition["outputSchema"] = mcp_output_schema(tool.returns)
+        definition["outputSchema"] = with_dialect(mcp_output_schema(tool.returns))
     annotations = mcp_annotations(tool.hints)
     if annotations:
         definition["annotations"] = annotations

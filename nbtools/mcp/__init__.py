@@ -6,7 +6,8 @@ Importing it imports neither `mcp` nor uvicorn: each function imports what it ne
 
 One job per module:
 
-* `server`: a Registry as an `mcp` low-level `Server` (the `tools/list` and `tools/call` handlers).
+* `server`: a Registry as an `mcp` low-level `Server` (tools/list, tools/call, logging/setLevel, list_changed).
+* `context`: the `ToolContext` of a served call (progress, log, sampling, elicitation).
 * `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
 * `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
 * `access`: who may call an HTTP server: its bearer token and the Host/Origin names it answers to.
@@ -28,19 +29,26 @@ else `$NBTOOLS_MCP_TOKEN`, else a random one (printed, and `.token` on a `Runnin
 address (`allow_hosts=` / `--allow-host` add names). `connect(url, token=...)` sends the token.
 
 Every `tools/call` goes through `call_func_async`: the same lookup (enabled tools only), validation,
-conversion, approval and limits as `call_func`. A refused or failed call comes back as a result with
-`isError: true` and the text written for the model (its fields also ride along in the result's
-`_meta`, so an nbtools client rebuilds the same `ToolCallError`); the server keeps serving. A
-successful call comes back as text (`result_text`) and, when the tool declares a return type, as
-`structuredContent` (checked against the `outputSchema` it advertised; a non-object return is wrapped
-as `{"result": value}`). The registry's `max_result_chars` cuts the text; `structuredContent` must
-match the `outputSchema` (MCP requires it, and the `mcp` client checks), so it stays whole, except for
-a tool without a return annotation, where it is left out when the text was cut.
+conversion, approval and limits as `call_func`. A name the server does not list is the JSON-RPC error
+-32602 (the MCP spec lists unknown tools under protocol errors). A refused or failed call comes back
+as a result with `isError: true` and the text written for the model (its fields also ride along in
+the result's `_meta`, so an nbtools client rebuilds the same `ToolCallError`); the server keeps
+serving. A successful call comes back as text (`result_text`) and, when the tool declares a return
+type, as `structuredContent` (checked against the `outputSchema` it advertised; a non-object return
+is wrapped as `{"result": value}`); a rich value (images, audio, resources, matplotlib figures, PIL
+images, or a list mixing them with text) as content blocks in order. Nothing over the registry's
+`max_result_chars` is sent: the text is cut, optional `structuredContent` left out, and a call whose
+`outputSchema` requires the whole value gets an error result saying it is too large. A tool may take
+a `ToolContext` (progress and log notifications, sampling, elicitation: `context`); the server
+answers `logging/setLevel`, and tells clients `notifications/tools/list_changed` when the registry
+changes.
 
 Which thread runs a tool call:
 
-* `serve(...)`: the thread that called `serve` (the main thread under `nbtools serve`), one call at
-  a time for plain functions; `async def` tools interleave at their `await`s.
+* `serve(...)` (`nbtools serve`): plain functions run in a pool of worker threads, so calls from
+  several sessions run side by side; `async def` tools run on the event loop and interleave at their
+  `await`s. A call the client cancels gets no answer; a plain function already running finishes in
+  its thread (Python cannot stop a thread) unless it checks `ctx.cancelled` and returns early.
 * `start(...)` where an asyncio event loop is running on the calling thread (a Jupyter kernel, where
   cells run on the main thread inside that loop): the server is a task on that loop, so tool calls
   run on the kernel's main thread, *between* cells. A call never runs in the middle of a cell's code

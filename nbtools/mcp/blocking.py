@@ -45,11 +45,15 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
             host (and its loopback aliases), e.g. the machine's LAN name when binding 0.0.0.0.
 
     Blocks, running its own event loop; in a notebook use `start` (or `%tools --serve`) instead.
+    Plain (non-async) tools run in a pool of worker threads, so calls from several sessions (or
+    concurrent calls of one) run side by side; `async def` tools run on the event loop. See
+    `nbtools.mcp.server` for what a cancelled call does.
     """
     if transport not in ("stdio", "http"):
         raise ValueError(f"serve: transport must be 'stdio' or 'http', not {transport!r}")
     _refuse_running_loop("serve")
-    server = build_server(registry, name=name)
+    # Plain functions run in worker threads: one slow call must not hold up every other session.
+    server = build_server(registry, name=name, threads=True)
     import anyio
 
     if transport == "stdio":

@@ -210,8 +210,10 @@ class Connection(list):
                     return dispatch(name, **arguments)
                 return function(*args, **arguments)
 
-        returns = unwrapped_output(output_schema) if output_schema else None
-        return Tool.from_schema(name, definition.get("description") or "", definition.get("inputSchema"), fn,
+        from ..formats.mcp import without_dialect  # the default dialect says nothing a Tool needs to keep
+
+        returns = without_dialect(unwrapped_output(output_schema)) if output_schema else None
+        return Tool.from_schema(name, definition.get("description") or "", without_dialect(definition.get("inputSchema")), fn,
                                 hints=hints_from_annotations(definition.get("annotations")),
                                 returns=returns, group=self.server_name or None)
 

@@ -12,11 +12,16 @@ client rebuilds the very same error instead of parsing the text back.
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..call.results import rendered
+from ..content import content_parts
 from ..errors import ToolCallError
+from ..formats.mcp import mcp_wraps_result
 from ..tool import Tool
+from ..values import to_json
 
 if TYPE_CHECKING:
     import mcp_types
@@ -39,49 +44,111 @@ def error_result(error: ToolCallError) -> "mcp_types.CallToolResult":
 def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.CallToolResult":
     """A tool's return value as MCP content: text for the model, plus `structuredContent`.
 
-    `structuredContent` is given when the tool advertises an `outputSchema` (the value as JSON,
-    wrapped as `{"result": value}` when the declared type is not an object) and, for tools without
-    a return annotation, when the value is a JSON object. A value that does not match the advertised
-    schema becomes an error result: clients reject such results, and the message says why.
+    A rich value (an `nbtools.Image`/`Audio`/`Resource`/`ResourceLink`, a PIL image, a matplotlib
+    figure, `IPython.display.Image`/`Audio`, or a list mixing them with text) becomes image, audio,
+    embedded-resource, resource-link and text blocks in its order (`content_blocks`), with no
+    `structuredContent`.
 
-    `max_chars` (the registry's `max_result_chars`) cuts the text. The structured content of a
-    tool with an `outputSchema` is always whole: the MCP spec requires it to match that schema
-    (the `mcp` client rejects a result without it), so cut text cannot stand in for it. For a tool
-    without one it is optional, and left out when the text had to be cut.
+    Otherwise `structuredContent` is given when the tool advertises an `outputSchema` (the value as
+    JSON, wrapped as `{"result": value}` when the declared type is not an object) and, for tools
+    without a return annotation, when the value is a JSON object. A value that does not match the
+    advertised schema becomes an error result: clients reject such results, and the message says why.
+
+    `max_chars` (the registry's `max_result_chars`) bounds what is sent: the text is cut (with a
+    marker), `structuredContent` is left out when it would exceed the limit, and a tool whose
+    `outputSchema` requires it gets an error result saying the value is too large (MCP requires
+    the structured content of such a tool, whole, and clients check it against the schema).
     """
     import mcp_types as types
 
-    from ..call import rendered
-    from ..values import to_json
-
+    parts = content_parts(value)
+    if parts is not None:
+        return types.CallToolResult(content=content_blocks(parts, max_chars))
     data, text = rendered(value, max_chars)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:
-        from ..formats import mcp_wraps_result
-
         # the text for the model and `values.to_json` (lenient: text stands in for what JSON
         # cannot hold) are the same JSON unless the text was cut
         structured = to_json(value) if cut else data
         if mcp_wraps_result(tool):
             structured = {"result": structured}
+        size = _json_size(structured, max_chars) if cut or 2 * len(text) + 32 > max_chars else 0
+        if size > max_chars:
+            return error_result(ToolCallError(tool.name, (
+                f"it ran, but its result is {size} characters of JSON, over this server's limit of "
+                f"{max_chars} (max_result_chars), and its declared return type requires the whole value as "
+                "structuredContent. Ask for less (e.g. a narrower query), or raise the registry's "
+                "Limits(max_result_chars=...)")))
         problem = _output_problem(tool, structured)
         if problem is not None:
             # The tool did run (it may have changed something): say so, and show what it returned.
             return error_result(ToolCallError(tool.name, "it ran, but returned a value that does not match its "
                                                          f"declared return type: {problem}. It returned: {text}"))
-    elif not cut and isinstance(data, dict):
+    elif not cut and isinstance(data, dict) and _json_size(data, max_chars) <= max_chars:
         structured = data
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=structured)
+
+
+def _json_size(value: Any, max_chars: int) -> int:
+    """Characters of `value` as compact JSON (what goes on the wire, give or take whitespace)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def content_blocks(parts: list[Any], max_chars: int) -> list[Any]:
+    """MCP content blocks for `content_parts`: records -> image/audio/resource blocks, the rest -> text."""
+    import mcp_types as types
+
+    from ..content import Audio, Image, Resource, ResourceLink
+
+    blocks: list[Any] = []
+    for part in parts:
+        if isinstance(part, Image):
+            blocks.append(types.ImageContent(type="image", data=part.base64(), mime_type=part.mime))
+        elif isinstance(part, Audio):
+            blocks.append(types.AudioContent(type="audio", data=part.base64(), mime_type=part.mime))
+        elif isinstance(part, Resource):
+            if part.text is not None:
+                inner: Any = types.TextResourceContents(uri=part.uri, mime_type=part.mime, text=part.text)
+            else:
+                import base64
+
+                inner = types.BlobResourceContents(uri=part.uri, mime_type=part.mime,
+                                                   blob=base64.b64encode(part.blob or b"").decode("ascii"))
+            blocks.append(types.EmbeddedResource(type="resource", resource=inner))
+        elif isinstance(part, ResourceLink):
+            blocks.append(types.ResourceLink(type="resource_link", uri=part.uri, name=part.name or part.uri,
+                                             description=part.description, mime_type=part.mime))
+        else:
+            text = part if isinstance(part, str) else rendered(part, max_chars)[1]
+            if len(text) > max_chars:
+                text = rendered(text, max_chars)[1]
+            blocks.append(types.TextContent(type="text", text=text))
+    return blocks
 
 
 # One compiled validator per Tool object (Tools are immutable; a redefinition is a new Tool).
 _OUTPUT_VALIDATORS: "weakref.WeakKeyDictionary[Tool, Any]" = weakref.WeakKeyDictionary()
 
 
+# A return schema that is one JSON scalar type: checked by Python type, without a schema validator
+# (most tools return one; jsonschema would cost ~40 us per call). NaN and infinities are not JSON.
+_SCALAR_CHECKS = {
+    "integer": lambda value: type(value) is int,
+    "number": lambda value: (type(value) is int) or (type(value) is float and math.isfinite(value)),
+    "string": lambda value: type(value) is str,
+    "boolean": lambda value: type(value) is bool,
+}
+
+
 def _output_problem(tool: Tool, structured: Any) -> str | None:
     """None when `structured` matches the tool's advertised outputSchema, else what is wrong."""
+    returns = tool.returns
+    if returns is not None and len(returns) == 1 and isinstance(structured, dict) and len(structured) == 1:
+        check = _SCALAR_CHECKS.get(returns.get("type"))  # type: ignore[arg-type]
+        if check is not None and "result" in structured and check(structured["result"]):
+            return None
     validator = _OUTPUT_VALIDATORS.get(tool)
     if validator is None:
         import jsonschema

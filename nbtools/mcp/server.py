@@ -1,13 +1,37 @@
-"""A Registry as an `mcp` low-level `Server`: the `tools/list` and `tools/call` handlers.
+"""A Registry as an `mcp` low-level `Server`: tools/list, tools/call, logging/setLevel, list_changed.
 
 The transports that carry the server (stdio, streamable HTTP) live in `blocking`, `web` and
-`background`; how values and errors become MCP results lives in `results`.
+`background`; how values and errors become MCP results lives in `results`; what a tool reaches
+through its `ToolContext` while it runs lives in `context`.
+
+What the server promises:
+
+* `tools/list`: the registry's enabled tools, read live on every request; the `tools` capability
+  says `listChanged: true` and every connected client gets `notifications/tools/list_changed`
+  when the registry changes (a `%%tool` cell run while `%tools --serve` serves, `registry.add`,
+  `remove`, `enable`/`disable`), several changes in a row coalesced into one notification.
+* `tools/call` of a name the server does not list: the JSON-RPC error -32602 (invalid params),
+  as the MCP spec lists unknown tools under protocol errors. Anything else about a call (bad
+  arguments, a refusal, the tool raised) is a result with `isError: true`.
+* `logging/setLevel`: answered `{}`; log lines a tool sends with `ctx.log` below that level (default
+  "info") are not sent to that client.
+* Which thread runs a call (`threads`): with `threads=True` (`nbtools serve`) a plain function runs
+  in a worker thread (anyio's pool, at most 40 at once), so one slow call does not hold up the
+  other sessions, as the SDK's own MCPServer does; `async def` tools run on the server's event
+  loop. With `threads=False` (`%tools --serve` in a kernel) every call runs on the loop's thread:
+  the kernel's main thread, between cells. A cancelled call (`notifications/cancelled`) gets no
+  response, as the spec says; an `async def` tool is cancelled at its next `await`, while a plain
+  function in a worker thread cannot be stopped by Python: it runs to its end and its result is
+  dropped. A long plain function can check `ctx.cancelled` and return early.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
+from ..context import check_level, reset_context, use_context
 from ..errors import ToolCallError
 from ..registry import Registry
 from ..tool import Tool
@@ -33,51 +57,162 @@ def as_registry(tools: Any = None) -> Registry:
     return Registry(tools)
 
 
-def build_server(registry: Any = None, *, name: str = "nbtools") -> "Server":
-    """An `mcp` low-level `Server` listing the registry's enabled tools and calling them through nbtools.
+class _Clients:
+    """The connections of one server, told `notifications/tools/list_changed` when its registry changes."""
+
+    def __init__(self) -> None:
+        self.connections: dict[int, Any] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._queued = False
+
+    def add(self, connection: Any) -> None:
+        if connection is None or id(connection) in self.connections:
+            return
+        self.connections[id(connection)] = connection
+        # the connection's teardown forgets it (the SDK unwinds `exit_stack` when the client leaves)
+        connection.exit_stack.callback(self.connections.pop, id(connection), None)
+
+    def registry_changed(self) -> None:
+        """Called by the registry on whatever thread changed it: queue one notification on the loop."""
+        loop = self.loop
+        if loop is None or loop.is_closed() or self._queued:
+            return
+        self._queued = True
+        try:
+            loop.call_soon_threadsafe(self._start_broadcast)
+        except RuntimeError:  # the loop closed meanwhile
+            self._queued = False
+
+    def _start_broadcast(self) -> None:
+        assert self.loop is not None
+        self.loop.create_task(self._broadcast())
+
+    async def _broadcast(self) -> None:
+        self._queued = False  # later changes queue another notification
+        for connection in list(self.connections.values()):
+            with contextlib.suppress(Exception):  # best-effort: a client that left is forgotten at teardown
+                await connection.send_tool_list_changed()
+
+
+def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False) -> "Server":
+    """An `mcp` low-level `Server` serving the registry's enabled tools through nbtools' dispatch.
 
     The registry is read on every request, so tools added, removed, enabled or disabled after the
-    server started show up in the next `tools/list`.
+    server started show up in the next `tools/list` (and clients are told). `threads`: run plain
+    (non-async) tools in worker threads (see the module docs).
     """
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server  # first: a missing SDK is named "mcp"
 
     import mcp_types as types
 
     from .. import __version__
+    from .context import LEVEL_KEY, ServedContext, connection_of
 
     tools = as_registry(registry)
+    clients = _Clients()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict]:
+        # Entered once per server run (the HTTP session manager's lifetime, or one stdio session):
+        # from now on a change of the registry reaches every connected client.
+        clients.loop = asyncio.get_running_loop()
+        unsubscribe = tools.on_change(clients.registry_changed)
+        try:
+            yield {}
+        finally:
+            unsubscribe()
+            clients.loop = None
 
     async def list_tools(ctx: Any, params: Any) -> "mcp_types.ListToolsResult":
+        clients.add(connection_of(ctx))
         return types.ListToolsResult(tools=[_listed_tool(tool) for tool in tools.enabled()])
 
     async def call_tool(ctx: Any, params: "mcp_types.CallToolRequestParams") -> "mcp_types.CallToolResult":
-        return await call_result(tools, params.name, params.arguments)
+        from mcp.shared.exceptions import MCPError
 
-    return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
-                  instructions=INSTRUCTIONS)
+        tool = tools.resolve(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
+                                                 "tools/list names the tools it has")
+        served = ServedContext(ctx, asyncio.get_running_loop())
+        token = use_context(served)
+        try:
+            result = await call_result(tools, params.name, params.arguments,
+                                       in_thread=threads and not tool.is_async)
+        except BaseException:
+            served.cancel()  # cancelled (by the client, or the server stopping): a tool may check it
+            raise
+        finally:
+            reset_context(token)
+        await served.flush()  # every progress/log notification goes out before the result
+        return result
+
+    async def set_level(ctx: Any, params: "mcp_types.SetLevelRequestParams") -> "mcp_types.EmptyResult":
+        connection = connection_of(ctx)
+        if connection is not None:
+            connection.state[LEVEL_KEY] = check_level(params.level)
+        return types.EmptyResult()
+
+    async def initialized(ctx: Any, params: Any) -> None:
+        clients.add(connection_of(ctx))
+
+    class NbtoolsServer(Server):
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            # `listChanged: true`: this server sends notifications/tools/list_changed (see _Clients)
+            return super().create_initialization_options(
+                notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+    server = NbtoolsServer(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
+                           instructions=INSTRUCTIONS, lifespan=lifespan)
+    # Registered by method, not as `on_set_logging_level=` (which warns: mcp 2.3 marks the logging
+    # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+    return server
+
+
+async def _in_worker_thread(call: Any) -> Any:
+    """Run `call()` in anyio's worker thread pool; a cancelled caller stops waiting at once (the
+    thread itself runs on: Python cannot stop it)."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
 
 def _listed_tool(tool: Tool) -> "mcp_types.Tool":
-    import mcp_types as types
+    """The SDK's record of `tool`'s MCP definition, built once per Tool (its render cache holds it)."""
+    listed = tool._cache.get("mcp-listed")
+    if listed is None:
+        import mcp_types as types
 
-    return types.Tool.model_validate(tool.schema("mcp"))
+        listed = types.Tool.model_validate(tool.schema("mcp"))
+        tool._cache["mcp-listed"] = listed
+    return listed
 
 
-async def call_result(registry: Registry, name: str, arguments: dict | None) -> "mcp_types.CallToolResult":
-    """Run one `tools/call` through `call_func_async` and build its MCP result (never raises for a bad call)."""
+async def call_result(registry: Registry, name: str, arguments: dict | None, *,
+                      in_thread: bool = False) -> "mcp_types.CallToolResult":
+    """Run one `tools/call` through nbtools' dispatch and build its MCP result (never raises for a bad call).
+
+    `in_thread`: a plain function runs in a worker thread (validation, conversion and approval stay
+    on this loop, as in the SDK's MCPServer: a thread holds the GIL only for the tool's own work);
+    else everything runs on this loop.
+    """
     from ..call import call_func_async
 
     from .interrupts import interruptible
 
     tool = registry.resolve(name)
+    arguments = {} if arguments is None else arguments
     try:
         async with interruptible():  # a kernel's Interrupt ends a call served between cells
-            value = await call_func_async(name, {} if arguments is None else arguments, ns=registry)
+            value = await call_func_async(name, arguments, ns=registry,
+                                          run_sync=_in_worker_thread if in_thread else None)
     except ToolCallError as error:
         return error_result(error)
     except KeyboardInterrupt:
         # In a kernel, "interrupt" while a tool runs on the main thread: end this call, keep serving.
         return error_result(ToolCallError(name, "interrupted by the person running the server"))
-    except Exception as error:  # a bug below call_func_async; still an answer, not a dead session
+    except Exception as error:  # a bug below dispatch; still an answer, not a dead session
         return error_result(ToolCallError(name, f"{type(error).__name__}: {error}"))
     return success_result(tool, value, registry.limits.max_result_chars)
