@@ -73,8 +73,28 @@ def _result_for(request: Any, value: Any, error: BaseException | None, max_chars
         text = str(error) if isinstance(error, ToolCallError) else \
             str(ToolCallError(getattr(request, "name", None), f"internal error: {type(error).__name__}: {error}"))
         return ToolResult(request, text, text, True)
+    parts = rich_parts(value, max_chars)
+    if parts is not None:
+        from ..content import describe
+
+        text = rendered("\n".join(part if isinstance(part, str) else describe(part) for part in parts), max_chars)[1]
+        return ToolResult(request, text, text, False, parts)
     data, text = rendered(value, max_chars)
     return ToolResult(request, text, data, False)
+
+
+def rich_parts(value: Any, max_chars: int) -> tuple | None:
+    """A rich result (see `content.content_parts`: an image, a PIL image, a matplotlib figure, ...,
+    or a list mixing such with other values) as `str` and content records in order; None otherwise.
+
+    Items that are neither become their text (`result_text`), each cut at `max_chars`.
+    """
+    from ..content import Content, content_parts
+
+    parts = content_parts(value)
+    if parts is None:
+        return None
+    return tuple(part if isinstance(part, Content) else rendered(part, max_chars)[1] for part in parts)
 
 
 async def _run_one_async(request: Any, ns: Any, max_chars: int) -> Any:
