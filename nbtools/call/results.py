@@ -13,6 +13,7 @@ import json
 import types
 from typing import Any
 
+from ..content import Content, content_parts, describe
 from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS
 from ..values import to_json
@@ -75,12 +76,13 @@ def _result_for(request: Any, value: Any, error: BaseException | None, max_chars
         return ToolResult(request, text, text, True)
     parts = rich_parts(value, max_chars)
     if parts is not None:
-        from ..content import describe
-
         text = rendered("\n".join(part if isinstance(part, str) else describe(part) for part in parts), max_chars)[1]
         return ToolResult(request, text, text, False, parts)
     data, text = rendered(value, max_chars)
     return ToolResult(request, text, data, False)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), dict})
 
 
 def rich_parts(value: Any, max_chars: int) -> tuple | None:
@@ -89,8 +91,9 @@ def rich_parts(value: Any, max_chars: int) -> tuple | None:
 
     Items that are neither become their text (`result_text`), each cut at `max_chars`.
     """
-    from ..content import Content, content_parts
-
+    kind = type(value)
+    if kind in _PLAIN or (kind in (list, tuple) and all(type(item) in _PLAIN for item in value)):
+        return None  # the common results, decided without looking for rich objects
     parts = content_parts(value)
     if parts is None:
         return None
