@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from nbtools import Registry
+from nbtools import Registry, ToolCallError
 from nbtools.call import run_tool_calls
 from nbtools.content import Image, Resource, ResourceLink
 from nbtools.mcp import connect
@@ -137,6 +137,11 @@ def test_a_tool_requiring_task_augmentation_is_left_out_saying_why(everything):
     assert "task-augmented execution" in reason and "taskSupport" in reason
     assert any("'simulate-research-query' skipped" in warning and "task-augmented" in warning
                for warning in everything.warned)
+    # called by name anyway: refused here with the same reason, not the server's bare -32601
+    with pytest.raises(ToolCallError) as refused:
+        everything.call("simulate-research-query", {"topic": "tides"})
+    assert str(refused.value) == ("Error calling tool 'simulate-research-query': nbtools' MCP client cannot call "
+                                  f"this tool of {EVERYTHING}: {reason}")
 
 
 def test_hints_set_to_false_stay_false(everything):
@@ -178,3 +183,33 @@ def test_in_a_notebook_progress_is_a_bar_and_log_lines_are_cell_output(real_kern
             and "application/vnd.jupyter.widget-view+json" in output["data"]]
     assert len(bars) == 1 and "FloatProgress" in bars[0]["data"]["text/plain"]
     assert f"[{EVERYTHING} " in stdout_of(outputs) + stderr_of(outputs)
+
+
+REFUSING_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+
+app = MCPServer("refuser")
+
+
+@app.tool()
+def list_my_roots() -> str:
+    """Needs the client's roots, which nbtools' client does not offer."""
+    raise MCPError(-32601, "Method not found: roots/list")
+
+
+app.run()
+'''
+
+
+def test_a_call_refused_with_method_not_found_says_a_protocol_feature_is_missing(tmp_path):
+    import sys
+
+    script = tmp_path / "refuser.py"
+    script.write_text(REFUSING_SERVER)
+    with connect([sys.executable, str(script)], timeout=30) as refuser:
+        with pytest.raises(ToolCallError) as refused:
+            refuser.call("list_my_roots")
+    assert str(refused.value) == (
+        "Error calling tool 'list_my_roots': the server refused the call as needing a protocol feature nbtools' "
+        "MCP client does not offer (JSON-RPC -32601, method not found): Method not found: roots/list")

@@ -15,8 +15,8 @@ import queue
 import shlex
 import sys
 import threading
-import warnings
 import time
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -166,6 +166,9 @@ class Connection(list):
         if self._session is None:
             raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session (has it "
                                       "stopped?); connect again once it runs")
+        if name in self.skipped:  # e.g. it needs task augmentation: the server would only refuse it
+            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of {self.server_name or 'the server'}: "
+                                      f"{self.skipped[name]}")
         if self._url is not None:
             _refuse_own_loop_server(self._url)
         # 1. Notifications come through a queue, so callbacks and widgets run in the calling thread
@@ -186,7 +189,7 @@ class Connection(list):
                     raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
                 if event is None:
                     break
-                _deliver(on_progress if isinstance(event, Progress) else on_log, event)
+                _show(event, on_progress, on_log)
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
             raise
@@ -196,7 +199,7 @@ class Connection(list):
         while not events.empty():
             event = events.get_nowait()
             if event is not None:
-                _deliver(on_progress if isinstance(event, Progress) else on_log, event)
+                _show(event, on_progress, on_log)
         return future.result()
 
     def _sinks(self, name: str) -> tuple[Callable[[Progress], Any], Callable[[LogMessage], Any]]:
@@ -382,6 +385,11 @@ def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
     if not annotations:
         return frozenset()
     return frozenset(hint for hint, key in HINT_ANNOTATIONS.items() if annotations.get(key) is True)
+
+
+def _show(event: Progress | LogMessage, on_progress: Callable[[Progress], Any],
+          on_log: Callable[[LogMessage], Any]) -> None:
+    _deliver(on_progress if isinstance(event, Progress) else on_log, event)
 
 
 def _deliver(callback: Callable[[Any], Any], event: Any) -> None:
