@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 import warnings
 
 import pytest
