@@ -212,3 +212,16 @@ def test_a_call_refused_with_method_not_found_says_a_protocol_feature_is_missing
     assert str(refused.value) == (
         "Error calling tool 'list_my_roots': the server refused the call as needing a protocol feature nbtools' "
         "MCP client does not offer (JSON-RPC -32601, method not found): Method not found: roots/list")
+
+
+def test_outside_a_notebook_log_lines_go_to_logging_and_progress_is_not_shown(caplog, capsys):
+    from nbtools.mcp.notify import default_sink
+
+    on_progress, on_log = default_sink("slow")
+    on_progress(Progress("slow", 1, 2, "half"))
+    with caplog.at_level("DEBUG", logger="nbtools.mcp"):
+        on_log(LogMessage("warning", {"disk": "full"}, "storage", "files"))
+        on_log(LogMessage("debug", "detail"))
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        ("WARNING", "[files storage warning] {'disk': 'full'}"), ("DEBUG", "[debug] detail")]
+    assert capsys.readouterr() == ("", "")  # nothing printed outside a notebook
