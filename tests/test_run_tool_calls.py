@@ -316,3 +316,135 @@ def test_errors_name_the_tool_as_the_model_called_it():
     with pytest.raises(ToolCallError) as caught:
         call_func("ratio", {"a": 1, "b": 0}, ns={"ratio": divide})  # a dict key naming another function
     assert caught.value.tool == "ratio" and isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+# -- rich results: images, audio, resources ------------------------------------------------------------
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
+
+
+def rich_registry() -> Registry:
+    from nbtools.content import Audio, Image, Resource
+
+    def chart(title: str) -> list:
+        """A chart with a caption and its data."""
+        return [f"Chart: {title}", Image(PNG), Resource("data://chart.csv", text="x,y\n1,2", mime="text/csv"),
+                {"points": 1}]
+
+    def picture():
+        """Only a picture."""
+        return Image(PNG, "image/png")
+
+    def drawing():
+        """A vector drawing Anthropic cannot take as an image block."""
+        return Image(b"<svg/>", "image/svg+xml")
+
+    def sound():
+        """A sound."""
+        return Audio(b"RIFF0000WAVE", "audio/wav")
+
+    return Registry([chart, picture, drawing, sound])
+
+
+RICH_CALLS = [("chart", {"title": "sales"}), ("picture", {}), ("drawing", {}), ("sound", {}),
+              ("chart", {"title": 3})]
+PNG_NOTE = f"[image produced: image/png, {len(PNG)} bytes]"
+CHART_TEXT = f"Chart: sales\n{PNG_NOTE}\n[resource data://chart.csv]\nx,y\n1,2\n{{\"points\": 1}}"
+
+
+def rich_reply(provider: str) -> dict:
+    if provider == "openai":
+        return providers.openai_completion({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for index, (name, args) in enumerate(RICH_CALLS)]})
+    if provider == "responses":
+        return providers.responses_response([
+            {"type": "function_call", "id": f"fc{index}", "call_id": f"c{index}", "name": name,
+             "arguments": json.dumps(args), "status": "completed"} for index, (name, args) in enumerate(RICH_CALLS)])
+    if provider == "anthropic":
+        return providers.anthropic_message([{"type": "tool_use", "id": f"c{index}", "name": name, "input": args}
+                                            for index, (name, args) in enumerate(RICH_CALLS)])
+    return providers.gemini_response([{"functionCall": {"id": f"c{index}", "name": name, "args": args}}
+                                      for index, (name, args) in enumerate(RICH_CALLS)])
+
+
+def test_rich_results_for_anthropic_carry_image_blocks():
+    import base64
+
+    answer = run_tool_calls(sdk_object("anthropic", rich_reply("anthropic")), ns=rich_registry())
+    chart, picture, drawing, sound, failed = [block["content"] for block in answer["content"]]
+    png_block = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": base64.b64encode(PNG).decode()}}
+    # text and image blocks in the tool's order; consecutive text parts make one block
+    assert chart == [{"type": "text", "text": "Chart: sales"}, png_block,
+                     {"type": "text", "text": '[resource data://chart.csv]\nx,y\n1,2\n{"points": 1}'}]
+    assert picture == [png_block]
+    # what Anthropic cannot take as an image block is said in text
+    assert drawing == "[image produced: image/svg+xml, 6 bytes]"
+    assert sound == "[audio produced: audio/wav, 12 bytes]"
+    assert failed.startswith("Error calling tool 'chart', argument 'title'")
+    assert answer["content"][4]["is_error"] is True
+    json.dumps(answer)
+
+
+@pytest.mark.parametrize("provider", ["openai", "responses", "gemini"])
+def test_rich_results_for_other_providers_are_text_saying_what_was_produced(provider):
+    answer = run_tool_calls(sdk_object(provider, rich_reply(provider)), ns=rich_registry())
+    if provider == "openai":
+        texts = [message["content"] for message in answer]
+    elif provider == "responses":
+        texts = [item["output"] for item in answer]
+    else:
+        from google.genai.types import Content
+
+        Content.model_validate(answer)  # the SDK takes it as it is
+        responses = [part["function_response"]["response"] for part in answer["parts"]]
+        texts = [response.get("result", response.get("error")) for response in responses]
+    assert texts[:4] == [CHART_TEXT, PNG_NOTE, "[image produced: image/svg+xml, 6 bytes]",
+                         "[audio produced: audio/wav, 12 bytes]"]
+    assert texts[4].startswith("Error calling tool 'chart', argument 'title'")
+    json.dumps(answer)
+
+
+def test_pil_images_and_matplotlib_figures_become_image_blocks():
+    import base64
+
+    pil = pytest.importorskip("PIL.Image")
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    def thumbnail():
+        """A red square."""
+        return pil.new("RGB", (4, 4), "red")
+
+    def plot():
+        """A line plot, with a caption."""
+        figure = Figure(figsize=(1, 1))
+        figure.add_subplot().plot([0, 1], [1, 0])
+        return ("A falling line", figure)
+
+    reply = [{"type": "tool_use", "id": "t", "name": "thumbnail", "input": {}},
+             {"type": "tool_use", "id": "p", "name": "plot", "input": {}}]
+    thumb, line = [block["content"] for block in run_tool_calls(reply, ns=[thumbnail, plot])["content"]]
+    for blocks in (thumb, line[1:]):
+        assert [block["type"] for block in blocks] == ["image"]
+        assert base64.b64decode(blocks[0]["source"]["data"]).startswith(b"\x89PNG")
+    assert line[0] == {"type": "text", "text": "A falling line"}
+    openai_reply = {"role": "assistant", "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "thumbnail", "arguments": "{}"}}]}
+    assert run_tool_calls(openai_reply, ns=[thumbnail])[0]["content"].startswith("[image produced: image/png, ")
+
+
+def test_rich_result_text_is_cut_at_the_limit():
+    from nbtools import Limits
+    from nbtools.content import Image
+
+    def big():
+        """Much text and a picture."""
+        return ["y" * 50, Image(PNG)]
+
+    reply = [{"type": "tool_use", "id": "b", "name": "big", "input": {}}]
+    content = run_tool_calls(reply, ns=Registry([big], limits=Limits(max_result_chars=10)))["content"][0]["content"]
+    assert content[0] == {"type": "text", "text": "y" * 10 + "\n[truncated: 40 of 50 characters not shown]"}
+    assert content[1]["type"] == "image"  # an image is not text: the character limit does not drop it

@@ -13,6 +13,7 @@ import json
 import types
 from typing import Any
 
+from ..content import Content, content_parts, describe
 from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS
 from ..values import to_json
@@ -73,8 +74,30 @@ def _result_for(request: Any, value: Any, error: BaseException | None, max_chars
         text = str(error) if isinstance(error, ToolCallError) else \
             str(ToolCallError(getattr(request, "name", None), f"internal error: {type(error).__name__}: {error}"))
         return ToolResult(request, text, text, True)
+    parts = rich_parts(value, max_chars)
+    if parts is not None:
+        text = rendered("\n".join(part if isinstance(part, str) else describe(part) for part in parts), max_chars)[1]
+        return ToolResult(request, text, text, False, parts)
     data, text = rendered(value, max_chars)
     return ToolResult(request, text, data, False)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), dict})
+
+
+def rich_parts(value: Any, max_chars: int) -> tuple | None:
+    """A rich result (see `content.content_parts`: an image, a PIL image, a matplotlib figure, ...,
+    or a list mixing such with other values) as `str` and content records in order; None otherwise.
+
+    Items that are neither become their text (`result_text`), each cut at `max_chars`.
+    """
+    kind = type(value)
+    if kind in _PLAIN or (kind in (list, tuple) and all(type(item) in _PLAIN for item in value)):
+        return None  # the common results, decided without looking for rich objects
+    parts = content_parts(value)
+    if parts is None:
+        return None
+    return tuple(part if isinstance(part, Content) else rendered(part, max_chars)[1] for part in parts)
 
 
 async def _run_one_async(request: Any, ns: Any, max_chars: int) -> Any:

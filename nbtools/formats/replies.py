@@ -38,12 +38,16 @@ class ToolResult:
         content: text for the model (the serialised result, or the error text).
         value: the result as a JSON-able value (Gemini's `{"result": value}`); the error text on failure.
         is_error: whether the call was refused or failed.
+        parts: for a rich result (an image, audio, a resource, or a list mixing them with text; see
+            `content.content_parts`), its parts in order, each a `str` or an `nbtools.content`
+            record; `content` is then their text with each record described. Empty otherwise.
     """
 
     request: ToolCallRequest
     content: str
     value: Any
     is_error: bool
+    parts: tuple = ()
 
 
 _RESPONSES_ITEM_TYPES = frozenset({
@@ -205,15 +209,49 @@ def _json_value(result: ToolResult) -> Any:
         return result.content
 
 
+# The image types Anthropic accepts in an image block; others are described in text.
+ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def anthropic_result_content(result: ToolResult) -> Any:
+    """A `tool_result`'s content: its text, or, when the result has an image Anthropic accepts, a list
+    of text and image blocks in the result's order (other records described in text)."""
+    from ..content import Image, describe
+
+    def is_image(part: Any) -> bool:
+        return isinstance(part, Image) and part.mime in ANTHROPIC_IMAGE_TYPES
+
+    if result.is_error or not any(is_image(part) for part in result.parts):
+        return result.content
+    blocks: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for part in result.parts:
+        if is_image(part):
+            if texts:  # consecutive text parts make one text block
+                blocks.append({"type": "text", "text": "\n".join(texts)})
+                texts = []
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime,
+                                                       "data": part.base64()}})
+        else:
+            text = part if isinstance(part, str) else describe(part)
+            if text:  # Anthropic refuses empty text blocks
+                texts.append(text)
+    if texts:
+        blocks.append({"type": "text", "text": "\n".join(texts)})
+    return blocks
+
+
 def result_message(dialect: str, results: list[ToolResult]) -> Any:
     """What carries `results` back to the model, in `dialect`'s shape.
 
     openai: a list of `{"role": "tool", "tool_call_id", "content"}` messages (`{"role": "function",
     "name", "content"}` for the deprecated `function_call`, which has no id); responses: a list of
     `{"type": "function_call_output", "call_id", "output"}` items; anthropic: one user message of
-    `tool_result` blocks (`is_error: true` only on failures); gemini: one user content of
+    `tool_result` blocks (`is_error: true` only on failures; a result with an image carries image and
+    text blocks, see `anthropic_result_content`); gemini: one user content of
     `function_response` parts with `response` `{"result": value}` or `{"error": text}` (no `id` when
-    the call had none). A reply without tool calls gets `[]` in the list dialects and None in the
+    the call had none). Rich results reach the dialects other than anthropic as text that says what
+    was produced (`content.describe`: "[image produced: image/png, 1234 bytes]"). A reply without tool calls gets `[]` in the list dialects and None in the
     message dialects: Anthropic and Gemini reject an empty user message, and either way the result
     is falsy, so `while results := run_tool_calls(reply): ...` ends when the model stops calling.
     """
@@ -232,7 +270,7 @@ def result_message(dialect: str, results: list[ToolResult]) -> Any:
         blocks = []
         for result in results:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.request.id,
-                                     "content": result.content}
+                                     "content": anthropic_result_content(result)}
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)

@@ -15,6 +15,7 @@ One job per module:
 * `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
 * `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
 * `client`: `connect()`, another server's tools as nbtools Tools.
+* `notify`: what a remote server reports during a call (`Progress`, `LogMessage`) and where it is shown.
 
 Serving:
 
@@ -61,6 +62,9 @@ Which thread runs a tool call:
 
 Client: `connect(command_or_url)` starts (stdio) or reaches (HTTP) an MCP server and returns its tools
 as nbtools `Tool`s (functions built by `mk_tool`), ready for a `Registry` or any provider format.
+Their results keep every content block (text, `Image`, `Audio`, `Resource`, `ResourceLink`; see
+`connect`), and the server's progress and log notifications reach `on_progress`/`on_log` or, in a
+notebook, a progress bar and the cell's output.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from __future__ import annotations
 from .background import RunningServer, running_servers, serve_magic, start, stop
 from .blocking import DEFAULT_PORT, serve
 from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
+from .notify import LogMessage, Progress
 from .results import ERROR_META_KEY, error_result, remote_error, result_value, success_result
 from .server import as_registry, build_server, call_result
 from .web import MCP_PATH, bind_socket
@@ -76,5 +81,5 @@ __all__ = [
     "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
     "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
-    "HINT_ANNOTATIONS", "ERROR_META_KEY",
+    "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage",
 ]

@@ -11,16 +11,19 @@ import atexit
 import contextlib
 import functools
 import os
+import queue
 import shlex
 import sys
 import threading
+import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..tool import Tool
 from .background import serves_on_loop
+from .notify import LogMessage, Progress, default_sink, log_to_logging
 from .results import remote_error, result_value, unwrapped_output
 from .web import MCP_PATH
 
@@ -44,15 +47,25 @@ class Connection(list):
     `call(name, arguments)`. The session runs on a background thread with its own event loop, so the
     tools are ordinary blocking functions, usable from scripts and from notebook cells alike.
 
-    Fields: `target` (the URL or command), `server_name`, `timeout` (seconds per request).
+    Fields: `target` (the URL or command), `server_name`, `timeout` (seconds per request),
+    `skipped` (tools the server listed that could not be made into functions: name -> reason),
+    `on_progress` / `on_log` (see `connect`).
     """
 
     def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
                  cwd: str | None = None, errlog: Any = None, token: str | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None,
+                 on_progress: Callable[[Progress], Any] | None = None,
+                 on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info"):
         super().__init__()
         self.target = target
         self.timeout = timeout
+        self.on_progress = on_progress
+        self.on_log = on_log
+        self._log_level = log_level
+        # The notification queues of the calls now waiting (oldest first): a log line the server
+        # sends goes to the oldest, whose caller shows it; with none waiting, to `on_log` directly.
+        self._waiting: list[queue.SimpleQueue] = []
         self.server_name = ""
         self._closed = False
         self._output_schemas: dict[str, Any] = {}
@@ -122,7 +135,9 @@ class Connection(list):
         ready = self._ready_future()
         try:
             async with transport as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream, read_timeout_seconds=self.timeout) as session:
+                async with ClientSession(read_stream, write_stream, read_timeout_seconds=self.timeout,
+                                         logging_callback=self._log_notification,
+                                         log_level=self._log_level) as session:
                     initialized = await session.initialize()
                     self.server_name = initialized.server_info.name
                     listed = await _list_all_tools(session)
@@ -151,28 +166,75 @@ class Connection(list):
     def call(self, name: str, arguments: dict | None = None) -> Any:
         """Call tool `name` on the server and return its value (see `result_value`); blocks.
 
-        Raises ToolCallError when the server answers with an error result (see `results.remote_error`).
+        While it waits, the server's progress and log notifications for the call reach `on_progress`
+        and `on_log` (or the notebook's progress bar and cell output) in this thread. Raises
+        ToolCallError when the server answers with an error result (see `results.remote_error`).
         """
         if self._closed:
             raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
         if self._session is None:
             raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session (has it "
                                       "stopped?); connect again once it runs")
+        if name in self.skipped:  # e.g. it needs task augmentation: the server would only refuse it
+            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of {self.server_name or 'the server'}: "
+                                      f"{self.skipped[name]}")
         if self._url is not None:
             _refuse_own_loop_server(self._url)
-        future = asyncio.run_coroutine_threadsafe(self._acall(name, arguments or {}), self._loop)
+        # 1. Notifications come through a queue, so callbacks and widgets run in the calling thread
+        #    (a notebook cell's output belongs to its thread), not on the session's loop.
+        events: queue.SimpleQueue = queue.SimpleQueue()
+        on_progress, on_log = self._sinks(name)
+        self._waiting.append(events)
+        future = asyncio.run_coroutine_threadsafe(self._acall(name, arguments or {}, events), self._loop)
+        future.add_done_callback(lambda _: events.put(None))
         try:
-            return future.result(self.timeout + 5)
-        except TimeoutError:
-            future.cancel()
-            raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
+            # 2. Show each notification as it comes, until the answer (None) or the time-out.
+            deadline = time.monotonic() + self.timeout + 5
+            while True:
+                try:
+                    event = events.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    future.cancel()
+                    raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
+                if event is None:
+                    break
+                _show(event, on_progress, on_log)
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
+            raise
+        finally:
+            self._waiting.remove(events)
+        # 3. Log lines that arrived after the answer was queued still belong to this call.
+        while not events.empty():
+            event = events.get_nowait()
+            if event is not None:
+                _show(event, on_progress, on_log)
+        return future.result()
 
-    async def _acall(self, name: str, arguments: dict) -> Any:
+    def _sinks(self, name: str) -> tuple[Callable[[Progress], Any], Callable[[LogMessage], Any]]:
+        default_progress, default_log = default_sink(name) if self.on_progress is None or self.on_log is None \
+            else (None, None)
+        return self.on_progress or default_progress, self.on_log or default_log  # type: ignore[return-value]
+
+    async def _log_notification(self, params: Any) -> None:
+        message = LogMessage(str(params.level), params.data, params.logger, self.server_name)
+        waiting = list(self._waiting)
+        if waiting:
+            waiting[0].put(message)
+        else:  # between calls: nobody's cell to show it in
+            _deliver(self.on_log or log_to_logging, message)
+
+    async def _acall(self, name: str, arguments: dict, events: queue.SimpleQueue | None = None) -> Any:
         session = self._session
         if session is None:
             raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if events is not None:
+                events.put(Progress(name, done, total, message))
+
         try:
-            result = await session.call_tool(name, arguments)
+            result = await session.call_tool(name, arguments, progress_callback=progress)
         except ToolCallError:
             raise
         except Exception as error:
@@ -180,6 +242,10 @@ class Connection(list):
             if reason.endswith("Connection closed"):
                 raise ToolCallError(name, f"the MCP server {_describe(self.target)} closed the connection (has it "
                                           "stopped?); connect again once it runs") from None
+            if getattr(error, "code", None) == -32601:
+                raise ToolCallError(name, "the server refused the call as needing a protocol feature nbtools' "
+                                          f"MCP client does not offer (JSON-RPC -32601, method not found): "
+                                          f"{getattr(error, 'message', reason)}") from None
             raise ToolCallError(name, f"the MCP server did not answer the call: {reason}") from None
         if result.is_error:
             raise remote_error(name, result)
@@ -190,6 +256,10 @@ class Connection(list):
 
         definition = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
         name = definition["name"]
+        if (definition.get("execution") or {}).get("taskSupport") == "required":
+            raise ValueError("it requires task-augmented execution (MCP tasks: its execution.taskSupport is "
+                             "'required'), which nbtools' MCP client does not offer, so every call would fail; "
+                             "use a client with task support for this tool")
         output_schema = definition.get("outputSchema")
         self._output_schemas[name] = output_schema
 
@@ -266,7 +336,8 @@ def _close_connections_at_exit() -> None:
 
 def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
             cwd: str | None = None, errlog: Any = None, token: str | None = None,
-            headers: dict[str, str] | None = None) -> Connection:
+            headers: dict[str, str] | None = None, on_progress: Callable[[Progress], Any] | None = None,
+            on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info") -> Connection:
     """Connect to an MCP server and return its tools as nbtools Tools (a `Connection`, a list of Tools).
 
     `command_or_url`: an `http(s)://` URL of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`),
@@ -282,15 +353,34 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     `Authorization` given there wins over `token`).
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
-    docstring); calling it (or `Tool.call`) sends `tools/call` and returns the structured result
-    (unwrapped from `{"result": ...}` when the server wrapped a non-object value) or else the text.
+    docstring); calling it (or `Tool.call`) sends `tools/call` and returns:
+
+    - the structured content, when the result has some (unwrapped from `{"result": ...}` when the
+      server wrapped a non-object value);
+    - else, when every block is text, the text (joined by newlines; JSON text is parsed);
+    - else a list of the blocks in order, each a `str` or an `nbtools.content` record: `Image` and
+      `Audio` (bytes + mime), `Resource` (an embedded resource: uri, text or blob bytes, mime),
+      `ResourceLink` (uri, name, description, mime). Block annotations are not kept. Returned by a
+      local tool, such a list reaches a model as `run_tool_calls` renders rich results.
+
+    Notifications while a call runs: `on_progress(Progress)` gets the server's progress (tool,
+    progress, total, message) and `on_log(LogMessage)` its log lines (level, data, logger, server),
+    both in the calling thread; log lines that come between calls reach `on_log` on the session's
+    thread. Without them, in a notebook the call shows a progress bar and its log lines in the
+    cell's output; elsewhere log lines go to the `logging` logger "nbtools.mcp". `log_level` is the
+    least severe level asked for (servers on the 2026 protocol send logs only when asked).
+
+    A tool that needs a capability this client does not offer (task-augmented execution) is left
+    out with a warning naming it and why (see `Connection.skipped`); a call refused with JSON-RPC
+    -32601 raises a ToolCallError saying a protocol feature is missing.
+
     An error result raises ToolCallError: from an nbtools server the same error it raised there (its
     argument, problem and schema), from another server one whose problem is the server's text. Hints
     come from the tool's annotations (only those the server sets to true), `returns` from its
     `outputSchema`.
     """
     return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog, token=token,
-                      headers=headers)
+                      headers=headers, on_progress=on_progress, on_log=on_log, log_level=log_level)
 
 
 def _http_headers(token: str | None, headers: dict[str, str] | None) -> dict[str, str]:
@@ -364,6 +454,20 @@ def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
     if "read-only" in hints:
         hints.discard("destructive")
     return frozenset(hints)
+
+
+def _show(event: Progress | LogMessage, on_progress: Callable[[Progress], Any],
+          on_log: Callable[[LogMessage], Any]) -> None:
+    _deliver(on_progress if isinstance(event, Progress) else on_log, event)
+
+
+def _deliver(callback: Callable[[Any], Any], event: Any) -> None:
+    """Hand a notification to its callback; a failing callback warns instead of losing the call."""
+    try:
+        callback(event)
+    except Exception as error:  # the call's result matters more than showing its progress
+        warnings.warn(f"MCP notification callback {callback!r} failed: {type(error).__name__}: {error}",
+                      stacklevel=2)
 
 
 def _is_url(target: str) -> bool:

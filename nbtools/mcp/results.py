@@ -11,6 +11,7 @@ client rebuilds the very same error instead of parsing the text back.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import weakref
@@ -172,22 +173,54 @@ def _output_problem(tool: Tool, structured: Any) -> str | None:
 def result_value(result: "mcp_types.CallToolResult", output_schema: dict | None = None) -> Any:
     """The Python value of a successful `tools/call` result.
 
-    The structured content when there is some (unwrapped when `output_schema` is the `{"result": ...}`
-    wrapper of a non-object value); else the text content (JSON text is parsed); else the content
-    blocks as dicts.
+    1. Structured content, when there is some: that value (unwrapped when `output_schema` is the
+       `{"result": ...}` wrapper of a non-object value).
+    2. Only text blocks: their text, joined by newlines (JSON text is parsed).
+    3. Anything else (an image, audio, an embedded resource or a resource link, alone or mixed with
+       text): the list of its blocks in order, each a `str` or an `nbtools.content` record (`Image`,
+       `Audio`, `Resource`, `ResourceLink`; see `content_part`). An empty content gives `[]`.
     """
     structured = result.structured_content
     if structured is not None:
         if is_result_wrapper(output_schema) and isinstance(structured, dict) and "result" in structured:
             return structured["result"]
         return structured
-    text = content_text(result.content)
-    if text is not None:
+    blocks = list(result.content)
+    if blocks and all(getattr(block, "type", None) == "text" for block in blocks):
+        text = "\n".join(block.text for block in blocks)
         try:
             return json.loads(text)
         except ValueError:
             return text
-    return [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
+    return [content_part(block) for block in blocks]
+
+
+def content_part(block: Any) -> Any:
+    """One MCP content block as what `connect()` returns: text -> `str`, image -> `Image`, audio ->
+    `Audio`, embedded resource -> `Resource` (text, or blob bytes), resource link -> `ResourceLink`.
+
+    Block annotations (audience, priority) are not kept. A block type this client does not know
+    (from a newer protocol) comes back as its JSON dict rather than being dropped.
+    """
+    from ..content import Audio, Image, Resource, ResourceLink
+
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return block.text
+    if kind == "image":
+        return Image.from_base64(block.data, block.mime_type)
+    if kind == "audio":
+        return Audio.from_base64(block.data, block.mime_type)
+    if kind == "resource":
+        inner = block.resource
+        uri, mime = str(inner.uri), inner.mime_type
+        if getattr(inner, "text", None) is not None:
+            return Resource(uri, text=inner.text, mime=mime)
+        return Resource(uri, blob=base64.b64decode(inner.blob), mime=mime)
+    if kind == "resource_link":
+        return ResourceLink(str(block.uri), block.name or "", block.description, block.mime_type)
+    dump = getattr(block, "model_dump", None)
+    return dump(by_alias=True, exclude_none=True, mode="json") if callable(dump) else block
 
 
 def remote_error(name: str, result: "mcp_types.CallToolResult") -> ToolCallError:
