@@ -10,8 +10,16 @@
 - In an `await`: `Waker` cancels the run's task at the deadline (the runner turns that into the
   time-out at the code's `await`).
 
-The time-out is `TimeoutInterrupt`, a `BaseException`; if the code swallows it anyway it is raised
-again every `REPEAT` seconds. While a main-thread run is active the code's own `SIGALRM` handler
+The time-out is `TimeoutInterrupt` (as `result.Deadline`), a `BaseException`; if the code swallows
+it anyway it is raised again every `REPEAT` seconds, and from then on escalated (`_escalate`): a
+trace function makes every bytecode the code runs raise it again, so a handler that swallows it
+(`contextlib.suppress(BaseException)`, an `__exit__` returning True, `except` through an alias)
+cannot run far enough to loop. On the main thread the watchdog is the backstop: when SIGALRM has
+not stopped a run `BACKSTOP` seconds after its deadline (the code blocked the signal, replaced the
+handler or cancelled the timer through `_signal`, reloaded the signal module), the watchdog raises
+the time-out in the main thread the way it does in other threads. What no in-process means stops:
+a single C call that does not return (`time.sleep` with SIGALRM blocked, `os.system('sleep 9')`):
+the run returns when that call returns, reported as timed out. While a main-thread run is active the code's own `SIGALRM` handler
 and timer are kept beside ours in `code_timer` (the `code_*` functions below are what the signal
 module's functions do for the code then; `process.py` puts them in front of the signal module), so
 code calling `signal.alarm(0)` cannot disarm the time-out; they end with the run.
@@ -22,14 +30,18 @@ Our own calls use `_signal`'s C functions directly: they never go through the re
 from __future__ import annotations
 
 import math
+import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
 
-from .result import TimeoutInterrupt
+from . import interrupts
+from .result import Deadline, TimeoutInterrupt
 
 REPEAT = 0.01     # a swallowed time-out is raised again this often (seconds)
+BACKSTOP = 0.1    # main thread: the watchdog steps in when SIGALRM has not stopped a run by then
 _RETRY = 0.0005   # a time-out due while our own bookkeeping runs is retried this soon
 _SLACK = 1e-4     # timer and clock may disagree by a few microseconds
 _LONGEST_TIMER = 1e6  # setitimer overflows on absurd values; the handler re-arms when it fires early
@@ -40,7 +52,8 @@ class Run:
     so a time-out is never raised inside the runner's bookkeeping; `fired` records that the
     time-out was raised for this run (which tells nested runs whose time-out it is)."""
 
-    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main")
+    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main", "watch_at",
+                 "watched", "async_fired", "tracing", "saved_trace")
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -49,6 +62,11 @@ class Run:
         self.active = False
         self.thread_id = 0
         self.on_main = False
+        self.watch_at = math.inf   # when the watchdog acts (the deadline, or the main-thread backstop)
+        self.watched = False       # known to the watchdog
+        self.async_fired = False   # the watchdog raised the time-out in the run's thread
+        self.tracing = False       # escalated: our trace function is installed in the run's thread
+        self.saved_trace = None    # the trace function that was there before
 
 
 class _ForeignTimer:
@@ -103,10 +121,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
     due = next((run for run in runs if run.deadline <= now + _SLACK), None)
     if due is not None:
         if runs[-1].active:
+            if due.fired:  # raised before and swallowed: every bytecode raises it from now on
+                _escalate(due, frame)
             due.fired = True
             due.deadline = now + REPEAT
             _rearm(now)
-            raise TimeoutInterrupt(f"the code ran for more than {due.timeout:g} s")
+            raise Deadline(f"the code ran for more than {due.timeout:g} s")
         # Inside our own set-up or clean-up (or a suspended async run): try again in a moment.
         _set_timer(ITIMER_REAL, _RETRY)
         return
@@ -157,6 +177,7 @@ def _arm_main(run: Run) -> bool:
         runs.append(run)
         if run.deadline < soonest:
             _set_timer(ITIMER_REAL, remaining)
+        _watch_main(run)
         return True
     if _get_handler(SIGALRM) is None:
         return False  # a handler installed from C: Python could not put it back afterwards
@@ -177,7 +198,15 @@ def _arm_main(run: Run) -> bool:
         _foreign = _ForeignTimer(previous, time.monotonic() + delay, interval)
         if delay < remaining:
             _set_timer(ITIMER_REAL, delay)
+    _watch_main(run)
     return True
+
+
+def _watch_main(run: Run) -> None:
+    """The watchdog as the backstop for a main-thread run (in case SIGALRM cannot reach it)."""
+    run.on_main = True
+    run.watch_at = run.deadline + BACKSTOP
+    _watchdog.add(run)
 
 
 def _disarm_main(run: Run) -> None:
@@ -191,6 +220,10 @@ def _disarm_main(run: Run) -> None:
         return
     runs.clear()  # from here on a late tick is ignored by _on_alarm
     _set_timer(ITIMER_REAL, 0)
+    if run.async_fired or interrupts.mask_changed():
+        # SIGALRM may be blocked: let a pending tick reach our handler (which ignores it now)
+        # before the previous disposition, perhaps the default that ends the process, is back.
+        interrupts.unblock_alarm()
     code_timer = None  # what the code set ends with the run; the signal functions pass through
     _set_handler(SIGALRM, _previous_handler)
     foreign = _foreign
@@ -267,35 +300,40 @@ class _Watchdog:
     """One thread that raises the time-out in threads whose runs are late (threads cannot use
     signals). It exits after a while without work and is started again when needed."""
 
-    IDLE_EXIT = 5.0
-
     def __init__(self) -> None:
         self.condition = threading.Condition(threading.Lock())
         self.runs: list[Run] = []
         self.thread: threading.Thread | None = None
         self.raise_in: Any = None
+        self.wake_at = math.inf  # when the thread wakes next (add() wakes it sooner if needed)
+
+    IDLE_EXIT = 30.0
 
     def add(self, run: Run) -> None:
         if self.raise_in is None:
             self.raise_in = _async_raiser()
         with self.condition:
             self.runs.append(run)
+            run.watched = True
             if self.thread is None:
+                self.wake_at = math.inf
                 self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog",
                                                daemon=True)
                 self.thread.start()
-            else:
+            elif run.watch_at < self.wake_at:  # it sleeps past this run's time: wake it to re-plan
                 self.condition.notify()
 
     def remove(self, run: Run) -> None:
         """Stop watching `run`; drop a time-out that was raised for it but not yet delivered."""
         while True:
             try:
-                with self.condition:
+                with self.condition:  # a raise the watchdog is making for this run completes first
                     run.active = False
-                    if run in self.runs:
+                    if run.watched:
+                        run.watched = False
                         self.runs.remove(run)
-                if run.fired:
+                if run.async_fired:
+                    run.async_fired = False
                     self.raise_in(run.thread_id, None)
                 return
             except TimeoutInterrupt:
@@ -307,18 +345,84 @@ class _Watchdog:
                 now = time.monotonic()
                 soonest = math.inf
                 for run in self.runs:
-                    if run.deadline <= now:
-                        if run.active:
-                            run.fired = True
-                            self.raise_in(run.thread_id, TimeoutInterrupt)
-                        run.deadline = now + REPEAT
-                    soonest = min(soonest, run.deadline)
+                    if run.watch_at <= now:
+                        if run.active and (not run.on_main or _innermost_main_active()):
+                            if run.fired:  # swallowed before: escalate in that thread
+                                _escalations[run.thread_id] = run
+                            kind = _Escalating if run.fired else Deadline
+                            run.fired = run.async_fired = True
+                            self.raise_in(run.thread_id, kind)
+                        run.watch_at = now + REPEAT
+                    soonest = min(soonest, run.watch_at)
                 if soonest == math.inf:
+                    self.wake_at = now + self.IDLE_EXIT
                     if not self.condition.wait(self.IDLE_EXIT) and not self.runs:
                         self.thread = None
                         return
                 else:
+                    self.wake_at = soonest
                     self.condition.wait(soonest - now)
+
+
+def _innermost_main_active() -> bool:
+    try:
+        return _main_runs[-1].active
+    except IndexError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------------
+# Escalation: a time-out the code keeps swallowing
+# ------------------------------------------------------------------------------------------------
+
+# Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
+_RUNNER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.py")
+_escalations: dict[int, Run] = {}  # thread id -> run the watchdog escalates there
+
+
+class _Escalating(Deadline):
+    """The watchdog's time-out for a run that swallowed it before: Python instantiates it in the
+    run's own thread, where it escalates (`_escalate`) before it is raised."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        run = _escalations.pop(_get_ident(), None)
+        if run is not None and run.active:
+            _escalate(run, sys._getframe(1))
+
+
+def _escalate(run: Run, frame: Any) -> None:
+    """In `run`'s thread: from now until the run ends, every bytecode of the code (the frames from
+    `frame` up to the runner, and every frame it enters) raises the time-out again, through a
+    trace function. The trace function does not raise itself (Python would turn tracing off): it
+    makes the time-out pending in its own thread, to be raised at the next check."""
+    raise_in = _raiser()
+    thread_id = run.thread_id
+    if not run.tracing:
+        run.saved_trace, run.tracing = sys.gettrace(), True
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if not run.active:
+            return None
+        frame.f_trace_opcodes = True
+        raise_in(thread_id, Deadline)
+        run.async_fired = True
+        return tracer
+
+    sys.settrace(tracer)
+    while frame is not None and frame.f_code.co_filename != _RUNNER_FILE:
+        frame.f_trace, frame.f_trace_opcodes = tracer, True
+        frame = frame.f_back
+
+
+_raise_in: Any = None
+
+
+def _raiser() -> Any:
+    global _raise_in
+    if _raise_in is None:
+        _raise_in = _async_raiser()
+    return _raise_in
 
 
 def _async_raiser() -> Any:
@@ -345,20 +449,29 @@ _watchdog = _Watchdog()
 def arm(run: Run) -> None:
     """Start enforcing `run`'s deadline in the calling thread."""
     thread_id = run.thread_id = _get_ident()
-    if thread_id == main_ident and _arm_main(run):
-        run.on_main = True
-    else:
+    if thread_id != main_ident or not _arm_main(run):
+        run.watch_at = run.deadline
         _watchdog.add(run)
+
+
+def deactivate(run: Run) -> None:
+    """The code stopped running (the runner calls this first thing after it, in a `finally`): no
+    time-out is raised for `run` from now on, and one raised but not yet delivered is dropped."""
+    run.active = False
+    if run.watched:
+        _watchdog.remove(run)
+    if run.tracing:
+        run.tracing = False
+        sys.settrace(run.saved_trace)
+        run.saved_trace = None
 
 
 def disarm(run: Run) -> None:
     """Stop enforcing `run`'s deadline (the main thread's handler and timer are restored)."""
-    run.active = False
+    deactivate(run)
     if run.on_main:
         run.on_main = False
         _disarm_main(run)
-    else:
-        _watchdog.remove(run)
 
 
 class Waker:
@@ -403,5 +516,6 @@ def reset_after_fork() -> None:
     global _watchdog, main_ident
     _watchdog = _Watchdog()
     _main_runs.clear()
+    _escalations.clear()
     if main_ident is not None:
         main_ident = _get_ident()
