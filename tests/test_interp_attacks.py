@@ -189,7 +189,7 @@ def test_output_capture_memory_is_bounded(name):
     report = attack(OUTPUT_FLOODS[name], timeout=3)
     assert report["timed_out"] and report["elapsed"] < 6, report
     assert report["grew_mb"] < 60, report  # before the fix: ~200 MB/s for print(end='')
-    assert report["output_len"] <= 1_100_000, report
+    assert report["output_len"] <= 1_000_200, report  # OUTPUT_HEAD + OUTPUT_TAIL + the marker line
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_isolated_child_writing_garbage_to_the_pipe():
     code = ("import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'\\xff\\xff\\xff\\xffnot json')\n"
             "    except OSError:\n        pass\n1")
     report = attack(code, timeout=5, isolated=True)
-    assert "Error" in report["text"] or report["value"] == "1", report
+    assert "the isolated process sent a malformed message" in report["text"], report
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,11 +260,18 @@ def kernel_value(client, code):
     return outputs[-1][1]["data"]["text/plain"]
 
 
-@pytest.mark.parametrize("code", ["exit()", "quit()", "exit", "get_ipython().ask_exit()",
-                                  "import sys\nsys.exit()", "raise KeyboardInterrupt"])
-def test_kernel_survives_exits_and_interrupts_raised_by_the_code(kernel, code):
+@pytest.mark.parametrize("code, shown", [
+    ("exit()", "SystemExit: exit()/quit() would shut the kernel down"),
+    ("quit()", "SystemExit: exit()/quit() would shut the kernel down"),
+    ("exit", "ZMQExitAutocall"),  # no autocall inside python(): just the object
+    ("get_ipython().ask_exit()", "SystemExit: exit()/quit() would shut the kernel down"),
+    ("import sys\nsys.exit()", "SystemExit"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+])
+def test_kernel_survives_exits_and_interrupts_raised_by_the_code(kernel, code, shown):
+    # Before: exit() returned None (the model saw success) and the kernel died 0.1 s later.
     text = kernel_value(kernel, f"python({code!r}, timeout=5)")
-    assert "SystemExit" in text or "KeyboardInterrupt" in text or text == "None", text
+    assert shown in text, text
     time.sleep(0.3)  # an exit would stop the kernel's loop 0.1 s later
     assert kernel_value(kernel, "python('6 * 7')") == "42"
     assert kernel.parent.is_alive()

@@ -143,10 +143,12 @@ class ChildStream:
         self.writer = writer
         self.lock = threading.Lock()  # threads the code starts print too; messages must not interleave
 
-    def send(self, message: tuple) -> None:
-        import pickle
+    def send(self, message: list) -> None:
+        """One message to the parent: 4 bytes of length, then JSON (data, never a pickle: the
+        parent must not run code the child chose)."""
+        import json
 
-        payload = pickle.dumps(message)
+        payload = json.dumps(message, default=str).encode()
         view = memoryview(len(payload).to_bytes(4, "big") + payload)
         with self.lock:
             while view:
@@ -201,7 +203,7 @@ class StreamRouter:
         if text:
             capture.add(self._name, text)
             if _child_stream is not None and _child_stream.capture is capture:
-                _child_stream.send(("chunk", self._name, text))
+                _child_stream.send(["chunk", self._name, text])
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -237,7 +239,7 @@ class DisplayRouter:
         text = text if text.endswith("\n") else text + "\n"
         capture.add("stdout", text)
         if _child_stream is not None and _child_stream.capture is capture:
-            _child_stream.send(("chunk", "stdout", text))
+            _child_stream.send(["chunk", "stdout", text])
 
     def clear_output(self, wait: bool = False) -> None:
         if active_capture() is None:
