@@ -326,10 +326,19 @@ def enter(shell: Any) -> None:
 def leave() -> None:
     """A run ends: when it was the last active one, put the streams and the publisher back (and
     carry out an uninstall that was asked for meanwhile)."""
+    on_main = threading.get_ident() == timeouts.main_ident
+    try:
+        _leave_locked()
+    finally:
+        # Last: putting the mask back may deliver a person's interrupt that waited while the code
+        # blocked SIGINT; it propagates from here, after everything else is back in place.
+        if on_main:
+            interrupts.leave()
+
+
+def _leave_locked() -> None:
     global _users, _routed_shell, _publisher_before, _streams_before
     with _lock:
-        if threading.get_ident() == timeouts.main_ident:
-            interrupts.leave()
         _users -= 1
         if _users:
             return

@@ -197,6 +197,7 @@ def _execute(execution: _Execution) -> None:
                 execution.value = eval(last, glb, loc)
         finally:
             if run is not None:
+                run.active = False  # first, before any call: no time-out is raised after this
                 deactivate(run)
     except BaseException as exc:
         execution.caught(exc)
@@ -272,6 +273,7 @@ def _stepped_call(step: Any, run: Run | None) -> Any:
         try:
             return step()
         finally:
+            run.active = False  # first, before any call: no time-out is raised after this
             deactivate(run)
     finally:
         disarm(run)

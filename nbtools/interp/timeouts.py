@@ -376,7 +376,8 @@ def _innermost_main_active() -> bool:
 # ------------------------------------------------------------------------------------------------
 
 # Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
-_RUNNER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.py")
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_RUNNER_FILE = _PACKAGE_DIR + "run.py"
 _escalations: dict[int, Run] = {}  # thread id -> run the watchdog escalates there
 
 
@@ -402,8 +403,8 @@ def _escalate(run: Run, frame: Any) -> None:
         run.saved_trace, run.tracing = sys.gettrace(), True
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if not run.active:
-            return None
+        if not run.active or frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            return None  # never inside the runner's own bookkeeping
         frame.f_trace_opcodes = True
         raise_in(thread_id, Deadline)
         run.async_fired = True
