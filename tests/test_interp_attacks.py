@@ -207,7 +207,10 @@ def test_isolated_value_whose_unpickling_runs_code_runs_nothing_in_the_parent(tm
 
 
 def test_isolated_dataclass_comes_back_as_its_repr():
-    code = ("from dataclasses import dataclass\n@dataclass\nclass Point:\n    x: int\n    y: int\n"
+    # As in a kernel, the class is defined in `__main__`: a pickle names it, and the parent, which
+    # has no such class, failed with "Can't get attribute 'Point' on <module '__main__'>".
+    code = ("__name__ = '__main__'\nfrom dataclasses import dataclass\n@dataclass\nclass Point:\n"
+            "    x: int\n    y: int\nimport sys\nsys.modules['__main__'].Point = Point  # as in a kernel\n"
             "Point(1, 2)")
     report = attack(code, timeout=5, isolated=True)
     assert report["error"] is None and report["value"] == "Point(x=1, y=2)", report
