@@ -32,7 +32,7 @@ DISPLAYS_KEPT = 1_000   # rich display() bundles kept (their text form is in the
 # `_JOIN_BELOW` characters, and the kept head and tail each hold at most `PIECES_KEPT` pieces (past
 # that, output counts as left out). So memory is bounded in bytes and in objects whatever the write
 # pattern: a million one-character writes, or `print(end='')` in a loop, are not a million objects.
-_JOIN_BELOW = 4096
+_JOIN_BELOW = 256
 PIECES_KEPT = 10_000
 
 

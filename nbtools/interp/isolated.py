@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Callable, Mapping
 
+from . import timeouts
 from .capture import Capture, start_child_stream
 from .result import ExecResult
 
@@ -104,6 +105,7 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
         status = 0
         try:
             os.close(reader)
+            timeouts.main_backstop = False  # this process is killed if it overruns
             stream = start_child_stream(writer)
             result = run_in_child(code, glb, loc, timeout=timeout)
             stream.send(["result", _value_message(result.value), result.error, result.timed_out,

@@ -202,11 +202,23 @@ def _arm_main(run: Run) -> bool:
     return True
 
 
+# False in the child process of an isolated run: the parent kills the child when its deadline
+# is past, which is the backstop there (and starting the watchdog thread would cost each run ~5 ms).
+main_backstop = True
+
+
 def _watch_main(run: Run) -> None:
-    """The watchdog as the backstop for a main-thread run (in case SIGALRM cannot reach it)."""
+    """The watchdog as the backstop for a main-thread run (in case SIGALRM cannot reach it).
+
+    The watchdog reads `_main_runs` itself, so a main-thread run costs it nothing to add or remove;
+    it is only woken when it would sleep past this run's backstop (short time-outs)."""
     run.on_main = True
+    if not main_backstop:
+        return
     run.watch_at = run.deadline + BACKSTOP
-    _watchdog.add(run)
+    watchdog = _watchdog
+    if watchdog.thread is None or run.watch_at < watchdog.wake_at:
+        watchdog.wake()
 
 
 def _disarm_main(run: Run) -> None:
@@ -316,12 +328,24 @@ class _Watchdog:
             self.runs.append(run)
             run.watched = True
             if self.thread is None:
-                self.wake_at = math.inf
-                self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog",
-                                               daemon=True)
-                self.thread.start()
+                self._start()
             elif run.watch_at < self.wake_at:  # it sleeps past this run's time: wake it to re-plan
                 self.condition.notify()
+
+    def wake(self) -> None:
+        """Make the watchdog plan again (and start it if it is not running)."""
+        if self.raise_in is None:
+            self.raise_in = _async_raiser()
+        with self.condition:
+            if self.thread is None:
+                self._start()
+            else:
+                self.condition.notify()
+
+    def _start(self) -> None:
+        self.wake_at = math.inf
+        self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog", daemon=True)
+        self.thread.start()
 
     def remove(self, run: Run) -> None:
         """Stop watching `run`; drop a time-out that was raised for it but not yet delivered."""
@@ -342,9 +366,11 @@ class _Watchdog:
     def _watch(self) -> None:
         with self.condition:
             while True:
+                self.wake_at = math.inf  # while planning, a new run wakes it again (see _watch_main)
                 now = time.monotonic()
                 soonest = math.inf
-                for run in self.runs:
+                main_runs = list(_main_runs) if main_backstop else []
+                for run in self.runs + main_runs:
                     if run.watch_at <= now:
                         if run.active and (not run.on_main or _innermost_main_active()):
                             if run.fired:  # swallowed before: escalate in that thread
@@ -356,7 +382,7 @@ class _Watchdog:
                     soonest = min(soonest, run.watch_at)
                 if soonest == math.inf:
                     self.wake_at = now + self.IDLE_EXIT
-                    if not self.condition.wait(self.IDLE_EXIT) and not self.runs:
+                    if not self.condition.wait(self.IDLE_EXIT) and not self.runs and not _main_runs:
                         self.thread = None
                         return
                 else:
@@ -460,6 +486,10 @@ def deactivate(run: Run) -> None:
     time-out is raised for `run` from now on, and one raised but not yet delivered is dropped."""
     run.active = False
     if run.watched:
+        _watchdog.remove(run)
+    elif run.on_main and (run.async_fired or time.monotonic() >= run.watch_at):
+        # The watchdog acts only once `watch_at` has passed and reads `active` after that: before
+        # it, nothing can be on its way. After it, wait for a raise in progress, then drop it.
         _watchdog.remove(run)
     if run.tracing:
         run.tracing = False
