@@ -66,7 +66,7 @@ class Run:
         self.watched = False       # known to the watchdog
         self.async_fired = False   # the watchdog raised the time-out in the run's thread
         self.tracing = False       # escalated: our trace function is installed in the run's thread
-        self.saved_trace = None    # the trace function that was there before
+        self.saved_trace = None    # the trace and profile functions that were there before
 
 
 class _ForeignTimer:
@@ -356,7 +356,7 @@ class _Watchdog:
                     if run.watched:
                         run.watched = False
                         self.runs.remove(run)
-                if run.async_fired:
+                if run.async_fired and self.raise_in is not None:
                     run.async_fired = False
                     self.raise_in(run.thread_id, None)
                 return
@@ -374,7 +374,7 @@ class _Watchdog:
                     if run.watch_at <= now:
                         if run.active and (not run.on_main or _innermost_main_active()):
                             if run.fired:  # swallowed before: escalate in that thread
-                                _escalations[run.thread_id] = run
+                                _escalations.setdefault(run.thread_id, run)
                             kind = _Escalating if run.fired else Deadline
                             run.fired = run.async_fired = True
                             self.raise_in(run.thread_id, kind)
@@ -404,42 +404,56 @@ def _innermost_main_active() -> bool:
 # Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _RUNNER_FILE = _PACKAGE_DIR + "run.py"
-_escalations: dict[int, Run] = {}  # thread id -> run the watchdog escalates there
+_escalations: dict[int, Run] = {}  # thread id -> run being escalated there
 
 
 class _Escalating(Deadline):
-    """The watchdog's time-out for a run that swallowed it before: Python instantiates it in the
-    run's own thread, where it escalates (`_escalate`) before it is raised."""
+    """The time-out of a run that swallowed it before. The watchdog raises it as a class in the
+    run's thread, so Python instantiates it there, which starts the escalation (`_escalate`)."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        run = _escalations.pop(_get_ident(), None)
-        if run is not None and run.active:
+        run = _escalations.get(_get_ident())
+        if run is not None and run.active and not run.tracing:
             _escalate(run, sys._getframe(1))
 
 
 def _escalate(run: Run, frame: Any) -> None:
-    """In `run`'s thread: from now until the run ends, every bytecode of the code (the frames from
-    `frame` up to the runner, and every frame it enters) raises the time-out again, through a
-    trace function. The trace function does not raise itself (Python would turn tracing off): it
-    makes the time-out pending in its own thread, to be raised at the next check."""
-    raise_in = _raiser()
+    """In `run`'s thread: from now until the run ends, the code cannot run a handler that swallows
+    the time-out.
+
+    1. A trace function (on the frames from `frame` up to the runner, and every frame they enter)
+       raises `_Escalating` at the code's next bytecode.
+    2. Python turns tracing off when a trace function raises. A profile function (which never
+       raises, so it stays on) turns it on again at the next call or return: the first bytecode
+       of a handler that calls anything (`suppress.__exit__`, a function with `return` in its
+       `finally`, a handler calling `sys.settrace(None)`) raises again before it can return. An
+       `except` clause that calls nothing is covered by the guard in front of every handler
+       (`compiling.py`), and every `REPEAT` seconds the timer or the watchdog raises again anyway.
+    """
     thread_id = run.thread_id
+    _escalations[thread_id] = run
     if not run.tracing:
-        run.saved_trace, run.tracing = sys.gettrace(), True
+        run.saved_trace, run.tracing = (sys.gettrace(), sys.getprofile()), True
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if not run.active or frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            return None  # never inside the runner's own bookkeeping
+        if not run.active:
+            return None
         frame.f_trace_opcodes = True
-        raise_in(thread_id, Deadline)
-        run.async_fired = True
-        return tracer
+        raise _Escalating(f"the code ran for more than {run.timeout:g} s")
 
-    sys.settrace(tracer)
-    while frame is not None and frame.f_code.co_filename != _RUNNER_FILE:
-        frame.f_trace, frame.f_trace_opcodes = tracer, True
-        frame = frame.f_back
+    def rearm(frame: Any) -> None:
+        sys.settrace(tracer)
+        while frame is not None and frame.f_code.co_filename != _RUNNER_FILE:
+            frame.f_trace, frame.f_trace_opcodes = tracer, True
+            frame = frame.f_back
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if run.active and sys.gettrace() is not tracer:
+            rearm(frame)
+
+    sys.setprofile(profiler)
+    rearm(frame)
 
 
 _raise_in: Any = None
@@ -493,7 +507,10 @@ def deactivate(run: Run) -> None:
         _watchdog.remove(run)
     if run.tracing:
         run.tracing = False
-        sys.settrace(run.saved_trace)
+        _escalations.pop(run.thread_id, None)
+        trace, profile = run.saved_trace
+        sys.setprofile(profile)
+        sys.settrace(trace)
         run.saved_trace = None
 
 
