@@ -301,3 +301,32 @@ def test_kernel_interrupt_still_propagates(kernel):
     status, outputs = results[0]
     assert status == "error" and outputs[-1][1]["ename"] == "KeyboardInterrupt", outputs
     assert kernel_value(kernel, "python('40 + 2')") == "42"
+
+
+def test_escalation_alone_stops_a_swallowing_loop_and_restores_trace_and_profile():
+    # Without the watchdog's backstop only the escalation (trace + profile function) can stop this
+    # loop: before it worked, the run never ended. Tracing and profiling set by someone else (a
+    # debugger, coverage) are put back afterwards.
+    script = textwrap.dedent(f"""\
+        import resource, sys, time
+        resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))
+        from nbtools.interp import run_code, timeouts
+        timeouts.main_backstop = False
+        def theirs_trace(frame, event, arg):
+            return None
+        def theirs_profile(frame, event, arg):
+            pass
+        sys.settrace(theirs_trace); sys.setprofile(theirs_profile)
+        code = "import contextlib\\nwhile True:\\n    with contextlib.suppress(BaseException):\\n        while True: pass"
+        started = time.monotonic()
+        result = run_code(code, {{}}, timeout=0.1)
+        elapsed = time.monotonic() - started
+        restored = sys.gettrace() is theirs_trace and sys.getprofile() is theirs_profile
+        sys.settrace(None); sys.setprofile(None)
+        print(result.timed_out, elapsed < 1, restored)
+        """)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WALL_LIMIT)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the swallowing loop was never stopped")
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr[-3000:]

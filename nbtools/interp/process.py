@@ -43,7 +43,10 @@ last of them ends (not by `uninstall()`: there is nothing left to undo then).
 8. On the main thread (`interrupts.py`): the SIGINT handler is wrapped so a person's interrupt can
    be told from the code's own `raise KeyboardInterrupt`, and the signal mask is put back as it was
    (so `pthread_sigmask(SIG_BLOCK, {SIGALRM})` in the code never outlives the run).
-(9. Not here, because it is how a deadline is enforced rather than a patch: for the outermost run
+(9. Not here either, being part of enforcing a deadline: when a run keeps swallowing its
+   time-out, `timeouts._escalate` sets its thread's trace and profile functions, and puts back
+   the ones that were there when the run ends.)
+(10. Not here, because it is how a deadline is enforced rather than a patch: for the outermost run
    on the main thread `timeouts.py` installs its SIGALRM handler and arms the real interval timer,
    and restores the previous handler and timer exactly when that run ends.)
 

@@ -12,9 +12,10 @@
 
 The time-out is `TimeoutInterrupt` (as `result.Deadline`), a `BaseException`; if the code swallows
 it anyway it is raised again every `REPEAT` seconds, and from then on escalated (`_escalate`): a
-trace function makes every bytecode the code runs raise it again, so a handler that swallows it
-(`contextlib.suppress(BaseException)`, an `__exit__` returning True, `except` through an alias)
-cannot run far enough to loop. On the main thread the watchdog is the backstop: when SIGALRM has
+trace function raises it at the code's next bytecode, and a profile function turns that tracing
+back on at every call or return, so a handler that swallows it (`contextlib.suppress(BaseException)`,
+an `__exit__` returning True, `return` in a `finally`) cannot run far enough to loop. The run's
+thread's trace and profile functions are put back when the run ends. On the main thread the watchdog is the backstop: when SIGALRM has
 not stopped a run `BACKSTOP` seconds after its deadline (the code blocked the signal, replaced the
 handler or cancelled the timer through `_signal`, reloaded the signal module), the watchdog raises
 the time-out in the main thread the way it does in other threads. What no in-process means stops:
@@ -343,9 +344,13 @@ class _Watchdog:
                 self.condition.notify()
 
     def _start(self) -> None:
+        import contextvars
+
         self.wake_at = math.inf
         self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog", daemon=True)
-        self.thread.start()
+        # Started from an empty context: a thread started inside a run would otherwise be tied to
+        # that run's capture (process.py's Thread.start) and keep it alive as long as it lives.
+        contextvars.Context().run(self.thread.start)
 
     def remove(self, run: Run) -> None:
         """Stop watching `run`; drop a time-out that was raised for it but not yet delivered."""
