@@ -229,19 +229,14 @@ def test_isolated_child_writing_garbage_to_the_pipe():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    from jupyter_client.manager import start_new_kernel
-
-    manager, client = start_new_kernel(kernel_name="python3")
-    client.parent = manager
-    try:
-        status, outputs = run_in_kernel(client, "from nbtools.interp import python")
-        assert status == "ok", outputs
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+@pytest.fixture
+def kernel(real_kernel):
+    """The session's shared kernel (tests/conftest.py) as a jupyter_client client; `parent` is its
+    manager. A regression that ends it fails these tests, and the next test gets a dead kernel."""
+    client = real_kernel.blocking()
+    status, outputs = run_in_kernel(client, "from nbtools.interp import python")
+    assert status == "ok", outputs
+    return client
 
 
 def run_in_kernel(client, code, on_output=None):
