@@ -9,6 +9,9 @@
 - Time-out overshoot (how late after the deadline the call returns) for a Python loop on the main
   thread (SIGALRM timer; target median <= 5 ms), for `time.sleep` there, and for a Python loop in a
   worker thread (watchdog thread; target median <= 50 ms).
+- Time-out overshoot under attack: SIGALRM blocked by the code (the watchdog's backstop; target
+  median <= 200 ms), and `contextlib.suppress(BaseException)` in a loop (escalation; target
+  median <= 50 ms).
 - Isolated mode (forked child) per call, against the in-process call (reported).
 
 Run: `python bench/bench_interp.py` (prints a table) or through `bench/bench.py`.
@@ -110,6 +113,17 @@ def run() -> list[dict]:
                      "median <= 5 ms", late <= 5))
     late = _overshoot_ms("while True: pass", 0.02, 15, in_thread=True)
     rows.append(_row("overshoot, loop, worker thread", late * 1000, "target 50 ms", 50000.0,
+                     "median <= 50 ms", late <= 50))
+
+    # Attacks (issue 11): SIGALRM blocked (the watchdog's backstop, BACKSTOP = 100 ms late by
+    # design), and a time-out swallowed in a loop (escalation by the trace function).
+    blocked = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\nwhile True: pass"
+    late = _overshoot_ms(blocked, 0.02, 10, in_thread=False)
+    rows.append(_row("overshoot, SIGALRM blocked (backstop)", late * 1000, "target 200 ms", 200000.0,
+                     "median <= 200 ms", late <= 200))
+    swallowing = "import contextlib\nwhile True:\n    with contextlib.suppress(BaseException):\n        while True: pass"
+    late = _overshoot_ms(swallowing, 0.02, 10, in_thread=False)
+    rows.append(_row("overshoot, suppress(BaseException) loop", late * 1000, "target 50 ms", 50000.0,
                      "median <= 50 ms", late <= 50))
 
     ours, plain = _per_call_us(lambda: run_code("1+1", namespace, isolated=True),

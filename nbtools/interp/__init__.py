@@ -9,16 +9,20 @@ How a run goes (one file per step):
    characters), and the routers that send a run's prints, `display()` calls and the output of
    threads it starts there while everyone else's go where they went before; stdin reads
    end-of-file for the code.
-3. `timeouts.py`: a `SIGALRM` interval timer on the main thread, a watchdog thread off it, a
-   task wake-up in an `await`; nested runs keep the outer deadline. The time-out is
-   `TimeoutInterrupt`, a `BaseException`.
+3. `timeouts.py`: a `SIGALRM` interval timer on the main thread (with the watchdog as its
+   backstop when SIGALRM cannot arrive), a watchdog thread off it, a task wake-up in an `await`;
+   nested runs keep the outer deadline; a time-out the code keeps swallowing is escalated (raised
+   again at every bytecode). The time-out is `TimeoutInterrupt`, a `BaseException`.
+   `interrupts.py`: a person's SIGINT told apart from the code's own `KeyboardInterrupt`, and the
+   signal mask put back after a main-thread run.
 4. `isolated.py`: `isolated=True` runs the code in a forked child, killed if it overruns (the only
-   way to stop a loop inside C).
+   way to stop a loop inside C); the child sends JSON data back, never a pickle.
 5. `run.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
    (`result.py`; errors as a short traceback by `tracebacks.py`); `python`/`python_async` are the
    model-facing tools that format it.
 6. `process.py`: every process-wide patch (`threading.Thread.start`, the signal module's SIGALRM
-   functions, the standard streams, IPython's display publisher, the at-fork hook), installed at
+   functions and `_signal.pthread_sigmask`, the standard streams, IPython's display publisher and
+   `ask_exit`, the at-fork hook), installed at
    the first run and removed by `process.uninstall()` (at exit and on `%unload_ext nbtools`). Its
    docstring is the manual.
 

@@ -28,9 +28,15 @@ from typing import Any
 OUTPUT_HEAD = 500_000   # characters kept from the start of a run's output
 OUTPUT_TAIL = 500_000   # characters kept from its end
 DISPLAYS_KEPT = 1_000   # rich display() bundles kept (their text form is in the output either way)
+# Pieces: a write joins the previous piece of the same stream while that piece is shorter than
+# `_JOIN_BELOW` characters, and the kept head and tail each hold at most `PIECES_KEPT` pieces (past
+# that, output counts as left out). So memory is bounded in bytes and in objects whatever the write
+# pattern: a million one-character writes, or `print(end='')` in a loop, are not a million objects.
+_JOIN_BELOW = 256
+PIECES_KEPT = 10_000
 
 
-_BEYOND_HEAD_LOCK = threading.Lock()  # only output past the kept head takes it (rare)
+_ADD_LOCK = threading.Lock()  # threads the code started may write at the same time
 
 
 class Capture:
@@ -52,21 +58,33 @@ class Capture:
         self.displays: list[dict] = []
 
     def add(self, stream: str, text: str) -> None:
-        size = self.size
-        if size + len(text) <= OUTPUT_HEAD:  # the common case
-            self.chunks.append((stream, text))
-            self.size = size + len(text)
-            return
-        with _BEYOND_HEAD_LOCK:  # threads the code started may write at the same time
+        if not text:
+            return  # an empty write changes nothing (and must not cost a piece)
+        with _ADD_LOCK:
+            size = self.size
+            chunks = self.chunks
+            if size + len(text) <= OUTPUT_HEAD and len(chunks) < PIECES_KEPT:  # the common case
+                if chunks:
+                    last_stream, last = chunks[-1]
+                    if last_stream == stream and len(last) < _JOIN_BELOW:
+                        chunks[-1] = (stream, last + text)
+                        self.size = size + len(text)
+                        return
+                chunks.append((stream, text))
+                self.size = size + len(text)
+                return
             self._add_beyond_head(stream, text)
 
     def _add_beyond_head(self, stream: str, text: str) -> None:
         size = self.size
-        if size < OUTPUT_HEAD:
+        if size < OUTPUT_HEAD and len(self.chunks) < PIECES_KEPT:
             room = OUTPUT_HEAD - size
             self.chunks.append((stream, text[:room]))
-            self.size = OUTPUT_HEAD
+            self.size = size + min(room, len(text))
             text = text[room:]
+            if not text:
+                return
+        self.size = OUTPUT_HEAD  # the head is closed: all later output goes to the tail
         if self.tail is None:
             self.tail = collections.deque()
             self.dropped = {}
@@ -74,8 +92,15 @@ class Capture:
         if len(text) > OUTPUT_TAIL:
             self.dropped[stream] = self.dropped.get(stream, 0) + len(text) - OUTPUT_TAIL
             text = text[len(text) - OUTPUT_TAIL:]
-        tail.append((stream, text))
+        if tail and tail[-1][0] == stream and len(tail[-1][1]) < _JOIN_BELOW:
+            tail[-1] = (stream, tail[-1][1] + text)
+        else:
+            tail.append((stream, text))
         self.tail_size += len(text)
+        while len(tail) > PIECES_KEPT:
+            first_stream, first = tail.popleft()
+            self.tail_size -= len(first)
+            self.dropped[first_stream] = self.dropped.get(first_stream, 0) + len(first)
         while self.tail_size > OUTPUT_TAIL:
             first_stream, first = tail[0]
             excess = self.tail_size - OUTPUT_TAIL
@@ -118,10 +143,12 @@ class ChildStream:
         self.writer = writer
         self.lock = threading.Lock()  # threads the code starts print too; messages must not interleave
 
-    def send(self, message: tuple) -> None:
-        import pickle
+    def send(self, message: list) -> None:
+        """One message to the parent: 4 bytes of length, then JSON (data, never a pickle: the
+        parent must not run code the child chose)."""
+        import json
 
-        payload = pickle.dumps(message)
+        payload = json.dumps(message, default=str).encode()
         view = memoryview(len(payload).to_bytes(4, "big") + payload)
         with self.lock:
             while view:
@@ -173,9 +200,10 @@ class StreamRouter:
             return self._original.write(text)
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        capture.add(self._name, text)
-        if _child_stream is not None and _child_stream.capture is capture:
-            _child_stream.send(("chunk", self._name, text))
+        if text:
+            capture.add(self._name, text)
+            if _child_stream is not None and _child_stream.capture is capture:
+                _child_stream.send(["chunk", self._name, text])
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -211,7 +239,7 @@ class DisplayRouter:
         text = text if text.endswith("\n") else text + "\n"
         capture.add("stdout", text)
         if _child_stream is not None and _child_stream.capture is capture:
-            _child_stream.send(("chunk", "stdout", text))
+            _child_stream.send(["chunk", "stdout", text])
 
     def clear_output(self, wait: bool = False) -> None:
         if active_capture() is None:
@@ -263,6 +291,12 @@ class StdinRouter:
 
     def __iter__(self) -> Any:
         return iter(()) if active_capture() is not None else iter(self._original)
+
+    def close(self) -> None:
+        # `exit()` outside IPython (site's Quitter) closes stdin before raising SystemExit: the
+        # code must not close the process's real stdin (an MCP stdio server's protocol).
+        if active_capture() is None:
+            self._original.close()
 
     def fileno(self) -> int:
         # Without a file descriptor `input()` reads through `readline` above, even on a terminal.

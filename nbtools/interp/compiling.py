@@ -5,9 +5,13 @@
 2. Anything else is parsed once; when the last statement is an expression that is not silenced by
    a trailing `;` (IPython's rule, comments allowed after it), it is split off and compiled in
    `eval` mode, so its value comes back without assigning any name in the namespace.
-3. Handlers that catch everything (bare `except:`, `BaseException`, also in a tuple or `except*`)
-   get a handler in front of them that re-raises the time-out and `KeyboardInterrupt`; the class is
-   put into the code object's constants after compilation, so no name is needed for it.
+3. Every `except` handler (`except*` too) gets a handler in front of it that re-raises nbtools' own
+   interruptions (the time-out as the timers raise it, a person's interrupt: `result.Deadline`,
+   `result.RealInterrupt`); the classes are put into the code object's constants after compilation,
+   so no name is needed for them. Every handler, not only bare ones or those naming
+   `BaseException`: a handler's class is an expression (`B = BaseException; ... except B:`), known
+   only at run time. The code's own `KeyboardInterrupt`/`TimeoutInterrupt` are not these classes
+   and reach its handlers as usual.
 
 (Named `compiling`, not `compile`: a submodule called `compile` would shadow the builtin in the
 package's own namespace.)
@@ -20,13 +24,13 @@ import itertools
 import os
 from types import CodeType
 
-from .result import TimeoutInterrupt
+from .result import Deadline, RealInterrupt
 
 _filenames = itertools.count(1)
 # Stands for the guard's exception classes in the AST (an AST constant must be a literal); replaced
 # by the real tuple in the compiled code objects. Random so no user constant can collide with it.
 _GUARD_SENTINEL = "\x00nbtools-guard-" + os.urandom(8).hex()
-_GUARDED = (TimeoutInterrupt, KeyboardInterrupt)
+_GUARDED = (Deadline, RealInterrupt)
 
 
 # Code ready to run: `body` (exec mode) then `last` (eval mode: the value); either may be None.
@@ -75,39 +79,24 @@ def _silenced(source: str, statement: ast.Expr) -> bool:
 
 
 def _guard_bare_excepts(tree: ast.AST) -> bool:
-    """Put `except <guard>: raise` before every handler that would catch `BaseException`."""
+    """Put `except <guard>: raise` in front of every `try`'s handlers (their classes are only
+    known at run time)."""
     changed = False
     for node in ast.walk(tree):
-        if not isinstance(node, _TRY_NODES):
+        if not isinstance(node, _TRY_NODES) or not node.handlers:
             continue
-        handlers: list[ast.ExceptHandler] = []
-        for handler in node.handlers:
-            if _catches_all(handler.type):
-                guard = ast.ExceptHandler(type=ast.Constant(_GUARD_SENTINEL), name=None,
-                                          body=[ast.Raise(exc=None, cause=None)])
-                ast.copy_location(guard, handler)
-                ast.fix_missing_locations(guard)
-                handlers.append(guard)
-                changed = True
-            handlers.append(handler)
-        node.handlers = handlers
+        # Handlers are tried in order: one guard in front of the first covers them all.
+        guard = ast.ExceptHandler(type=ast.Constant(_GUARD_SENTINEL), name=None,
+                                  body=[ast.Raise(exc=None, cause=None)])
+        ast.copy_location(guard, node.handlers[0])
+        ast.fix_missing_locations(guard)
+        node.handlers.insert(0, guard)
+        changed = True
     return changed
 
 
 # `try` and (3.11+) `try`/`except*`: in the latter a bare `raise` re-raises the matched sub-group.
 _TRY_NODES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
-
-
-def _catches_all(kind: ast.expr | None) -> bool:
-    """Whether a handler's class expression is bare or names `BaseException` (also inside a tuple,
-    or as `builtins.BaseException`): such a handler would catch the time-out."""
-    if kind is None:
-        return True
-    if isinstance(kind, ast.Tuple):
-        return any(_catches_all(element) for element in kind.elts)
-    if isinstance(kind, ast.Name):
-        return kind.id == "BaseException"
-    return isinstance(kind, ast.Attribute) and kind.attr == "BaseException"
 
 
 def _swap_sentinel(code: CodeType) -> CodeType:

@@ -4,6 +4,14 @@ The child enforces the deadline itself like an in-process run (so Python code st
 traceback); a child still running `_KILL_GRACE` seconds later (a loop that stays inside C, such as
 `sum(range(10**10))`, which nothing in-process can stop) is killed. The child's output reaches the
 parent as it is written, so it survives the kill.
+
+The child sends data, never a pickle: messages are JSON (4 bytes of length, then the text), and
+the parent only reads them. The code runs in the child and can write anything to the pipe; the
+worst it can do is send a wrong answer or a malformed message (reported as an error), never run
+code in the parent. So the value comes back as itself when it is JSON data (None, bool, int,
+float, str, and lists and dicts with str keys of these), and otherwise as an object whose repr is
+the value's repr (`_ReprOnly`): a tuple, a set, or a dataclass defined by the code
+(`Point(x=1, y=2)`) come back as that text.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import sys
 import time
 from typing import Callable, Mapping
 
+from . import timeouts
 from .capture import Capture, start_child_stream
 from .result import ExecResult
 
@@ -31,6 +40,40 @@ class _ReprOnly:
         return self.text
 
 
+_MOST_DEPTH = 100              # deeper containers come back as their repr
+_LONGEST_MESSAGE = 256 << 20   # a message announced as longer than this is refused (bytes)
+
+
+def _is_data(value: object, depth: int = 0) -> bool:
+    """Whether `value` survives a JSON round trip unchanged (exact types: no subclasses)."""
+    kind = type(value)
+    if value is None or kind is str or kind is bool or kind is int or kind is float:
+        return True
+    if depth >= _MOST_DEPTH:
+        return False
+    if kind is list:
+        return all(_is_data(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(type(key) is str and _is_data(item, depth + 1) for key, item in value.items())
+    return False
+
+
+def _value_message(value: object) -> list:
+    """The value as the child sends it: ["data", value] or ["repr", text]."""
+    import json
+
+    if _is_data(value):
+        try:
+            json.dumps(value)  # e.g. an int too long to convert to text
+            return ["data", value]
+        except (ValueError, TypeError, RecursionError):
+            pass
+    try:
+        return ["repr", repr(value)]
+    except Exception as exc:  # a broken __repr__ too: say so, as an in-process run does
+        return ["repr", f"<repr of {type(value).__name__} failed: {type(exc).__name__}: {exc}>"]
+
+
 # Seconds the child gets past the deadline to stop itself before it is killed. Its own timer starts
 # after the fork, and it still has to format, pickle and send its traceback: on a loaded machine
 # 50 ms proved too short (the child was killed while stopping on its own).
@@ -43,12 +86,11 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
     in-process runner) and return what it produced.
 
     Limits: POSIX only (fork). The child works on a copy of the namespace, so assignments,
-    imports and definitions do not reach the caller; the value comes back pickled (or, when it
-    cannot be pickled, as an object whose repr is the value's repr); the exception object is not
-    returned (its text is). Only the forking thread exists in the child. Each run costs a fork
+    imports and definitions do not reach the caller; the value comes back as JSON data or, when it
+    is anything else, as an object whose repr is the value's repr (see the module docstring); the
+    exception object is not returned (its text is). Only the forking thread exists in the child. Each run costs a fork
     (a few milliseconds, more with a big process).
     """
-    import pickle
     import select
 
     if not hasattr(os, "fork"):
@@ -63,20 +105,13 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
         status = 0
         try:
             os.close(reader)
+            timeouts.main_backstop = False  # this process is killed if it overruns
             stream = start_child_stream(writer)
             result = run_in_child(code, glb, loc, timeout=timeout)
-            value = result.value
-            try:
-                pickle.dumps(value)
-            except Exception:
-                try:
-                    value = _ReprOnly(repr(value))
-                except Exception as exc:  # a broken __repr__ too: say so, as an in-process run does
-                    value = _ReprOnly(f"<repr of {type(value).__name__} failed: "
-                                      f"{type(exc).__name__}: {exc}>")
-            stream.send(("result", value, result.error, result.timed_out, result.displays))
-        except KeyboardInterrupt:  # the code raised it, or the child was interrupted with the kernel
-            stream.send(("result", None, "KeyboardInterrupt", False, ()))
+            stream.send(["result", _value_message(result.value), result.error, result.timed_out,
+                         list(result.displays)])
+        except KeyboardInterrupt:  # the child was interrupted with the kernel
+            stream.send(["result", ["data", None], "KeyboardInterrupt", False, []])
         except BaseException:
             status = 1
         finally:
@@ -86,6 +121,7 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
     capture = Capture()    # bounded like an in-process run's, however much the child prints
     outcome = None
     killed = False
+    malformed = None
     try:
         while True:
             remaining = kill_at - time.monotonic()
@@ -98,11 +134,16 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
                 if not data:
                     break
                 pending += data
-                for message in _take_messages(pending):
-                    if message[0] == "chunk":
-                        capture.add(message[1], message[2])
-                    else:
-                        outcome = message[1:]
+                try:
+                    for message in _take_messages(pending):
+                        if message[0] == "chunk":
+                            capture.add(message[1], message[2])
+                        else:
+                            outcome = message[1:]
+                except ValueError as exc:
+                    malformed = str(exc)
+                    killed = True
+                    break
     finally:
         os.close(reader)
         if killed or sys.exc_info()[0] is not None:
@@ -113,6 +154,9 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
         _, status = os.waitpid(pid, 0)
     output = {"stdout": capture.text("stdout"), "stderr": capture.text("stderr"), "output": capture.text()}
     duration = time.perf_counter() - started
+    if malformed is not None:
+        return ExecResult(error=f"Error: the isolated process sent a malformed message ({malformed}); "
+                                "it was stopped", duration=duration, **output)
     if outcome is None:
         if killed:
             error = (f"TimeoutError: the code did not finish within {timeout:g} s; "
@@ -121,23 +165,47 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
             error = ("Error: the isolated process ended without a result "
                      f"(exit status {os.waitstatus_to_exitcode(status)})")
         return ExecResult(error=error, timed_out=killed, duration=duration, **output)
-    value, error, timed_out, displays = outcome
+    (kind, value), error, timed_out, displays = outcome
+    if kind == "repr":
+        value = _ReprOnly(value)
     return ExecResult(value=value, error=error, timed_out=timed_out, duration=duration,
-                      displays=displays, **output)
+                      displays=tuple(displays), **output)
 
 
-def _take_messages(pending: bytearray) -> list[tuple]:
-    """The complete messages at the start of `pending` (4-byte length, then a pickle), removed
-    from it; an incomplete last message stays for the next read (and is dropped if none comes)."""
-    import pickle
+def _take_messages(pending: bytearray) -> list[list]:
+    """The complete messages at the start of `pending` (4-byte length, then JSON), removed from
+    it; an incomplete last message stays for the next read (and is dropped if none comes).
+    Raises ValueError for anything that is not a message the child's runner sends."""
+    import json
 
     messages = []
     position = 0
     while position + 4 <= len(pending):
         size = int.from_bytes(pending[position:position + 4], "big")
+        if size > _LONGEST_MESSAGE:
+            raise ValueError(f"a message of {size:,} bytes")
         if position + 4 + size > len(pending):
             break
-        messages.append(pickle.loads(pending[position + 4:position + 4 + size]))
+        try:
+            message = json.loads(bytes(pending[position + 4:position + 4 + size]))
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"not JSON: {type(exc).__name__}") from None
+        messages.append(_checked(message))
         position += 4 + size
     del pending[:position]
     return messages
+
+
+def _checked(message: object) -> list:
+    """`message` if it has the shape of a chunk or a result message (else ValueError)."""
+    if type(message) is list and message:
+        if (message[0] == "chunk" and len(message) == 3 and message[1] in ("stdout", "stderr")
+                and type(message[2]) is str):
+            return message
+        if (message[0] == "result" and len(message) == 5 and type(message[1]) is list
+                and len(message[1]) == 2 and message[1][0] in ("data", "repr")
+                and (message[1][0] == "data" or type(message[1][1]) is str)
+                and (message[2] is None or type(message[2]) is str) and type(message[3]) is bool
+                and type(message[4]) is list and all(type(bundle) is dict for bundle in message[4])):
+            return message
+    raise ValueError("not a message of the isolated runner")

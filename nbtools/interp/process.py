@@ -15,6 +15,9 @@ Lasting patches: put in by `install()` (lazily, when the first run begins), take
    So for that run's duration these functions keep the code's SIGALRM handler and timer beside
    ours (`timeouts.code_timer`); the code sees its own settings, and they end with the run. Every
    other call (other signals, other threads for `signal.signal`, no run active) is passed through.
+2b. `_signal.pthread_sigmask` (what `signal.pthread_sigmask` calls, also after
+   `importlib.reload(signal)`): passed through, and the mask it replaced is told to
+   `interrupts.note_mask`, so a mask the code changes is put back when the run ends.
 3. An at-fork hook (`os.register_at_fork`, registered once at the first install): in the child of
    a fork only the forking thread exists, so the child gets a fresh lock here, no watchdog thread
    and no main-thread runs in `timeouts`. The `os` module cannot unregister a hook; after
@@ -32,7 +35,18 @@ last of them ends (not by `uninstall()`: there is nothing left to undo then).
    to the terminal; an unclosed `sys.stdout = open(...)` would swallow it).
 6. Inside IPython, the shell's `display_pub` becomes a router that captures a run's `display()`
    calls; the publisher that was there is put back.
-(7. Not here, because it is how a deadline is enforced rather than a patch: for the outermost run
+7. Inside IPython, the shell's `ask_exit` (what `exit()`/`quit()` call in a kernel: it asks the
+   kernel to shut down a moment later, and returns None, so the model would see success) is
+   shadowed by an instance attribute that raises `SystemExit` in a run's code instead, which comes
+   back as text like `sys.exit()`; everyone else's calls go to the shell's own method. The
+   attribute is removed again.
+8. On the main thread (`interrupts.py`): the SIGINT handler is wrapped so a person's interrupt can
+   be told from the code's own `raise KeyboardInterrupt`, and the signal mask is put back as it was
+   (so `pthread_sigmask(SIG_BLOCK, {SIGALRM})` in the code never outlives the run).
+(9. Not here either, being part of enforcing a deadline: when a run keeps swallowing its
+   time-out, `timeouts._escalate` sets its thread's trace and profile functions, and puts back
+   the ones that were there when the run ends.)
+(10. Not here, because it is how a deadline is enforced rather than a patch: for the outermost run
    on the main thread `timeouts.py` installs its SIGALRM handler and arms the real interval timer,
    and restores the previous handler and timer exactly when that run ends.)
 
@@ -58,7 +72,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from . import timeouts
+from . import interrupts, timeouts
 from .capture import DisplayRouter, StdinRouter, StreamRouter, active_capture, current_capture
 
 _lock = threading.Lock()
@@ -166,6 +180,16 @@ def _signal_alarm(original: Callable) -> Callable:
     return alarm
 
 
+def _sigmask(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def pthread_sigmask(how: Any, mask: Any) -> Any:
+        before = original(how, mask)
+        interrupts.note_mask(before)
+        return before
+
+    return pthread_sigmask
+
+
 _SIGNAL_REPLACEMENTS = {"signal": _signal_signal, "getsignal": _signal_getsignal,
                         "setitimer": _signal_setitimer, "getitimer": _signal_getitimer,
                         "alarm": _signal_alarm}
@@ -212,6 +236,10 @@ def _install_locked() -> None:
     if timeouts.HAS_TIMER:
         patches += [_Patch(signal, name, make) for name, make in _SIGNAL_REPLACEMENTS.items()
                     if hasattr(signal, name)]
+    import _signal
+
+    if hasattr(_signal, "pthread_sigmask"):
+        patches.append(_Patch(_signal, "pthread_sigmask", _sigmask))
     _patches = tuple(patches)
     if not _hooks_registered:
         _hooks_registered = True
@@ -234,6 +262,7 @@ def _after_fork_in_child() -> None:
     global _lock
     _lock = threading.Lock()  # another thread may have held it at the fork
     timeouts.reset_after_fork()
+    interrupts.reset_after_fork()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -245,10 +274,21 @@ def _after_fork_in_child() -> None:
 _stdout_pair: tuple[Any, Any] = (None, None)
 _stderr_pair: tuple[Any, Any] = (None, None)
 _stdin_pair: tuple[Any, Any] = (None, None)
-_routed_shell: Any = None      # the shell whose display_pub we replaced
+_routed_shell: Any = None      # the shell whose display_pub (and ask_exit) we replaced
 _publisher_before: Any = None  # and the publisher that was there
 # sys.stdout/stderr/stdin when the first active run began
 _streams_before: tuple[Any, Any, Any] = (None, None, None)
+
+
+def _guarded_ask_exit(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def ask_exit(*args: Any, **kwargs: Any) -> Any:
+        if active_capture() is not None:
+            raise SystemExit("exit()/quit() would shut the kernel down; python() does not allow it")
+        return original(*args, **kwargs)
+
+    ask_exit.__nbtools_guard__ = True  # type: ignore[attr-defined]
+    return ask_exit
 
 
 def enter(shell: Any) -> None:
@@ -279,12 +319,27 @@ def enter(shell: Any) -> None:
             if publisher is not None and type(publisher) is not DisplayRouter:
                 shell.display_pub = DisplayRouter(publisher)
                 _routed_shell, _publisher_before = shell, publisher
+                if "ask_exit" not in vars(shell):
+                    shell.ask_exit = _guarded_ask_exit(shell.ask_exit)
         _users += 1
+        if threading.get_ident() == timeouts.main_ident:
+            interrupts.enter()
 
 
 def leave() -> None:
     """A run ends: when it was the last active one, put the streams and the publisher back (and
     carry out an uninstall that was asked for meanwhile)."""
+    on_main = threading.get_ident() == timeouts.main_ident
+    try:
+        _leave_locked()
+    finally:
+        # Last: putting the mask back may deliver a person's interrupt that waited while the code
+        # blocked SIGINT; it propagates from here, after everything else is back in place.
+        if on_main:
+            interrupts.leave()
+
+
+def _leave_locked() -> None:
     global _users, _routed_shell, _publisher_before, _streams_before
     with _lock:
         _users -= 1
@@ -297,5 +352,7 @@ def leave() -> None:
             _routed_shell = _publisher_before = None
             if type(getattr(shell, "display_pub", None)) is DisplayRouter:
                 shell.display_pub = publisher
+            if getattr(vars(shell).get("ask_exit"), "__nbtools_guard__", False):
+                del shell.ask_exit
         if _uninstall_pending:
             _uninstall_locked()

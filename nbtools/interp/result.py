@@ -1,5 +1,11 @@
 """What a run gives back: the `ExecResult` record, and `TimeoutInterrupt`, the time-out raised in code.
 
+Two private subclasses tell nbtools' own interruptions from the same classes raised by the code:
+`Deadline` is the time-out as the timers raise it, `RealInterrupt` a person's interrupt (SIGINT on
+the main thread during a run). Only these two end a run by propagating (to the run whose deadline
+it is, or out of `run_code`); a `TimeoutInterrupt` or `KeyboardInterrupt` the code raises itself is
+an ordinary error, returned as text.
+
 Imports nothing from the rest of the package: every other module may use these two names.
 """
 
@@ -15,6 +21,20 @@ class TimeoutInterrupt(BaseException):
     A `BaseException` (like `KeyboardInterrupt`) so that `except Exception:` in the submitted code
     cannot swallow it; bare `except:` handlers are rewritten to let it through.
     """
+
+
+class Deadline(TimeoutInterrupt):
+    """The time-out as nbtools raises it when a run's deadline has passed."""
+
+
+class RealInterrupt(KeyboardInterrupt):
+    """A person's interrupt (SIGINT) delivered while a run's code ran on the main thread.
+
+    Named `KeyboardInterrupt` in tracebacks and in a kernel's error reply: for the person it is one."""
+
+
+RealInterrupt.__name__ = RealInterrupt.__qualname__ = "KeyboardInterrupt"
+RealInterrupt.__module__ = "builtins"
 
 
 @dataclass(frozen=True, slots=True)

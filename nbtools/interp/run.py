@@ -26,8 +26,8 @@ from . import process
 from .capture import Capture, claim_for_child, current_capture, ipython_shell
 from .compiling import Compiled, compile_source, defines_code, new_filename
 from .isolated import run_isolated
-from .result import ExecResult, TimeoutInterrupt
-from .timeouts import Run, Waker, arm, check_timeout, disarm
+from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt
+from .timeouts import Run, Waker, arm, check_timeout, deactivate, disarm
 from .tracebacks import format_error
 
 _INTERNAL_MODULES = ("nbtools", "threading", "asyncio", "concurrent", "contextvars", "functools")
@@ -109,17 +109,19 @@ class _Execution:
             return False
 
     def caught(self, exc: BaseException) -> None:
-        """Record an exception from the code; re-raise what must not become a tool result."""
+        """Record an exception from the code; re-raise what must not become a tool result: a
+        person's interrupt, and an enclosing run's time-out. `KeyboardInterrupt`,
+        `TimeoutInterrupt`, `SystemExit` the code raises itself are errors like any other."""
         if isinstance(exc, BaseExceptionGroup):  # `except*` wraps what it lets through in a group
-            exc = _leaf(exc, KeyboardInterrupt) or _leaf(exc, TimeoutInterrupt) or exc
-        if isinstance(exc, KeyboardInterrupt):
+            exc = _leaf(exc, RealInterrupt) or _leaf(exc, Deadline) or exc
+        if isinstance(exc, RealInterrupt):
             self.keep_lines = True  # the traceback a person sees shows these lines
             raise exc  # a person interrupting the kernel
-        if isinstance(exc, TimeoutInterrupt):
-            if self.run is None or not self.run.fired:
-                self.keep_lines = True  # the enclosing run's traceback passes through this code
-                raise exc  # an enclosing run's deadline: let it unwind to that run
+        if isinstance(exc, TimeoutInterrupt) and self.run is not None and self.run.fired:
             self.timed_out = True
+        elif isinstance(exc, Deadline):
+            self.keep_lines = True  # the enclosing run's traceback passes through this code
+            raise exc  # an enclosing run's deadline: let it unwind to that run
         self.exception = exc
 
     def finish(self) -> ExecResult:
@@ -159,8 +161,9 @@ def run_code(code: str, glb: dict | None = None, loc: Mapping | None = None,
     caller's globals); nothing but what the code itself assigns is added to them. `timeout` is in
     seconds (fractions allowed; None for no limit). `isolated=True` runs the code in a forked child
     process, killed if it overruns the deadline (see `isolated.run_isolated` for its limits).
-    Exceptions from the code are returned in the result, except `KeyboardInterrupt`, which
-    propagates.
+    Exceptions from the code are returned in the result (also `SystemExit`, `exit()` and a
+    `KeyboardInterrupt` the code raises), except a person's interrupt of the process (SIGINT, the
+    kernel's interrupt button), which propagates as `KeyboardInterrupt`.
     """
     limit = check_timeout(timeout)
     glb, loc = _namespaces(glb, loc, sys._getframe(1) if glb is None else None)
@@ -194,7 +197,8 @@ def _execute(execution: _Execution) -> None:
                 execution.value = eval(last, glb, loc)
         finally:
             if run is not None:
-                run.active = False
+                run.active = False  # first, before any call: no time-out is raised after this
+                deactivate(run)
     except BaseException as exc:
         execution.caught(exc)
     finally:
@@ -269,7 +273,8 @@ def _stepped_call(step: Any, run: Run | None) -> Any:
         try:
             return step()
         finally:
-            run.active = False
+            run.active = False  # first, before any call: no time-out is raised after this
+            deactivate(run)
     finally:
         disarm(run)
 
@@ -311,7 +316,7 @@ class _Stepper:
                 if (isinstance(exc, asyncio.CancelledError) and run is not None and run.fired
                         and self.task is not None):
                     self.task.uncancel()  # our own wake-up call, not a cancellation from outside
-                    exc = TimeoutInterrupt(f"the code ran for more than {run.timeout:g} s")
+                    exc = Deadline(f"the code ran for more than {run.timeout:g} s")
                 to_throw, to_send = exc, None
 
 

@@ -10,8 +10,17 @@
 - In an `await`: `Waker` cancels the run's task at the deadline (the runner turns that into the
   time-out at the code's `await`).
 
-The time-out is `TimeoutInterrupt`, a `BaseException`; if the code swallows it anyway it is raised
-again every `REPEAT` seconds. While a main-thread run is active the code's own `SIGALRM` handler
+The time-out is `TimeoutInterrupt` (as `result.Deadline`), a `BaseException`; if the code swallows
+it anyway it is raised again every `REPEAT` seconds, and from then on escalated (`_escalate`): a
+trace function raises it at the code's next bytecode, and a profile function turns that tracing
+back on at every call or return, so a handler that swallows it (`contextlib.suppress(BaseException)`,
+an `__exit__` returning True, `return` in a `finally`) cannot run far enough to loop. The run's
+thread's trace and profile functions are put back when the run ends. On the main thread the watchdog is the backstop: when SIGALRM has
+not stopped a run `BACKSTOP` seconds after its deadline (the code blocked the signal, replaced the
+handler or cancelled the timer through `_signal`, reloaded the signal module), the watchdog raises
+the time-out in the main thread the way it does in other threads. What no in-process means stops:
+a single C call that does not return (`time.sleep` with SIGALRM blocked, `os.system('sleep 9')`):
+the run returns when that call returns, reported as timed out. While a main-thread run is active the code's own `SIGALRM` handler
 and timer are kept beside ours in `code_timer` (the `code_*` functions below are what the signal
 module's functions do for the code then; `process.py` puts them in front of the signal module), so
 code calling `signal.alarm(0)` cannot disarm the time-out; they end with the run.
@@ -22,14 +31,18 @@ Our own calls use `_signal`'s C functions directly: they never go through the re
 from __future__ import annotations
 
 import math
+import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
 
-from .result import TimeoutInterrupt
+from . import interrupts
+from .result import Deadline, TimeoutInterrupt
 
 REPEAT = 0.01     # a swallowed time-out is raised again this often (seconds)
+BACKSTOP = 0.1    # main thread: the watchdog steps in when SIGALRM has not stopped a run by then
 _RETRY = 0.0005   # a time-out due while our own bookkeeping runs is retried this soon
 _SLACK = 1e-4     # timer and clock may disagree by a few microseconds
 _LONGEST_TIMER = 1e6  # setitimer overflows on absurd values; the handler re-arms when it fires early
@@ -40,7 +53,8 @@ class Run:
     so a time-out is never raised inside the runner's bookkeeping; `fired` records that the
     time-out was raised for this run (which tells nested runs whose time-out it is)."""
 
-    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main")
+    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main", "watch_at",
+                 "watched", "async_fired", "tracing", "saved_trace")
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -49,6 +63,11 @@ class Run:
         self.active = False
         self.thread_id = 0
         self.on_main = False
+        self.watch_at = math.inf   # when the watchdog acts (the deadline, or the main-thread backstop)
+        self.watched = False       # known to the watchdog
+        self.async_fired = False   # the watchdog raised the time-out in the run's thread
+        self.tracing = False       # escalated: our trace function is installed in the run's thread
+        self.saved_trace = None    # the trace and profile functions that were there before
 
 
 class _ForeignTimer:
@@ -103,10 +122,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
     due = next((run for run in runs if run.deadline <= now + _SLACK), None)
     if due is not None:
         if runs[-1].active:
+            if due.fired:  # raised before and swallowed: every bytecode raises it from now on
+                _escalate(due, frame)
             due.fired = True
             due.deadline = now + REPEAT
             _rearm(now)
-            raise TimeoutInterrupt(f"the code ran for more than {due.timeout:g} s")
+            raise Deadline(f"the code ran for more than {due.timeout:g} s")
         # Inside our own set-up or clean-up (or a suspended async run): try again in a moment.
         _set_timer(ITIMER_REAL, _RETRY)
         return
@@ -157,6 +178,7 @@ def _arm_main(run: Run) -> bool:
         runs.append(run)
         if run.deadline < soonest:
             _set_timer(ITIMER_REAL, remaining)
+        _watch_main(run)
         return True
     if _get_handler(SIGALRM) is None:
         return False  # a handler installed from C: Python could not put it back afterwards
@@ -177,7 +199,27 @@ def _arm_main(run: Run) -> bool:
         _foreign = _ForeignTimer(previous, time.monotonic() + delay, interval)
         if delay < remaining:
             _set_timer(ITIMER_REAL, delay)
+    _watch_main(run)
     return True
+
+
+# False in the child process of an isolated run: the parent kills the child when its deadline
+# is past, which is the backstop there (and starting the watchdog thread would cost each run ~5 ms).
+main_backstop = True
+
+
+def _watch_main(run: Run) -> None:
+    """The watchdog as the backstop for a main-thread run (in case SIGALRM cannot reach it).
+
+    The watchdog reads `_main_runs` itself, so a main-thread run costs it nothing to add or remove;
+    it is only woken when it would sleep past this run's backstop (short time-outs)."""
+    run.on_main = True
+    if not main_backstop:
+        return
+    run.watch_at = run.deadline + BACKSTOP
+    watchdog = _watchdog
+    if watchdog.thread is None or run.watch_at < watchdog.wake_at:
+        watchdog.wake()
 
 
 def _disarm_main(run: Run) -> None:
@@ -191,6 +233,10 @@ def _disarm_main(run: Run) -> None:
         return
     runs.clear()  # from here on a late tick is ignored by _on_alarm
     _set_timer(ITIMER_REAL, 0)
+    if run.async_fired or interrupts.mask_changed():
+        # SIGALRM may be blocked: let a pending tick reach our handler (which ignores it now)
+        # before the previous disposition, perhaps the default that ends the process, is back.
+        interrupts.unblock_alarm()
     code_timer = None  # what the code set ends with the run; the signal functions pass through
     _set_handler(SIGALRM, _previous_handler)
     foreign = _foreign
@@ -267,35 +313,56 @@ class _Watchdog:
     """One thread that raises the time-out in threads whose runs are late (threads cannot use
     signals). It exits after a while without work and is started again when needed."""
 
-    IDLE_EXIT = 5.0
-
     def __init__(self) -> None:
         self.condition = threading.Condition(threading.Lock())
         self.runs: list[Run] = []
         self.thread: threading.Thread | None = None
         self.raise_in: Any = None
+        self.wake_at = math.inf  # when the thread wakes next (add() wakes it sooner if needed)
+
+    IDLE_EXIT = 30.0
 
     def add(self, run: Run) -> None:
         if self.raise_in is None:
             self.raise_in = _async_raiser()
         with self.condition:
             self.runs.append(run)
+            run.watched = True
             if self.thread is None:
-                self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog",
-                                               daemon=True)
-                self.thread.start()
+                self._start()
+            elif run.watch_at < self.wake_at:  # it sleeps past this run's time: wake it to re-plan
+                self.condition.notify()
+
+    def wake(self) -> None:
+        """Make the watchdog plan again (and start it if it is not running)."""
+        if self.raise_in is None:
+            self.raise_in = _async_raiser()
+        with self.condition:
+            if self.thread is None:
+                self._start()
             else:
                 self.condition.notify()
+
+    def _start(self) -> None:
+        import contextvars
+
+        self.wake_at = math.inf
+        self.thread = threading.Thread(target=self._watch, name="nbtools-interp-watchdog", daemon=True)
+        # Started from an empty context: a thread started inside a run would otherwise be tied to
+        # that run's capture (process.py's Thread.start) and keep it alive as long as it lives.
+        contextvars.Context().run(self.thread.start)
 
     def remove(self, run: Run) -> None:
         """Stop watching `run`; drop a time-out that was raised for it but not yet delivered."""
         while True:
             try:
-                with self.condition:
+                with self.condition:  # a raise the watchdog is making for this run completes first
                     run.active = False
-                    if run in self.runs:
+                    if run.watched:
+                        run.watched = False
                         self.runs.remove(run)
-                if run.fired:
+                if run.async_fired and self.raise_in is not None:
+                    run.async_fired = False
                     self.raise_in(run.thread_id, None)
                 return
             except TimeoutInterrupt:
@@ -304,21 +371,104 @@ class _Watchdog:
     def _watch(self) -> None:
         with self.condition:
             while True:
+                self.wake_at = math.inf  # while planning, a new run wakes it again (see _watch_main)
                 now = time.monotonic()
                 soonest = math.inf
-                for run in self.runs:
-                    if run.deadline <= now:
-                        if run.active:
-                            run.fired = True
-                            self.raise_in(run.thread_id, TimeoutInterrupt)
-                        run.deadline = now + REPEAT
-                    soonest = min(soonest, run.deadline)
+                main_runs = list(_main_runs) if main_backstop else []
+                for run in self.runs + main_runs:
+                    if run.watch_at <= now:
+                        if run.active and (not run.on_main or _innermost_main_active()):
+                            if run.fired:  # swallowed before: escalate in that thread
+                                _escalations.setdefault(run.thread_id, run)
+                            kind = _Escalating if run.fired else Deadline
+                            run.fired = run.async_fired = True
+                            self.raise_in(run.thread_id, kind)
+                        run.watch_at = now + REPEAT
+                    soonest = min(soonest, run.watch_at)
                 if soonest == math.inf:
-                    if not self.condition.wait(self.IDLE_EXIT) and not self.runs:
+                    self.wake_at = now + self.IDLE_EXIT
+                    if not self.condition.wait(self.IDLE_EXIT) and not self.runs and not _main_runs:
                         self.thread = None
                         return
                 else:
+                    self.wake_at = soonest
                     self.condition.wait(soonest - now)
+
+
+def _innermost_main_active() -> bool:
+    try:
+        return _main_runs[-1].active
+    except IndexError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------------
+# Escalation: a time-out the code keeps swallowing
+# ------------------------------------------------------------------------------------------------
+
+# Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_RUNNER_FILE = _PACKAGE_DIR + "run.py"
+_escalations: dict[int, Run] = {}  # thread id -> run being escalated there
+
+
+class _Escalating(Deadline):
+    """The time-out of a run that swallowed it before. The watchdog raises it as a class in the
+    run's thread, so Python instantiates it there, which starts the escalation (`_escalate`)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        run = _escalations.get(_get_ident())
+        if run is not None and run.active and not run.tracing:
+            _escalate(run, sys._getframe(1))
+
+
+def _escalate(run: Run, frame: Any) -> None:
+    """In `run`'s thread: from now until the run ends, the code cannot run a handler that swallows
+    the time-out.
+
+    1. A trace function (on the frames from `frame` up to the runner, and every frame they enter)
+       raises `_Escalating` at the code's next bytecode.
+    2. Python turns tracing off when a trace function raises. A profile function (which never
+       raises, so it stays on) turns it on again at the next call or return: the first bytecode
+       of a handler that calls anything (`suppress.__exit__`, a function with `return` in its
+       `finally`, a handler calling `sys.settrace(None)`) raises again before it can return. An
+       `except` clause that calls nothing is covered by the guard in front of every handler
+       (`compiling.py`), and every `REPEAT` seconds the timer or the watchdog raises again anyway.
+    """
+    thread_id = run.thread_id
+    _escalations[thread_id] = run
+    if not run.tracing:
+        run.saved_trace, run.tracing = (sys.gettrace(), sys.getprofile()), True
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if not run.active:
+            return None
+        frame.f_trace_opcodes = True
+        raise _Escalating(f"the code ran for more than {run.timeout:g} s")
+
+    def rearm(frame: Any) -> None:
+        sys.settrace(tracer)
+        while frame is not None and frame.f_code.co_filename != _RUNNER_FILE:
+            frame.f_trace, frame.f_trace_opcodes = tracer, True
+            frame = frame.f_back
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if run.active and sys.gettrace() is not tracer:
+            rearm(frame)
+
+    sys.setprofile(profiler)
+    rearm(frame)
+
+
+_raise_in: Any = None
+
+
+def _raiser() -> Any:
+    global _raise_in
+    if _raise_in is None:
+        _raise_in = _async_raiser()
+    return _raise_in
 
 
 def _async_raiser() -> Any:
@@ -345,20 +495,36 @@ _watchdog = _Watchdog()
 def arm(run: Run) -> None:
     """Start enforcing `run`'s deadline in the calling thread."""
     thread_id = run.thread_id = _get_ident()
-    if thread_id == main_ident and _arm_main(run):
-        run.on_main = True
-    else:
+    if thread_id != main_ident or not _arm_main(run):
+        run.watch_at = run.deadline
         _watchdog.add(run)
+
+
+def deactivate(run: Run) -> None:
+    """The code stopped running (the runner calls this first thing after it, in a `finally`): no
+    time-out is raised for `run` from now on, and one raised but not yet delivered is dropped."""
+    run.active = False
+    if run.watched:
+        _watchdog.remove(run)
+    elif run.on_main and (run.async_fired or time.monotonic() >= run.watch_at):
+        # The watchdog acts only once `watch_at` has passed and reads `active` after that: before
+        # it, nothing can be on its way. After it, wait for a raise in progress, then drop it.
+        _watchdog.remove(run)
+    if run.tracing:
+        run.tracing = False
+        _escalations.pop(run.thread_id, None)
+        trace, profile = run.saved_trace
+        sys.setprofile(profile)
+        sys.settrace(trace)
+        run.saved_trace = None
 
 
 def disarm(run: Run) -> None:
     """Stop enforcing `run`'s deadline (the main thread's handler and timer are restored)."""
-    run.active = False
+    deactivate(run)
     if run.on_main:
         run.on_main = False
         _disarm_main(run)
-    else:
-        _watchdog.remove(run)
 
 
 class Waker:
@@ -403,5 +569,6 @@ def reset_after_fork() -> None:
     global _watchdog, main_ident
     _watchdog = _Watchdog()
     _main_runs.clear()
+    _escalations.clear()
     if main_ident is not None:
         main_ident = _get_ident()
