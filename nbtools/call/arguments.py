@@ -170,6 +170,47 @@ def _inside(container: Any, item: Any, problem: str) -> ConversionError:
     return error
 
 
+def check_size(raw: dict, limits: Limits) -> None:
+    """Refuse arguments given as a dict (or Mapping) whose JSON form would be over `limits.max_bytes`
+    characters, before anything converts them.
+
+    A walk without recursion that adds up a lower bound of the JSON size (strings and keys with
+    their quotes, containers' brackets and separators, numbers by their digits) and stops as soon
+    as the bound passes the limit: 200 MB of strings costs as little to refuse as 1 MiB, and a
+    value nested or cyclic beyond reason stops there too. Exact checks (depth, JSON-ness) follow;
+    a single string or container over its own limit is left to them (their error names it).
+    """
+    budget, max_string, max_items = limits.max_bytes, limits.max_string, limits.max_items
+    total = 2
+    stack: list[Any] = [raw]
+    while stack:
+        container = stack.pop()
+        if len(container) > max_items:
+            return
+        total += 2 + len(container)  # brackets, separators
+        if isinstance(container, Mapping):
+            pairs: Iterable[Any] = container.items()
+        else:
+            pairs = ((None, item) for item in container)
+        for key, item in pairs:
+            if type(key) is str:
+                total += len(key) + 3  # "key":
+            kind = type(item)
+            if kind is str or isinstance(item, str):
+                if len(item) > max_string:
+                    return
+                total += len(item) + 2
+            elif kind is int or (isinstance(item, int) and not isinstance(item, bool)):
+                total += int.__index__(item).bit_length() // 4 + 1  # fewer than its decimal digits
+            elif isinstance(item, (Mapping, list, tuple)):
+                stack.append(item)
+            else:
+                total += 4  # true, null, a float: at least this long
+            if total > budget:
+                raise ConversionError("", f"the arguments are too large: over {budget} characters as JSON, "
+                                          f"the limit is {budget}")
+
+
 def _string_colons(value: Any) -> int:
     """Colons inside the strings (keys and values) of a parsed JSON value."""
     kind = type(value)
