@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 import threading
+import time
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Sequence
@@ -50,6 +51,7 @@ class Connection(list):
     def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
                  cwd: str | None = None, errlog: Any = None):
         super().__init__()
+        deadline = time.monotonic() + timeout  # connecting and reading the tool list, together
         self.target = target
         self.timeout = timeout
         self.server_name = ""
@@ -80,7 +82,12 @@ class Connection(list):
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
         self.skipped: dict[str, str] = {}
         """Tools the server listed that could not be made into functions: name -> reason."""
-        for listed_tool in listed:
+        for index, listed_tool in enumerate(listed):
+            if time.monotonic() > deadline:  # hostile schemas must not hold connect() past its time-out
+                self.close()
+                raise ConnectionError(f"could not use the MCP server {_describe(target)}: reading its "
+                                      f"{len(listed)} tool definitions took more than {timeout} s "
+                                      f"({index} read)")
             # one malformed or hostile schema must not cost the user every other tool of the server
             try:
                 self.append(self._tool(listed_tool))
