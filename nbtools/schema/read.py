@@ -388,8 +388,16 @@ def _json_type_matches(value: Any, types: list[str]) -> bool:
 
 def _union(nodes: list[ir.Node]) -> ir.Node:
     """One node for "any of these": flattened, with duplicates removed; a single option stands alone.
-    Duplicates are found by hash (linear); only options holding unhashable defaults are compared
-    pairwise, among themselves."""
+
+    Duplicates are found without hashing whole nodes (a node's hash walks all of it, and the nodes
+    of a schema whose definitions refer to each other twice per level share subtrees: their
+    expanded size doubles per level) and without comparing every pair: options are grouped by a
+    key of their top levels (`_shallow_key`), and compared with `==` (which stops at shared
+    subtrees) only inside a group, and only with the group's first `_GROUP_COMPARED` members:
+    beyond that a duplicate may stay, which changes nothing the union accepts.
+    """
+    if len(nodes) == 1 and not isinstance(nodes[0], (ir.Union, ir.AnyValue)):
+        return nodes[0]  # the common case: one `type`
     flat: list[ir.Node] = []
     for node in nodes:
         if isinstance(node, ir.Union) and node.description is None and not node.constraints:
@@ -397,17 +405,13 @@ def _union(nodes: list[ir.Node]) -> ir.Node:
         else:
             flat.append(node)
     unique: list[ir.Node] = []
-    seen: set[ir.Node] = set()
-    unhashable: list[ir.Node] = []
+    groups: dict[Any, list[ir.Node]] = {}
     for node in flat:
-        try:
-            if node in seen:
-                continue
-            seen.add(node)
-        except TypeError:  # a field default that is a dict or list
-            if any(_same(node, other) for other in unhashable):
-                continue
-            unhashable.append(node)
+        group = groups.setdefault(_shallow_key(node, _SHALLOW_DEPTH), [])
+        if any(other is node or _same(node, other) for other in group):
+            continue
+        if len(group) < _GROUP_COMPARED:
+            group.append(node)
         unique.append(node)
     if any(isinstance(node, ir.AnyValue) and node.description is None and not node.constraints
            for node in unique):
@@ -415,6 +419,33 @@ def _union(nodes: list[ir.Node]) -> ir.Node:
     if len(unique) == 1:
         return unique[0]
     return ir.Union(options=tuple(unique))
+
+
+_SHALLOW_DEPTH = 4
+_GROUP_COMPARED = 32
+_COMPARED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _shallow_key(value: Any, depth: int) -> Any:
+    """A hashable key that equal values share, reading `value` only `depth` levels deep (a tuple
+    is a level: its length and first 8 items), so computing it costs little on any node."""
+    if isinstance(value, (ir.Node, ir.Field)):
+        if depth <= 0:
+            return type(value)
+        names = _COMPARED_FIELDS.get(type(value))
+        if names is None:
+            names = tuple(item.name for item in dataclasses.fields(value) if item.compare)
+            _COMPARED_FIELDS[type(value)] = names
+        return (type(value), *(_shallow_key(getattr(value, name), depth - 1) for name in names))
+    if isinstance(value, tuple):
+        if depth <= 0:
+            return len(value)
+        return (len(value), *(_shallow_key(item, depth - 1) for item in value[:8]))
+    try:
+        hash(value)
+    except TypeError:  # a dict or list default
+        return type(value)
+    return value
 
 
 def _same(left: ir.Node, right: ir.Node) -> bool:
