@@ -2,9 +2,9 @@
 
 `render.py`: ir -> JSON Schema, and `type_schema` (one Python type's schema); re-exported here.
 `read.py`: JSON Schema -> ir (`schema_to_ir`; `unions.py` merges options in linear time).
-`arguments.py`: a tool's parameters schema -> its
-arguments object (`arguments_object`). The reading side is imported by those who read schemas
-(`Tool.from_schema`, the inverse, dispatch), not by `import nbtools`.
+`arguments.py`: a tool's parameters schema -> its arguments object (`arguments_object`). The
+reading side is imported by those who read schemas (`Tool.from_schema`, the inverse, dispatch),
+not by `import nbtools`.
 """
 
 from __future__ import annotations
