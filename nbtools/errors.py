@@ -66,13 +66,18 @@ class ToolCallError(NbtoolsError):
     # A schema longer than this is cut in the text (the `schema` field keeps all of it): the text
     # goes back into the model's context, where a huge schema costs more than it helps.
     MAX_SCHEMA_CHARS = 4000
+    # Likewise the tool name and argument path as quoted (both may come from the model) and the
+    # problem (which may quote values and list options): the whole text stays a few thousand characters.
+    MAX_NAME_CHARS = 200
+    MAX_PROBLEM_CHARS = 2000
 
     def text(self) -> str:
-        """`Error calling tool 'name', argument 'path': problem`, then the parameters schema (compact JSON)."""
-        head = f"Error calling tool {self.tool!r}" if self.tool else "Error"
+        """`Error calling tool 'name', argument 'path': problem`, then the parameters schema (compact
+        JSON); each part cut to its MAX_*_CHARS with a marker."""
+        head = f"Error calling tool {_cut(repr(self.tool), self.MAX_NAME_CHARS)}" if self.tool else "Error"
         if self.argument:
-            head += f", argument {self.argument!r}"
-        lines = [f"{head}: {self.problem}"]
+            head += f", argument {_cut(repr(self.argument), self.MAX_NAME_CHARS)}"
+        lines = [f"{head}: {_cut(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
         if self.schema is not None:
             schema = json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False, default=str)
             if len(schema) > self.MAX_SCHEMA_CHARS:
@@ -103,6 +108,11 @@ class ToolCallError(NbtoolsError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with a marker saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text)} characters]"
 
 
 class TargetError(NbtoolsError):

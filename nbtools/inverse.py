@@ -377,16 +377,26 @@ class _Annotations:
         return built
 
 
+_OR_OPTIONS = 16
+"""Unions up to this many options are written `a | b` (each `|` copies the options so far: fine
+for a few, quadratic for a hostile schema's thousands); longer ones as `Union[...]`, in one step."""
+
+
 def _union_annotation(options: list[Any]) -> Any:
     if not options:
         return typing.Never
     if Any in options:
         return Any
-    unique = list(dict.fromkeys(options))
     try:
-        return functools.reduce(operator.or_, unique)
-    except TypeError:
-        return typing.Union[tuple(unique)]
+        unique = list(dict.fromkeys(options))
+    except TypeError:  # an unhashable annotation: typing de-duplicates by equality itself
+        unique = list(options)
+    if len(unique) <= _OR_OPTIONS:
+        try:
+            return functools.reduce(operator.or_, unique)
+        except TypeError:
+            pass
+    return typing.Union[tuple(unique)]
 
 
 def _camel(*words: str) -> str:

@@ -28,20 +28,22 @@ Conversion decisions (applied everywhere, also inside lists, dicts and nested ob
 * `Literal`/`Enum`: exact JSON equality (`true` is not `1`; `1.0` equals `1`).
 * mapping keys are JSON strings; for `int` keys the canonical decimal form (`"12"`, not `"012"`) is
   converted, the one place digits in a string become a number.
+* `pattern` is matched in linear time (RE2); a pattern RE2 cannot run is not enforced, with a
+  `PatternWarning` (see `constraints`).
 * objects are closed unless the type says otherwise; missing optional parameters are not passed,
   so the function's own default applies. A null for an optional parameter that cannot be null
   means "left out" too (OpenAI's strict mode sends exactly that); for a required one it is refused.
 
-Limits (`policy.Limits`, per registry): `max_bytes` bounds JSON text, and a dict's JSON size when
-the arguments hold free-form values (for fixed types every string and array is bounded anyway);
+Limits (`policy.Limits`, per registry): `max_bytes` bounds JSON text, and a dict's JSON size (a
+bounded walk before anything converts it: 200 MB of shared strings is refused as fast as 1 MiB);
 `max_depth`, `max_string`, `max_items` and `max_int` apply everywhere, before any conversion of
 free-form values and during the conversion of typed ones.
 
 The modules, in the order of the path: `words` (the wording of refusals), `parsers` (string-borne
 types), `scalars`, `constraints` and `convert` (the intermediate form -> converters), `arguments`
 (parsing, limits, duplicate keys), `plan` (the call plan of one Tool), `namespace` (resolving a
-name), `run` (approval, the call, the async bridge) and `results` (text for the model, whole
-replies). Registries are read through `nbtools.policy`; this package never imports the registry.
+name), `run` (approval, the call, the async bridge), `items` (generator results, read only up to
+the result-size limit) and `results` (text for the model, whole replies). Registries are read through `nbtools.policy`; this package never imports the registry.
 """
 
 from __future__ import annotations

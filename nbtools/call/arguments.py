@@ -170,6 +170,50 @@ def _inside(container: Any, item: Any, problem: str) -> ConversionError:
     return error
 
 
+def check_size(raw: dict, limits: Limits) -> None:
+    """Refuse arguments given as a dict (or Mapping) whose JSON form would be over `limits.max_bytes`
+    characters, before anything converts them.
+
+    Adds up a lower bound of the JSON size (strings and keys with their quotes, containers'
+    brackets and separators, one character per other value) and stops as soon as it passes the
+    limit: 200 MB of strings costs as little to refuse as 1 MiB. A string, container or nesting
+    over its own limit counts as nothing here: the exact checks that follow refuse it by name.
+    """
+    total = _json_size(raw, 1, limits, 0)
+    if total > limits.max_bytes:
+        raise ConversionError("", f"the arguments are too large: over {limits.max_bytes} characters as JSON, "
+                                  f"the limit is {limits.max_bytes}")
+
+
+def _json_size(container: Any, depth: int, limits: Limits, total: int) -> int:
+    """`total` plus a lower bound of `container`'s JSON size; stops early (returning more than
+    `limits.max_bytes`) once the sum passes it."""
+    count = len(container)
+    if count > limits.max_items or depth > limits.max_depth:
+        return total
+    total += 2 + count  # brackets and separators
+    if type(container) is dict or (type(container) is not list and isinstance(container, Mapping)):
+        for key in container:
+            if type(key) is str:
+                total += len(key) + 3  # "key":
+        values: Iterable[Any] = container.values()
+    else:
+        values = container
+    budget = limits.max_bytes
+    for item in values:
+        kind = type(item)
+        if kind is int or kind is float or kind is bool or item is None:
+            continue  # the one character the separator count gave it
+        if kind is str or isinstance(item, str):
+            if len(item) <= limits.max_string:
+                total += len(item)
+        elif kind is dict or kind is list or isinstance(item, (Mapping, list, tuple)):
+            total = _json_size(item, depth + 1, limits, total)
+        if total > budget:
+            return total
+    return total
+
+
 def _string_colons(value: Any) -> int:
     """Colons inside the strings (keys and values) of a parsed JSON value."""
     kind = type(value)

@@ -1,20 +1,49 @@
 """JSON Schema validation keywords (`minimum`, `maxLength`, `pattern`, `uniqueItems`, ...) as checks
 on the raw JSON value, run after its converter accepted the value's kind.
 
-Keywords that only annotate (`format`, `title`, `examples`, ...) and those not enforced are skipped;
-a `pattern` Python cannot read (ECMA-262 only) is skipped too: looser validation, never a crash.
+Keywords that only annotate (`format`, `title`, `examples`, ...) and those not enforced are skipped.
+
+`pattern` is matched with RE2 (`google-re2`, imported when the first pattern is compiled), whose time
+is linear in the input: a pattern from a schema meets text from a model, and Python's backtracking
+`re` takes seconds on 27 characters of `^(a+)+$`. RE2 reads the ECMA-262 subset JSON Schema
+recommends (its digit, word and end-of-text classes mean what ECMA-262 says, unlike Python's). A pattern RE2 refuses
+(lookaround, backreferences: no linear-time engine can run them) is not enforced: validation is
+looser, the tool (or the remote server) still sees the value, and a `PatternWarning` says so when
+the tool's converter is compiled. We never fall back to `re`: no input bound makes it safe.
 """
 
 from __future__ import annotations
 
 import decimal
 import json
-import re
+import warnings
 from typing import Any, Callable
 
 from .. import ir
 from .scalars import Converter
-from .words import ConversionError, got
+from .words import ConversionError, got, short
+
+
+class PatternWarning(UserWarning):
+    """A `pattern` that is not enforced because RE2 cannot run it in linear time."""
+
+
+def compile_pattern(pattern: str) -> Callable[[str], Any] | None:
+    """A linear-time `search` for an ECMA-262 `pattern`, or None (with a PatternWarning) when RE2
+    refuses it (lookaround, backreferences, invalid syntax)."""
+    import re2  # google-re2: loaded with the first pattern, so `import nbtools` stays light
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to stderr
+    try:
+        return re2.compile(pattern, options).search
+    except Exception as error:  # re2.error; its message is bytes
+        reason = error.args[0].decode("utf-8", "replace") if error.args and isinstance(error.args[0], bytes) \
+            else str(error)
+        warnings.warn(f"the pattern {short(repr(pattern), 200)} is not enforced: the linear-time engine RE2 "
+                      f"refuses it ({short(reason, 200)}; lookaround and backreferences have no linear-time "
+                      "form); the tool receives values without this check", PatternWarning, stacklevel=2)
+        return None
 
 
 def _json_equal_key(value: Any) -> Any:
@@ -61,12 +90,12 @@ def _constraint_check(keyword: str, bound: Any) -> Callable[[Any], str | None] |
         return lambda value: (None if not isinstance(value, str) or len(value) <= bound
                               else f"must be at most {bound} characters long, got {len(value)}")
     if keyword == "pattern" and isinstance(bound, str):
-        try:
-            compiled = re.compile(bound)
-        except re.error:
-            return None  # an ECMA-262 pattern Python cannot read: looser, never a crash
-        return lambda value: (None if not isinstance(value, str) or compiled.search(value)
-                              else f"must match the pattern {bound!r}, got {got(value)}")
+        search = compile_pattern(bound)
+        if search is None:
+            return None  # refused by RE2: looser, never slow (see the module docs)
+        shown = short(repr(bound), 200)
+        return lambda value: (None if not isinstance(value, str) or search(value)
+                              else f"must match the pattern {shown}, got {got(value)}")
     if keyword == "minItems":
         return lambda value: (None if not isinstance(value, (list, tuple)) or len(value) >= bound
                               else f"must have at least {bound} items, got {len(value)}")

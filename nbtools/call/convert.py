@@ -352,7 +352,7 @@ def _locate_item(convert: Converter, items: Any, path: str) -> None:
             raise
 
 
-_CANONICAL_INT = re.compile(r"(0|-?[1-9]\d*)\Z")
+_CANONICAL_INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # ASCII digits only, as the schema's ^-?[0-9]+$ says
 
 
 def _collision(value: dict, key_of: Converter, path: str) -> str:

@@ -19,7 +19,7 @@ from .. import policy
 from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..tool import Tool
-from .words import did_you_mean, got
+from .words import did_you_mean, got, short
 
 _BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
                       types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
@@ -119,9 +119,11 @@ def _wire_match(name: str, names: Iterable[str]) -> str | None:
 
 def _unknown(name: str, available: Iterable[str]) -> ToolCallError:
     names = sorted(str(item) for item in available)
-    shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+    shown = ", ".join(short(item, 80) for item in names[:30]) + (", ..." if len(names) > 30 else "")
     tail = f"; available tools: {shown}" if names else "; no tools are available"
-    return ToolCallError(name, f"no tool named {name!r}{did_you_mean(name, names)}{tail}")
+    # a name far longer than any tool's is quoted cut, and not compared (difflib is quadratic)
+    guess = did_you_mean(name, names) if len(name) <= 200 else ""
+    return ToolCallError(name, f"no tool named {short(repr(name), 200)}{guess}{tail}")
 
 
 def check_namespace(ns: Any) -> None:
@@ -186,7 +188,37 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
     return found
 
 
-def _list_tools(items: Iterable[Any]) -> dict[str, Tool]:
+_LIST_TOOLS: dict[int, tuple[tuple, dict[str, Tool]]] = {}  # id(list) -> (its items then, their tools)
+_LIST_CACHE_SIZE = 8
+
+
+def _list_tools(items: Any) -> dict[str, Tool]:
+    """The tools of a list/tuple namespace, remembered for the last few lists used: a model's
+    calls resolve in the same list again and again. An entry is used only when the list still
+    holds the very same objects in the same order (checked by identity each time, so a list
+    changed in place, or a new list at a recycled id, is read again); the entries hold their
+    items, so at most `_LIST_CACHE_SIZE` lists are kept alive."""
+    if type(items) not in (list, tuple):
+        return _build_list_tools(items)
+    key = id(items)
+    entry = _LIST_TOOLS.get(key)
+    if entry is not None:
+        before, tools = entry
+        if len(before) == len(items) and all(old is new for old, new in zip(before, items)):
+            return tools
+    snapshot = tuple(items)
+    tools = _build_list_tools(snapshot)
+    try:
+        _LIST_TOOLS.pop(key, None)
+        while len(_LIST_TOOLS) >= _LIST_CACHE_SIZE:
+            del _LIST_TOOLS[next(iter(_LIST_TOOLS))]  # the oldest entry
+    except (KeyError, RuntimeError, StopIteration):  # another thread evicted at the same time
+        pass
+    _LIST_TOOLS[key] = (snapshot, tools)
+    return tools
+
+
+def _build_list_tools(items: Iterable[Any]) -> dict[str, Tool]:
     tools: dict[str, Tool] = {}
     for item in items:
         built = item if isinstance(item, Tool) else Tool.from_function(item)
@@ -219,7 +251,7 @@ def mk_ns(fs: Any = None) -> dict[str, Tool]:
         return out
     if callable(fs):  # a single callable or Tool
         fs = [fs]
-    return _list_tools(fs)
+    return dict(_list_tools(fs))  # a copy: the caller may change it, the cache must not see that
 
 
 def settings(ns: Any, options: dict) -> tuple[Limits, Any, bool]:

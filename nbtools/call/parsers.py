@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 # the language of the schema's pattern, written to match in linear time (no two parts can match the
 # same digits, which would backtrack quadratically on a long run of digits)
-_DECIMAL_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+_DECIMAL_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z", re.ASCII)  # 0-9 only
 _DECIMAL_MAX_EXPONENT = 4300  # the same bound Python puts on int <-> str digits
 
 
@@ -36,7 +36,8 @@ _DURATION = re.compile(
     r"(?:(?P<years>\d+(?:[.,]\d+)?)Y)?(?:(?P<months>\d+(?:[.,]\d+)?)M)?"
     r"(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
     r"(?:T(?!\Z)(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
-    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?\Z"
+    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?\Z",
+    re.ASCII,  # ISO 8601 digits are 0-9
 )
 
 

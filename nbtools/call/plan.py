@@ -17,10 +17,10 @@ from ..context import current_context
 from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
 from ..tool import Tool
-from .arguments import check_limits, count_keys, parse_arguments, scan_json
+from .arguments import check_limits, check_size, count_keys, parse_arguments, scan_json
 from .constraints import with_constraints
 from .convert import Compiler, null_means_absent
-from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, got, short
+from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,8 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
                     raw, text = parse_arguments(inputs, limits)
         else:
             raw, text = parse_arguments(inputs, limits)
+            if text is None:  # a dict: bounded by size before anything walks it in full
+                check_size(raw, limits)
         if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
             if text is not None and text.count(":") != len(raw):
@@ -208,4 +210,12 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
         raise ToolCallError(tool.name, error.problem, error.where() or None, tool.parameters) from None
     except SchemaError as error:
         raise ToolCallError(tool.name, f"this tool cannot be called: {error}") from None
+    except ToolCallError:
+        raise
+    except RecursionError:
+        raise ToolCallError(tool.name, f"the arguments are nested too deeply (the limit is {limits.max_depth} "
+                                       "levels)", None, tool.parameters) from None
+    except Exception as error:  # e.g. a pydantic validator raising KeyError: still an answer for the model
+        raise ToolCallError(tool.name, f"the arguments could not be converted: {exception_text(error)}",
+                            None, tool.parameters) from error
     return positional, kwargs, raw

@@ -17,8 +17,10 @@ from ..content import Content, content_parts, describe
 from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS
 from ..values import to_json
+from .items import Items, read_items
 from .namespace import check_namespace, resolve_tool, settings
 from .run import call_func, call_func_async, run_awaitable
+from .words import exception_text
 
 
 def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) -> str:
@@ -26,36 +28,40 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
 
     A `str` as it is; a value whose JSON form is text (a datetime, a Path, an object shown by its
     `str()`) as that text; anything else as JSON (see `values.to_json`), `None` as `null`; a generator
-    as the list of what it yields (at most `max_chars` items are read). Text longer than
-    `max_chars` is cut, with a marker saying how much was left out.
+    as the list of what it yields, read only until that list's text passes `max_chars` (see
+    `items`). Text longer than `max_chars` is cut, with a marker saying how much was left out.
+    Raises ToolCallError when the value cannot be rendered (its `str()` raised, say).
     """
     return rendered(value, max_chars)[1]
 
 
-def rendered(value: Any, max_chars: int) -> tuple[Any, str]:
-    """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too."""
-    unread = False
+def rendered(value: Any, max_chars: int, name: str | None = None) -> tuple[Any, str]:
+    """(JSON data, text) of a result; when the text had to be cut, the data is the cut text too.
+
+    Raises ToolCallError (naming tool `name`) when the value cannot be rendered: the tool ran, and
+    the model is told so rather than getting an internal error.
+    """
+    try:
+        return _rendered(value, max_chars)
+    except ToolCallError:
+        raise
+    except Exception as error:
+        raise ToolCallError(name, "the tool ran, but its result could not be rendered as text "
+                                  f"({exception_text(error)})") from error
+
+
+def _rendered(value: Any, max_chars: int) -> tuple[Any, str]:
     if type(value) is types.GeneratorType:
-        # A tool that `yield`s its results: the model gets them as a list. Each item takes at
-        # least one character of the text, so more than `max_chars` items could not be shown
-        # anyway; reading stops there, which also ends an endless generator.
-        items = []
-        for item in value:
-            if len(items) == max_chars:
-                unread = True
-                break
-            items.append(item)
-        value.close()
-        value = items
+        value = read_items(value, max_chars)
     if type(value) is str:
         data: Any = value
         text = value
     else:
         data = to_json(value)
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    if unread:
-        text = (text[:max_chars] + f"\n[truncated: the tool yielded more than {max_chars} items; "
-                "the rest were not read]")
+    if isinstance(value, Items) and value.cut:
+        text = (text[:max_chars] + f"\n[truncated: reading stopped after {len(value)} items, at the result "
+                f"size limit of {max_chars} characters; the tool may have yielded more]")
         data = text
     elif len(text) > max_chars:
         text = (text[:max_chars] + f"\n[truncated: {len(text) - max_chars} of {len(text)} characters "
@@ -70,16 +76,21 @@ def rendered(value: Any, max_chars: int) -> tuple[Any, str]:
 def _result_for(request: Any, value: Any, error: BaseException | None, max_chars: int) -> Any:
     from ..formats import ToolResult
 
-    if error is not None:
-        text = str(error) if isinstance(error, ToolCallError) else \
-            str(ToolCallError(getattr(request, "name", None), f"internal error: {type(error).__name__}: {error}"))
-        return ToolResult(request, text, text, True)
-    parts = rich_parts(value, max_chars)
-    if parts is not None:
-        text = rendered("\n".join(part if isinstance(part, str) else describe(part) for part in parts), max_chars)[1]
-        return ToolResult(request, text, text, False, parts)
-    data, text = rendered(value, max_chars)
-    return ToolResult(request, text, data, False)
+    name = getattr(request, "name", None)
+    if error is None:
+        try:
+            parts = rich_parts(value, max_chars)
+            if parts is not None:
+                joined = "\n".join(part if isinstance(part, str) else describe(part) for part in parts)
+                text = rendered(joined, max_chars, name)[1]
+                return ToolResult(request, text, text, False, parts)
+            data, text = rendered(value, max_chars, name)
+            return ToolResult(request, text, data, False)
+        except ToolCallError as failure:
+            error = failure
+    text = str(error) if isinstance(error, ToolCallError) else \
+        str(ToolCallError(name, f"internal error: {exception_text(error)}"))
+    return ToolResult(request, text, text, True)
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None), dict})

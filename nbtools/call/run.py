@@ -23,6 +23,7 @@ from ..errors import ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Limits, source_of
 from ..tool import Tool
+from .items import aread_items
 from .namespace import resolve_tool, settings
 from .plan import prepare
 from .words import short
@@ -96,8 +97,8 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
     to wait would deadlock, so the awaitable runs on a private loop in a worker thread.
     """
     async def wait() -> Any:
-        if inspect.isasyncgen(awaitable):
-            return [item async for item in awaitable]  # type: ignore[attr-defined]
+        if inspect.isasyncgen(awaitable):  # read only as far as a result can show
+            return await aread_items(awaitable, DEFAULT_LIMITS.max_result_chars)  # type: ignore[arg-type]
         return await awaitable
 
     try:
@@ -200,6 +201,8 @@ def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destruct
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
                              and (inspect.isawaitable(result) or inspect.isasyncgen(result))):
+            if inspect.isasyncgen(result):  # read only as far as the result can show
+                result = aread_items(result, limits.max_result_chars)
             result = run_awaitable(result)
     except ToolCallError:
         raise
@@ -259,8 +262,8 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_d
         if type(result) not in _PLAIN_TYPES:
             if inspect.isawaitable(result):
                 result = await result
-            elif inspect.isasyncgen(result):
-                result = [item async for item in result]
+            elif inspect.isasyncgen(result):  # read only as far as the result can show
+                result = await aread_items(result, limits.max_result_chars)
     except ToolCallError:
         raise
     except Exception as error:

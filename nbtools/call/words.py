@@ -65,6 +65,16 @@ def short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def exception_text(error: BaseException, limit: int = 300) -> str:
+    """`TypeName: message` of an exception, cut to `limit`; safe when its `str()` itself fails."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<its message could not be shown>"
+    name = type(error).__name__
+    return short(f"{name}: {message}" if message else name, limit)
+
+
 # ==================================================================================================
 # What a node accepts, in words: one entry per node class
 # ==================================================================================================
@@ -166,7 +176,9 @@ def got(value: Any) -> str:
     if value is True or value is False:
         return "true" if value else "false"
     if isinstance(value, int):
-        text = str(value) if abs(value) < 10**30 else f"<{len(str(abs(value)))} digits>"
+        value = int.__index__(value)  # an int subclass's own __str__/__abs__ are not called
+        # str() of an integer over 4,300 digits raises; the bit length says how long it is
+        text = str(value) if abs(value) < 10**30 else f"<about {int(value.bit_length() * 0.30103) + 1} digits>"
         return f"an integer ({text})"
     if isinstance(value, float):
         return f"a number ({value!r})" if math.isfinite(value) else f"the non-JSON number {value!r}"
@@ -175,7 +187,7 @@ def got(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"an array of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
-        keys = ", ".join(json.dumps(str(key), ensure_ascii=False) for key in list(value)[:8])
+        keys = ", ".join(json.dumps(short(str(key), 60), ensure_ascii=False) for key in list(value)[:8])
         return f"an object with keys {keys}" if keys else "an empty object"
     return f"a Python {type(value).__name__} (not a JSON value)"
 

@@ -74,12 +74,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _describe(value: Any) -> str:
+def _describe(value: Any, nested: bool = False) -> str:
+    """What `value` is, in a few words (one level of a list looked into, keys cut)."""
     if isinstance(value, dict):
-        keys = ", ".join(map(repr, list(value)[:8]))
+        keys = ", ".join(repr(key)[:60] for key in list(value)[:8])
         return f"a dict with keys {keys}" if keys else "an empty dict"
     if isinstance(value, list):
-        return f"a list of {len(value)} items" + (f" (first: {_describe(_plain(value[0]))})" if value else "")
+        first = f" (first: {_describe(_plain(value[0]), True)})" if value and not nested else ""
+        return f"a list of {len(value)} items{first}"
     return f"a {type(value).__module__}.{type(value).__qualname__}"
 
 
@@ -94,8 +96,21 @@ def parse_reply(reply: Any) -> tuple[str, list[ToolCallRequest]]:
     """The provider dialect of `reply` and the tool calls in it (in order; parallel calls included).
 
     The dialect is "openai", "responses", "anthropic" or "gemini". A reply without tool calls gives
-    an empty list; a shape none of them has raises `ValueError` naming what was received.
+    an empty list; a shape none of them has, or one of theirs with a part of the wrong kind (a
+    `function` that is not an object, a `content` that is not a list...), raises `ValueError`
+    naming what was received. Nothing in a reply is walked recursively.
     """
+    try:
+        return _parse_reply(reply)
+    except ValueError:
+        raise
+    except Exception as error:  # AttributeError, TypeError...: a part of the wrong kind somewhere
+        raise ValueError(f"malformed model reply ({type(error).__name__}: {str(error)[:200]}); got "
+                         f"{_describe(_plain(reply))}; expected an OpenAI, Anthropic or Gemini reply as the "
+                         "SDK or its JSON gives it") from None
+
+
+def _parse_reply(reply: Any) -> tuple[str, list[ToolCallRequest]]:
     data = _plain(reply)
     if isinstance(data, list):
         return _parse_list([_plain(item) for item in data], reply)
@@ -154,9 +169,14 @@ def _openai_calls(message: dict) -> list[ToolCallRequest]:
     calls = []
     for call in message.get("tool_calls") or ():
         call = _plain(call)
+        if not isinstance(call, dict):
+            raise ValueError(f"malformed OpenAI reply: a tool call is {_describe(call)}, expected an object")
         if call.get("type", "function") != "function":
             continue  # custom/grammar tools are not ours to run
         function = _plain(call.get("function")) or {}
+        if not isinstance(function, dict):
+            raise ValueError(f"malformed OpenAI reply: the tool call's \"function\" is {_describe(function)}, "
+                             "expected an object with \"name\" and \"arguments\"")
         calls.append(ToolCallRequest(call.get("id"), function.get("name", ""), function.get("arguments")))
     legacy = _plain(message.get("function_call"))
     if not calls and isinstance(legacy, dict):  # the deprecated single function_call

@@ -58,6 +58,7 @@ class Connection(list):
                  on_progress: Callable[[Progress], Any] | None = None,
                  on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info"):
         super().__init__()
+        deadline = time.monotonic() + timeout  # connecting and reading the tool list, together
         self.target = target
         self.timeout = timeout
         self.on_progress = on_progress
@@ -101,7 +102,12 @@ class Connection(list):
             raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
         self.skipped: dict[str, str] = {}
         """Tools the server listed that could not be made into functions: name -> reason."""
-        for listed_tool in listed:
+        for index, listed_tool in enumerate(listed):
+            if time.monotonic() > deadline:  # hostile schemas must not hold connect() past its time-out
+                self.close()
+                raise ConnectionError(f"could not use the MCP server {_describe(target)}: reading its "
+                                      f"{len(listed)} tool definitions took more than {timeout} s "
+                                      f"({index} read)")
             # one malformed or hostile schema must not cost the user every other tool of the server
             try:
                 self.append(self._tool(listed_tool))

@@ -65,7 +65,7 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
     parts = content_parts(value)
     if parts is not None:
         return types.CallToolResult(content=content_blocks(parts, max_chars))
-    data, text = rendered(value, max_chars)
+    data, text = rendered(value, max_chars, tool.name if tool is not None else None)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:

@@ -215,4 +215,7 @@ async def call_result(registry: Registry, name: str, arguments: dict | None, *,
         return error_result(ToolCallError(name, "interrupted by the person running the server"))
     except Exception as error:  # a bug below dispatch; still an answer, not a dead session
         return error_result(ToolCallError(name, f"{type(error).__name__}: {error}"))
-    return success_result(tool, value, registry.limits.max_result_chars)
+    try:
+        return success_result(tool, value, registry.limits.max_result_chars)
+    except ToolCallError as error:  # the result could not be rendered: an error result, not a JSON-RPC error
+        return error_result(ToolCallError(name, error.problem))

@@ -1,9 +1,10 @@
 """The intermediate form (`ir`) <-> JSON Schema (draft 2020-12); owns `$defs` naming.
 
 `render.py`: ir -> JSON Schema, and `type_schema` (one Python type's schema); re-exported here.
-`read.py`: JSON Schema -> ir (`schema_to_ir`). `arguments.py`: a tool's parameters schema -> its
-arguments object (`arguments_object`). The reading side is imported by those who read schemas
-(`Tool.from_schema`, the inverse, dispatch), not by `import nbtools`.
+`read.py`: JSON Schema -> ir (`schema_to_ir`; `unions.py` merges options in linear time).
+`arguments.py`: a tool's parameters schema -> its arguments object (`arguments_object`). The
+reading side is imported by those who read schemas (`Tool.from_schema`, the inverse, dispatch),
+not by `import nbtools`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ from typing import Any
 
 from .. import ir
 from ..errors import SchemaError
+from .unions import union
 
-__all__ = ["schema_to_ir", "check_json_depth", "json_types", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]
+__all__ = ["schema_to_ir", "check_json_depth", "json_types", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES",
+           "MAX_SCHEMA_OPTIONS"]
 
 # Validation keywords kept as node constraints, by the JSON type they apply to.
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern")
@@ -46,9 +48,10 @@ def schema_to_ir(schema: dict | bool, defs: dict | None = None) -> ir.Node:
     definition name -> schema, consulted after the schema's own `$defs`/`definitions`.
     Unknown keywords and unresolvable references are ignored (looser validation, never an error).
     The one error is SchemaError for a schema too large to use: nested more than `MAX_SCHEMA_DEPTH`
-    levels, or expanding to more than `MAX_SCHEMA_NODES` nodes once its `$ref`s are followed (a
-    schema from an MCP server must not be able to exhaust the stack or hang the process that
-    reads it; every later stage walks the expanded form).
+    levels, an `anyOf`/`oneOf`/`enum`/`type` list longer than `MAX_SCHEMA_OPTIONS`, or expanding to
+    more than `MAX_SCHEMA_NODES` nodes once its `$ref`s are followed (a schema from an MCP server
+    must not be able to exhaust the stack or hang the process that reads it; every later stage
+    walks the expanded form). Reading takes time linear in the expanded size.
     """
     check_json_depth(schema, "schema")
     return _Reader(schema, defs or {}).read(schema, pointer="#")
@@ -58,6 +61,18 @@ MAX_SCHEMA_DEPTH = 100
 """Deepest nesting of schemas inside schemas (through properties, items, anyOf, `$ref`...) read."""
 MAX_SCHEMA_NODES = 100_000
 """Most nodes a schema may expand to when each `$ref` is replaced by its definition (cycles aside)."""
+MAX_SCHEMA_OPTIONS = 1_000
+"""Longest `anyOf`/`oneOf`/`enum`/`type` list read (a model cannot choose among more anyway)."""
+
+
+def _options(schema: dict, key: str) -> Any:
+    """`schema[key]`, refused with a SchemaError when it is a list over MAX_SCHEMA_OPTIONS long."""
+    value = schema.get(key)
+    if isinstance(value, list) and len(value) > MAX_SCHEMA_OPTIONS:
+        raise SchemaError(None, None, f"the schema's {key} lists {len(value)} options, more than the "
+                                      f"{MAX_SCHEMA_OPTIONS} nbtools reads; split the tool or use a "
+                                      "plain string with a description")
+    return value
 
 
 def check_json_depth(value: Any, what: str) -> None:
@@ -144,13 +159,13 @@ class _Reader:
             # pydantic v1 and others wrap a lone $ref this way to give it a description
             return self._read(all_of[0], name)
         for key in ("anyOf", "oneOf"):
-            options = schema.get(key)
+            options = _options(schema, key)
             if isinstance(options, list) and options:
-                node = _union([self.read(option) for option in options])
+                node = union([self.read(option) for option in options])
                 return _or_null(node) if schema.get("nullable") is True else node
         if "const" in schema:
             node = _choice([schema["const"]], None)
-        elif isinstance(schema.get("enum"), list):
+        elif isinstance(_options(schema, "enum"), list):
             node = _choice(schema["enum"], json_types(schema))
         else:
             node = self._typed(schema, name)
@@ -165,7 +180,7 @@ class _Reader:
                 return ir.AnyValue()
             types = list(families)
         nodes = [self._one_type(json_type, schema, name) for json_type in types]
-        return _union(nodes)
+        return union(nodes)
 
     def _one_type(self, json_type: str, schema: dict, name: str) -> ir.Node:
         if json_type == "string":
@@ -210,7 +225,7 @@ class _Reader:
             return ir.Tuple(items=prefix_nodes, constraints=kept)
         # open-ended prefix: no fixed-length node fits, so accept any of the item types (looser)
         tail = [self.read(rest)] if rest is not None else [ir.AnyValue()]
-        return ir.Array(item=_union([*prefix_nodes, *tail]), constraints=constraints)
+        return ir.Array(item=union([*prefix_nodes, *tail]), constraints=constraints)
 
     def _object(self, schema: dict, name: str) -> ir.Node:
         self.containers += 1
@@ -318,7 +333,7 @@ def _segment(part: str) -> str:
 
 def json_types(schema: dict) -> list[str] | None:
     """The `type` keyword as a list of lower-case JSON type names (None when absent or unusable)."""
-    raw = schema.get("type")
+    raw = _options(schema, "type")
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list):
@@ -370,33 +385,6 @@ def _json_type_matches(value: Any, types: list[str]) -> bool:
     if isinstance(value, float):
         return "number" in types or ("integer" in types and value.is_integer())
     return "string" in types
-
-
-def _union(nodes: list[ir.Node]) -> ir.Node:
-    """One node for "any of these": flattened, with duplicates removed; a single option stands alone."""
-    flat: list[ir.Node] = []
-    for node in nodes:
-        if isinstance(node, ir.Union) and node.description is None and not node.constraints:
-            flat.extend(node.options)
-        else:
-            flat.append(node)
-    unique: list[ir.Node] = []
-    for node in flat:
-        if not any(_same(node, seen) for seen in unique):
-            unique.append(node)
-    if any(isinstance(node, ir.AnyValue) and node.description is None and not node.constraints
-           for node in unique):
-        return ir.AnyValue()
-    if len(unique) == 1:
-        return unique[0]
-    return ir.Union(options=tuple(unique))
-
-
-def _same(left: ir.Node, right: ir.Node) -> bool:
-    try:
-        return left == right
-    except Exception:  # unhashable/odd defaults inside fields: treat as different
-        return False
 
 
 def _or_null(node: ir.Node) -> ir.Node:
