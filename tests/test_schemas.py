@@ -126,18 +126,25 @@ def count_words(counts: dict[str, int], title: str = "") -> int:
     return sum(counts.values())
 
 
+def count_anything(counts: dict[str, Any], title: str = "") -> int:
+    return len(counts)
+
+
 @pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic"])
-def test_strict_refuses_an_open_map_instead_of_emptying_it(fmt: str) -> None:
-    # closing `dict[str, int]` with additionalProperties: false would accept only {}: refused, loudly
+def test_strict_refuses_an_untyped_map_instead_of_emptying_it(fmt: str) -> None:
+    # closing `dict[str, Any]` with additionalProperties: false would accept only {}: refused, loudly
     with pytest.raises(SchemaError) as caught:
-        get_schema(count_words, fmt, strict=True)
+        get_schema(count_anything, fmt, strict=True)
     message = str(caught.value)
-    assert caught.value.function == "count_words" and caught.value.parameter == "counts"
-    assert "function 'count_words'" in message and "parameter 'counts'" in message
-    assert "arbitrary keys" in message and "strict" in message
+    assert caught.value.function == "count_anything" and caught.value.parameter == "counts"
+    assert "function 'count_anything'" in message and "parameter 'counts'" in message
+    assert "arbitrary keys" in message and "strict" in message and "give the values a type" in message
     # the same tool renders fine without strict
-    assert parameters_of(get_schema(count_words, fmt), fmt)["properties"]["counts"] == {
-        "type": "object", "additionalProperties": {"type": "integer"}}
+    assert parameters_of(get_schema(count_anything, fmt), fmt)["properties"]["counts"] == {
+        "type": "object", "additionalProperties": {}}
+    # a typed map has a strict form: key/value pairs, not an object that must be empty
+    counts = parameters_of(get_schema(count_words, fmt, strict=True), fmt)["properties"]["counts"]
+    assert counts["type"] == "array" and counts["items"]["properties"]["value"] == {"type": "integer"}
 
 
 def test_strict_tool_renders_strict_by_default_in_every_strict_format() -> None:

@@ -18,7 +18,7 @@ from ..policy import DEFAULT_LIMITS, Limits
 from ..tool import Tool
 from .arguments import check_limits, count_keys, parse_arguments, scan_json
 from .constraints import with_constraints
-from .convert import Compiler, null_means_absent
+from .convert import Compiler, null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, got, short
 
 
@@ -116,8 +116,11 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     else:
         takes = "this tool takes no arguments" if extra is None else "this tool takes any keys"
 
+    pairs_key = _pairs_property(fields) if extra is not None else None
+
     def convert_arguments(raw: dict) -> dict:
         out = {}
+        pairs = None
         for key, value in raw.items():
             if value is None and key in absent_if_null:
                 continue
@@ -128,8 +131,13 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
                                           f"unexpected argument{did_you_mean(key, fields)}; {takes}")
                 if type(key) is not str:
                     raise ConversionError(str(key), f"argument names must be strings, got {got(key)}")
+                if key == pairs_key:  # **kwargs in strict form, unpacked once the named ones are in
+                    pairs = value
+                    continue
                 convert = extra
             out[key] = convert(value, key)
+        if pairs is not None:
+            _add_pairs(out, pairs, pairs_key, fields, extra, limits.max_items)  # type: ignore[arg-type]
         if len(out) != field_count or extra is not None:
             for name in required:
                 if name not in out:
@@ -163,6 +171,29 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         before_varargs=before,
         defaults={item.name: item.default for item in args.fields if not item.required},
     )
+
+
+def _pairs_property(fields: Mapping[str, Any]) -> str | None:
+    """The property carrying `**kwargs` as key/value pairs in strict mode (None when a field has its name)."""
+    from ..formats.strict import PAIRS_PROPERTY  # only tools with **kwargs ask, once per plan
+
+    return None if PAIRS_PROPERTY in fields else PAIRS_PROPERTY
+
+
+def _add_pairs(out: dict, pairs: Any, where: str, fields: Mapping[str, Any], extra: Any, max_items: int) -> None:
+    """Extra keyword arguments sent as `[{"key", "value"}, ...]` (strict mode), converted into `out`."""
+    for key, value in pairs_object(pairs if isinstance(pairs, list) else _not_pairs(pairs, where),
+                                   where, max_items).items():
+        if type(key) is not str:
+            raise ConversionError(where, f"argument names must be strings, got {got(key)}")
+        if key in fields or key in out:
+            raise ConversionError(where, f"the key {key!r} is given twice (also as a named argument or "
+                                         "an extra key); each argument at most once")
+        out[key] = extra(value, key)
+
+
+def _not_pairs(value: Any, where: str) -> list:
+    raise ConversionError(where, f'expected an array of {{"key": ..., "value": ...}} pairs, got {got(value)}')
 
 
 def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:

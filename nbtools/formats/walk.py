@@ -53,6 +53,16 @@ def is_untyped(schema: dict) -> bool:
                                              "properties", "items", "prefixItems"))
 
 
+def is_typed_map(schema: Any) -> bool:
+    """True for a key/value map whose values have a type (`{"type": "object", "additionalProperties":
+    {"type": "integer"}}`): no properties, nothing required, and a typed `additionalProperties`."""
+    if not isinstance(schema, dict) or "object" not in type_list(schema.get("type")):
+        return False
+    extra = schema.get("additionalProperties")
+    return (isinstance(extra, dict) and not is_untyped(extra) and not schema.get("properties")
+            and not schema.get("required") and "patternProperties" not in schema)
+
+
 def split_ref(ref: Any) -> str | None:
     """The `$defs` name a local reference points to, or None when it is not `#/$defs/<name>`."""
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -226,4 +236,4 @@ class Walker(ABC):
 
 
 __all__ = ["MISSING", "IN_PROGRESS", "UNTYPED", "OPEN_MAP", "MIXED_TUPLE", "Walker", "is_object_schema",
-           "is_untyped", "split_ref", "pop_type", "type_list", "note_text", "with_notes"]
+           "is_untyped", "is_typed_map", "split_ref", "pop_type", "type_list", "note_text", "with_notes"]
