@@ -434,7 +434,7 @@ def _build_cases() -> list[Case]:
             "where": {"type": "string", "format": "path"}, "blob": {"type": "string", "contentEncoding": "base64"},
         }, ["when", "day", "at", "wait", "ident", "amount", "where", "blob"])),
         Case("anything", anything, "anything", obj({
-            "unannotated": {}, "any_value": {}, "obj_value": {}, "default_only": {"default": 3},
+            "unannotated": {}, "any_value": {}, "obj_value": {}, "default_only": {"type": "integer", "default": 3},
         }, ["unannotated", "any_value", "obj_value"]), strict_refuses="unannotated", openapi_refuses="unannotated"),
         Case("dataclass", with_dataclass, "with_dataclass", obj({
             "point": POINT, "points": nullable(arr(POINT), default=None),
@@ -497,7 +497,8 @@ def _build_cases() -> list[Case]:
              description="Returns: int"),
         Case("classmethod", Counter.make, "make", obj({"start": INT}, ["start"])),
         Case("staticmethod", Counter.double, "double", obj({"value": NUM}, ["value"])),
-        Case("callable_instance", counter, "Counter", obj({"step": {**INT, "default": 1}})),
+        Case("callable_instance", counter, "Counter", obj({"step": {**INT, "default": 1}}),
+             description="Counts things."),  # no __call__ docstring: the class says what it does
         Case("partial", functools.partial(three, 1, d=False), "three", obj(
             {"b": STR, "c": {**NUM, "default": 1.0}}, ["b"])),
         Case("wraps", decorated, "decorated", obj({"query": STR, "limit": {**INT, "default": 10}}, ["query"])),
@@ -505,7 +506,7 @@ def _build_cases() -> list[Case]:
         Case("class", Config, "Config", obj({"host": STR, "port": {**INT, "default": 8080},
                                              "timeout": nullable(NUM, default=None)}, ["host"]),
              description="Connection settings."),
-        Case("lambda_named", lambda x, y=2: x * y, "scale", obj({"x": {}, "y": {"default": 2}}, ["x"]),
+        Case("lambda_named", lambda x, y=2: x * y, "scale", obj({"x": {}, "y": {"type": "integer", "default": 2}}, ["x"]),
              tool_name="scale", strict_refuses="x", openapi_refuses="x"),
         Case("positional_only", positional_only, "positional_only", obj({
             "a": INT, "b": {**STR, "default": "x"}, "c": {**NUM, "default": 0.5}}, ["a"])),

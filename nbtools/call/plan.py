@@ -15,6 +15,7 @@ from typing import Any, Callable
 from .. import ir
 from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
+from ..records import Factory
 from ..tool import Tool
 from .arguments import check_limits, count_keys, parse_arguments, scan_json
 from .constraints import with_constraints
@@ -145,6 +146,19 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         return out
 
     convert = convert_arguments
+    passing = tool.passing or tuple((name, "keyword") for name in fields)
+    filled = _filled_defaults(args, passing)
+    if filled:
+        convert_given = convert
+
+        def convert_and_fill(raw: dict) -> dict:
+            out = convert_given(raw)
+            for name, default in filled:
+                if name not in out:  # the function's own default is a pydantic FieldInfo, or it has none
+                    out[name] = default.factory() if isinstance(default, Factory) else default
+            return out
+
+        convert = convert_and_fill
     if args.constraints:
         root_checks = with_constraints(lambda value, path: value, args.constraints)
 
@@ -154,8 +168,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
 
         convert = convert_arguments_checked
 
-    passing = tool.passing or tuple((name, "keyword") for name in fields)
-    order = [name for name, kind in passing if kind != "varkw"]
+    order = [name for name, kind in passing if kind not in ("varkw", "default")]
     positional = tuple(name for name, kind in passing if kind == "positional")
     varargs = next((name for name, kind in passing if kind == "varargs"), None)
     before = tuple(order[: order.index(varargs)]) if varargs in order else ()
@@ -171,6 +184,13 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         before_varargs=before,
         defaults={item.name: item.default for item in args.fields if not item.required},
     )
+
+
+def _filled_defaults(args: ir.Object, passing: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Any], ...]:
+    """(name, default) of the optional parameters dispatch passes itself when left out: those marked
+    "default" in `passing` (their Python default is a pydantic `Field(...)`, or an `Annotated` one)."""
+    marked = {name for name, kind in passing if kind == "default"}
+    return tuple((item.name, item.default) for item in args.fields if item.name in marked and not item.required)
 
 
 def _pairs_property(fields: Mapping[str, Any]) -> str | None:
