@@ -571,7 +571,9 @@ def test_gemini_openapi_exact_conversions():
     enums = openapi_schema(CORPUS["enums"][0], "demo")["properties"]
     assert enums["color"] == {"type": "string", "enum": ["red", "green"]}
     assert enums["level"] == {"type": "integer", "minimum": 1, "maximum": 3}
-    assert enums["sparse"] == {"type": "integer", "description": "(enum: [1, 5, 10])"}
+    # not a run of consecutive values: one exact range per value, the constraint kept (issue 12, 10)
+    assert enums["sparse"] == {"anyOf": [{"type": "integer", "minimum": value, "maximum": value}
+                                         for value in (1, 5, 10)]}
     assert enums["mixed"] == {"anyOf": [{"type": "string", "enum": ["auto"]},
                                         {"type": "integer", "minimum": 0, "maximum": 0}]}
     assert enums["opt"] == {"type": "string", "enum": ["a", "b"], "nullable": True}
@@ -767,21 +769,42 @@ def test_refusal_of_extra_keys_names_the_kwargs_parameter():
     parameters = obj({"first": {"type": "string"}}, ["first"], additionalProperties={"type": "string"})
     tool = Tool(name="configure", description="", parameters=parameters,
                 passing=(("first", "keyword"), ("options", "varkw")))
+    # untyped **options: an optional catch-all with no strict form is left out, not a refusal
     untyped = tool.replace(parameters={**parameters, "additionalProperties": {}})
-    with pytest.raises(SchemaError) as info:
-        render(untyped, "openai", strict=True)
-    assert (info.value.function, info.value.parameter) == ("configure", "options")
-    assert "**options" in str(info.value) and "declare them as named parameters" in str(info.value)
+    assert render(untyped, "openai", strict=True)["function"]["parameters"] == {
+        "type": "object", "properties": {"first": {"type": "string"}}, "required": ["first"],
+        "additionalProperties": False}
     # Gemini's OpenAPI subset keeps the named parameters and says in words that extras are allowed
     assert render(tool, "gemini-openapi")["parameters"] == {
         "type": "object", "properties": {"first": {"type": "string"}}, "required": ["first"],
         "description": '(additionalProperties: {"type": "string"})'}
     only_extras = Tool(name="anything", description="", parameters=obj({}, additionalProperties={}),
                        passing=(("rest", "varkw"),))
-    for fmt, strict in (("anthropic", True), ("gemini-openapi", False)):
-        with pytest.raises(SchemaError) as info:
-            render(only_extras, fmt, strict)
-        assert info.value.parameter == "rest"
+    assert render(only_extras, "anthropic", True)["input_schema"] == {
+        "type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    assert "parameters" not in render(only_extras, "gemini-openapi")  # nothing the model must send
+
+
+def test_optional_catch_alls_are_left_out_where_a_dialect_cannot_carry_them():
+    from nbtools import get_schema
+
+    def collect(label: str, *values, **options) -> str:
+        """Collect values."""
+        return label
+
+    for fmt, strict in (("openai", True), ("anthropic", True), ("gemini-openapi", False)):
+        parameters = parameters_of(get_schema(collect, fmt, strict=strict), fmt)
+        assert list(parameters["properties"]) == ["label"], fmt  # *values and **options left out
+    # typed catch-alls keep their form: *values as an array, **options as key/value pairs
+    def typed(label: str, *values: int, **options: str) -> str:
+        """Typed."""
+        return label
+
+    strict = parameters_of(get_schema(typed, "openai", strict=True), "openai")
+    assert list(strict["properties"]) == ["label", "values", "extra-arguments"]
+    # a required property with no form is still refused: only optional catch-alls are left out
+    with pytest.raises(SchemaError):
+        strict_schema(obj({"args": {"type": "array", "items": {}}}, ["args"]), "t", "openai", varargs_name="args")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -913,10 +936,10 @@ def test_strict_still_refuses_untyped_maps_and_mixed_tuples():
     def rows(row: tuple[int, str]) -> None:
         """Rows."""
 
-    def anything(**rest) -> None:
-        """Anything."""
+    def nested(options: dict[str, dict]) -> None:
+        """A typed map of untyped maps."""
 
-    for fn, parameter in ((loose, "data"), (rows, "row"), (anything, "rest")):
+    for fn, parameter in ((loose, "data"), (rows, "row"), (nested, "options")):
         for fmt in ("openai", "anthropic"):
             with pytest.raises(SchemaError) as info:
                 get_schema(fn, fmt, strict=True)

@@ -98,25 +98,28 @@ _PAIRS_NOTE = "key/value pairs, each key at most once"
 
 
 def strict_schema(schema: dict, tool_name: str, provider: str = "openai", *,
-                  extras_name: str | None = None) -> dict:
+                  extras_name: str | None = None, varargs_name: str | None = None) -> dict:
     """`schema` (neutral, root an object) in the form `provider`'s strict tool mode accepts.
 
     `provider` is "openai" (also the Responses API) or "anthropic"; see the module docstring for
     what each accepts. Raises `SchemaError(tool_name, parameter, reason)` when part of the schema
     has no faithful strict form; `extras_name` (the `**kwargs` parameter, if any) is the parameter
-    named when the root's extra keys are the problem. The input is never mutated.
+    named when the root's extra keys are the problem. Optional catch-alls never make the tool
+    unusable: untyped `**kwargs` and a `*args` property (`varargs_name`) with no strict form are
+    left out (the model cannot send them; the function gets its defaults). The input is never mutated.
     """
     rules = STRICT_RULES.get(provider)
     if rules is None:
         raise ValueError(f"unknown strict provider {provider!r}; expected one of {', '.join(STRICT_RULES)}")
-    return _Strict(schema, tool_name, rules, extras_name).root(schema)
+    return _Strict(schema, tool_name, rules, extras_name, varargs_name).root(schema)
 
 
 class _Strict(Walker):
     """The strict transform for one provider's `StrictRules`; `$defs` are transformed once, when reached."""
 
-    def __init__(self, root: dict, tool_name: str, rules: StrictRules, extras_name: str | None = None):
-        super().__init__(root, tool_name, extras_name)
+    def __init__(self, root: dict, tool_name: str, rules: StrictRules, extras_name: str | None = None,
+                 varargs_name: str | None = None):
+        super().__init__(root, tool_name, extras_name, varargs_name)
         self.rules = rules
         self.form = f"{'OpenAI' if rules.provider == 'openai' else 'Anthropic'} strict form"
         self.advice = ", or render this tool without strict=True"
@@ -245,12 +248,21 @@ class _Strict(Walker):
                 "description": "extra keyword arguments"
                                + (f" (**{self.extras_name})" if self.extras_name else "")}}
             extra = False
+        elif root and extra is not MISSING:
+            extra = False  # untyped **kwargs: an optional catch-all with no strict form, left out
         if extra is not False and not (extra is MISSING and (properties or root)):
             # An object written with properties but no additionalProperties is a struct (pydantic
             # writes them so); only a key/value mapping would be narrowed by closing it.
-            self.fail_root_extras(where, root, _UNTYPED_MAP)
+            self.fail(where, _UNTYPED_MAP)
         converted: dict[str, Any] = {}
         for name, prop in properties.items():
+            if root and name == self.varargs_name and name not in required:
+                before = dict(self.defs)
+                try:
+                    converted[name] = self.property(name, prop, False, where)
+                except SchemaError:  # *args with no strict form: left out, the tool stays usable
+                    self.defs = before
+                continue
             converted[name] = self.property(name, prop, name in required, where)
         out["properties"] = converted
         if self.rules.all_required:

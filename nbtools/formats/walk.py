@@ -132,9 +132,11 @@ class Walker(ABC):
     advice = ""
     empty_array_items = "null"  # item type written for an always-empty array (`maxItems: 0`)
 
-    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None,
+                 varargs_name: str | None = None):
         self.tool = tool_name
         self.extras_name = extras_name
+        self.varargs_name = varargs_name
         defs = root.get("$defs") if isinstance(root, dict) else None
         self.source_defs: dict = defs if isinstance(defs, dict) else {}
 
@@ -163,14 +165,15 @@ class Walker(ABC):
             self.fail(where, f"the reference {ref!r} points to no entry of $defs")
         return name, self.source_defs[name]
 
-    def fail_root_extras(self, where: tuple[str, ...], root: bool, reason: str) -> None:
-        """Refuse open extra keys; at the root they are **kwargs, so the error names that parameter."""
-        if root:
-            name = f"**{self.extras_name}" if self.extras_name else "extra keyword arguments (**kwargs)"
-            self.fail((self.extras_name,) if self.extras_name else where,
-                      f"{name}: arbitrary extra argument names have no {{form}}; declare them as named "
-                      "parameters{advice}")
-        self.fail(where, reason)
+    def optional_catch_all(self, name: str, prop: Any, where: tuple[str, ...]) -> Any:
+        """The `*args` property in this dialect, or None (left out) when it has no form here: an
+        optional catch-all the model need not send, so the tool stays usable. MISSING for others."""
+        if name != self.varargs_name:
+            return MISSING
+        try:
+            return self.node(prop, where + (name,))
+        except SchemaError:
+            return None
 
     def merged_all_of(self, keys: dict, where: tuple[str, ...]) -> dict:
         """A one-part `allOf` merged into its schema (what older generators write around a `$ref`)."""
