@@ -953,3 +953,72 @@ def test_strict_pairs_property_name_cannot_collide():
         render(tool, "openai", strict=True)
     # dispatch reads that property as the declared field, never as pairs
     assert tool.call({"extra-arguments": 5, "x": 1}) == {"extra-arguments": 5, "x": 1}
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 12, points 5 and 6: draft-07 references, allOf/$ref beside other keywords, root references
+# ------------------------------------------------------------------------------------------------
+DRAFT7 = {"type": "object", "properties": {"where": {"$ref": "#/definitions/Spot"}}, "required": ["where"],
+          "definitions": {"Spot": obj({"lat": {"type": "number"}, "lon": {"type": "number"}}, ["lat", "lon"])}}
+
+
+def test_point5_draft07_definitions_render_in_strict_and_openapi():
+    tool = Tool.from_schema("locate", "", DRAFT7, lambda **kw: kw)
+    for provider in ("openai", "anthropic"):
+        fmt = "anthropic" if provider == "anthropic" else "openai"
+        parameters = parameters_of(render(tool, fmt, strict=True), fmt)
+        check_strict(parameters, provider)
+        assert parameters["properties"]["where"] == {"$ref": "#/$defs/Spot"}
+    assert render(tool, "gemini-openapi")["parameters"]["properties"]["where"]["required"] == ["lat", "lon"]
+    assert tool.call({"where": {"lat": 1, "lon": 2}}) == {"where": {"lat": 1.0, "lon": 2.0}}
+
+
+def test_point6_ref_beside_constraints_keeps_its_meaning():
+    defs = {"Base": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}
+    wrapped = {"type": "object", "required": ["item"], "$defs": defs, "properties": {"item": {
+        "allOf": [{"$ref": "#/$defs/Base"}], "properties": {"qty": {"type": "integer"}}, "required": ["qty"],
+        "description": "one line"}}}
+    item = strict_schema(wrapped, "order", "openai")["properties"]["item"]
+    assert item["properties"] == {"id": {"type": "string"}, "qty": {"type": "integer"}}
+    assert item["required"] == ["id", "qty"] and item["description"] == "one line"
+    # a $ref with a sibling property: the same intersection, never the property moved into words
+    beside = {**wrapped, "properties": {"item": {"$ref": "#/$defs/Base", "properties": {"qty": {"type": "integer"}},
+                                                 "required": ["qty"]}}}
+    assert strict_schema(beside, "order", "openai")["properties"]["item"]["required"] == ["id", "qty"]
+    # a closed part another part adds keys to has no single-object form: refused, not loosened
+    closed = {**wrapped, "$defs": {"Base": obj({"id": {"type": "string"}}, ["id"])}}
+    with pytest.raises(SchemaError, match="closed object"):
+        strict_schema(closed, "order", "openai")
+    # parts that cannot both hold are refused by name, not guessed
+    clash = {"type": "object", "properties": {"n": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}
+    with pytest.raises(SchemaError, match="no common type") as info:
+        strict_schema(clash, "t", "openai")
+    assert info.value.parameter == "n"
+
+
+def test_point6_root_refs_self_references_and_embedded_resources():
+    rooted = {"$ref": "#/definitions/Args", "definitions": {"Args": obj({"q": {"type": "string"}}, ["q"])}}
+    tool = Tool.from_schema("search", "", rooted, lambda **kw: kw)
+    strict = parameters_of(render(tool, "openai", strict=True), "openai")
+    assert strict["type"] == "object" and strict["properties"] == {"q": {"type": "string"}}
+    check_strict(strict, "openai")
+    tree = obj({"label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}}, ["label", "kids"])
+    strict = strict_schema(tree, "t", "openai")
+    check_strict(strict, "openai")
+    assert strict["properties"]["kids"]["items"] == {"$ref": "#/$defs/Root"}
+    assert strict["$defs"]["Root"]["properties"]["label"] == {"type": "string"}
+    with pytest.raises(SchemaError, match="recursive"):
+        strict_schema(tree, "t", "anthropic")
+    # a $ref inside a subschema with its own $id and $defs means that resource's definition
+    embedded = {"type": "object", "required": ["v"], "additionalProperties": False,
+                "$defs": {"N": {"type": "string"}},
+                "properties": {"v": {"$id": "https://example.com/v", "$defs": {"N": {"type": "integer"}},
+                                     **obj({"n": {"$ref": "#/$defs/N"}}, ["n"])}}}
+    strict = strict_schema(embedded, "t", "openai")
+    inner = strict["properties"]["v"]["properties"]["n"]
+    assert strict["$defs"][split_name(inner["$ref"])] == {"type": "integer"}
+    assert openapi_schema(embedded, "t")["properties"]["v"]["properties"]["n"] == {"type": "integer"}
+
+
+def split_name(ref: str) -> str:
+    return ref.removeprefix("#/$defs/")

@@ -38,7 +38,7 @@ def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = No
     property (`varargs_name`) is left out when it has no form here. The input is never mutated.
     """
     walker = _OpenAPI(schema, tool_name, extras_name, varargs_name)
-    return walker.node(walker.root_keys(schema), (), root=True)
+    return walker.node(walker.root_keys(None), (), root=True)
 
 
 class _OpenAPI(Walker):

@@ -111,7 +111,7 @@ def strict_schema(schema: dict, tool_name: str, provider: str = "openai", *,
     rules = STRICT_RULES.get(provider)
     if rules is None:
         raise ValueError(f"unknown strict provider {provider!r}; expected one of {', '.join(STRICT_RULES)}")
-    return _Strict(schema, tool_name, rules, extras_name, varargs_name).root(schema)
+    return _Strict(schema, tool_name, rules, extras_name, varargs_name).root()
 
 
 class _Strict(Walker):
@@ -125,8 +125,8 @@ class _Strict(Walker):
         self.advice = ", or render this tool without strict=True"
         self.defs: dict[str, Any] = {}  # transformed $defs, in the order first reached
 
-    def root(self, schema: dict) -> dict:
-        out = self.node(self.root_keys(schema), (), root=True)
+    def root(self) -> dict:
+        out = self.node(self.root_keys(None), (), root=True)
         if self.defs:
             out["$defs"] = dict(self.defs)
         self.check_limits(out)
