@@ -64,14 +64,14 @@ def tools_from(obj: Any, group: str | None = None, hints: Any = None) -> list[To
                 raw = inspect.getattr_static(obj, name)
             except AttributeError:
                 continue
-            value = getattr(obj, name)
-            if isinstance(value, Tool):
-                members.append((name, value))
+            # decide from the static attribute: listing members never runs a property getter
+            if isinstance(raw, Tool):
+                members.append((name, raw))
             elif isinstance(obj, type):
                 if isinstance(raw, (staticmethod, classmethod)):
-                    members.append((name, value))
+                    members.append((name, getattr(obj, name)))
             elif isinstance(raw, (types.FunctionType, staticmethod, classmethod)):
-                members.append((name, value))
+                members.append((name, getattr(obj, name)))
     prefix = group or prefix
     tools = []
     for name, value in members:

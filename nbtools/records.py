@@ -17,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 from . import ir
 
 __all__ = ["is_typeddict", "is_namedtuple", "is_pydantic_model", "has_own_init", "record_kind",
-           "RecordField", "record_fields", "Factory", "class_docstring"]
+           "RecordField", "record_fields", "Factory", "class_docstring", "is_read_only"]
 
 
 def is_typeddict(tp: Any) -> bool:
@@ -148,7 +148,7 @@ def _required_marker(annotation: Any) -> bool | None:
     Read from the resolved annotation because Python 3.11 computes `__required_keys__` before string
     annotations are resolved, so under `from __future__ import annotations` it misses the markers.
     """
-    while typing.get_origin(annotation) is typing.Annotated:
+    while typing.get_origin(annotation) is typing.Annotated or is_read_only(typing.get_origin(annotation)):
         annotation = typing.get_args(annotation)[0]
     origin = typing.get_origin(annotation)
     if origin is typing.Required:
@@ -156,6 +156,14 @@ def _required_marker(annotation: Any) -> bool | None:
     if origin is typing.NotRequired:
         return False
     return None
+
+
+def is_read_only(origin: Any) -> bool:
+    """Whether `origin` is PEP 705's `ReadOnly` (`typing` on 3.13+, or `typing_extensions`): a TypedDict
+    item the function will not change, which says nothing about the value's JSON form."""
+    return origin is not None and (origin is getattr(typing, "ReadOnly", None)
+                                   or (getattr(origin, "_name", None) == "ReadOnly"
+                                       and type(origin).__name__.endswith("SpecialForm")))
 
 
 def class_docstring(cls: type) -> str | None:

@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
+from .records import Factory
 
-__all__ = ["Spec", "callable_spec", "unnamed_error"]
+__all__ = ["Spec", "callable_spec", "unnamed_error", "refuse_unbound_method"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,8 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     from .typeinfo import (Context, json_default, optional_if_none, to_ir, type_name, with_constraints,
                            written_description)
 
+    if isinstance(fn, types.FunctionType):
+        refuse_unbound_method(fn)
     target, name, bound_positional, bound_keywords, drop_first = _target(fn, drop_first)
     display = name or "<lambda>"
     unwrapped = inspect.unwrap(target) if not isinstance(target, type) else target
@@ -157,13 +160,20 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
     except (TypeError, ValueError) as error:
         raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
                                          "Python function with annotated parameters") from None
-    ctx = Context(function=display, field_docs=field_docs)
+    ctx = Context(function=display, field_docs=field_docs, self_type=_self_type(fn, unwrapped))
     hints = record[1] if record is not None else _hints(code_owner, unwrapped, ctx)
     docs = function_docs(unwrapped)
+    instance_cls = type(fn) if target is getattr(type(fn), "__call__", None) and drop_first \
+        and not isinstance(fn, (types.MethodType, functools.partial)) else None
+    if instance_cls is not None and not docs.description:  # the class says what its instances do
+        class_docs = function_docs(instance_cls)
+        docs = dataclasses.replace(docs, description=class_docs.description,
+                                   params={**class_docs.params, **docs.params})
     exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
 
     fields: list[ir.Field] = []
     passing: list[tuple[str, str]] = []
+    filled: list[str] = []  # optional parameters whose default dispatch must pass (see `Tool.passing`)
     extra: ir.Node | None = None
     params = list(signature.parameters.values())
     if isinstance(unwrapped, type) or drop_first:
@@ -183,6 +193,8 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
             _check_context_parameter(display, param, params)
             passing.append((param.name, "context"))
             continue
+        if annotation is param.empty and type(param.default) in (int, float, str, bool):
+            annotation = type(param.default)  # `n=3`: an integer whose default is 3, as the author meant
         annotation = _any_if_unannotated(annotation)
         if param.kind is param.VAR_KEYWORD:
             extra = to_ir(annotation, ctx)
@@ -203,6 +215,13 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         description_from_default = None
         if default_info is not None:  # `x: int = Field(3, description=...)` (pydantic style)
             default, description_from_default, constraints_from_default = default_info
+            if default is not param.empty:  # the function's own default is the FieldInfo: pass the real one
+                filled.append(param.name)
+        elif default is param.empty:  # `x: Annotated[float, Field(default=5.0)]`: optional, with that default
+            annotated_default = _annotated_default(annotation)
+            if annotated_default is not param.empty:
+                default = annotated_default
+                filled.append(param.name)
         required = default is param.empty
         if not required:
             annotation = optional_if_none(annotation, default)
@@ -219,9 +238,10 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         ))
         passing.append((param.name, "positional" if param.kind is param.POSITIONAL_ONLY else "keyword"))
     ctx.parameter = None
+    passing.extend((name, "default") for name in filled)
 
     args = ir.Object(name="", fields=tuple(fields), kind="dict", extra=extra)
-    parameters = render_schema(args, ctx.recursive)
+    parameters = _rendered(args, ctx, display)
 
     returns_schema = None
     return_text = None
@@ -233,19 +253,23 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         ctx.parameter = "return"
         try:
             return_node = to_ir(return_annotation, ctx)
-            returns_schema = render_schema(return_node, ctx.recursive)
+            # a plain class's instance is sent as its text (values.to_json): no schema it would match
+            returns_schema = None if _holds_plain_class(return_node) else render_schema(
+                return_node, ctx.recursive, output=True)
         except SchemaError:
             returns_schema = None  # the model never sends a return value: describe it in words only
         ctx.parameter = None
         return_text = type_name(return_annotation)
     description = compose_description(docs, return_text)
+    from .schema.frozen import freeze
+
     return Spec(
         name=name,
         description=description,
         args=args,
         passing=tuple(passing),
-        parameters=parameters,
-        returns=returns_schema,
+        parameters=freeze(parameters),  # shared by every Tool and definition made from this spec
+        returns=freeze(returns_schema),
         returns_description=docs.returns,
         is_async=ir.is_async(fn, target, unwrapped, getattr(fn, "func", None)),
     )
@@ -263,10 +287,18 @@ def _check_context_parameter(display: str, param: inspect.Parameter, params: lis
 def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | None:
     """(signature with a leading `self`, resolved hints) of a class whose `__init__` does not say
     what it takes: a NamedTuple (fields go to `__new__`) or a pydantic model (`**data`); else None."""
-    from .records import is_namedtuple, is_pydantic_model
+    from .records import is_namedtuple, is_pydantic_model, is_typeddict
     from .typeinfo import Context, class_hints
 
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    if is_typeddict(cls):  # `dict.__init__` says nothing: the keys are the arguments (called as cls(**keys))
+        from .records import record_fields
+
+        hints = class_hints(cls, Context(function=cls.__name__))
+        params = [inspect.Parameter(item.name, inspect.Parameter.KEYWORD_ONLY,
+                                    default=inspect.Parameter.empty if item.required else _ABSENT)
+                  for item in record_fields(cls, "typeddict", hints)]
+        return inspect.Signature([self_param, *params]), hints
     if is_namedtuple(cls) and cls.__init__ is object.__init__:
         hints = class_hints(cls, Context(function=cls.__name__))
         defaults = getattr(cls, "_field_defaults", {})
@@ -282,6 +314,87 @@ def _record_signature(cls: type) -> tuple[inspect.Signature, dict[str, Any]] | N
             hints[key] = info.annotation
         return inspect.Signature([self_param, *params]), hints
     return None
+
+
+class _Absent:
+    """The 'default' of a TypedDict key that may be left out: not a value, so no `default` is written."""
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT = _Absent()
+
+
+def _rendered(args: ir.Object, ctx: Any, display: str) -> dict:
+    """The parameters schema; a model pydantic cannot describe is named with the parameter holding it."""
+    from .schema.render import render_schema
+
+    try:
+        return render_schema(args, ctx.recursive)
+    except SchemaError as error:
+        if error.function is not None:
+            raise
+        for item in args.fields:  # which parameter: render each alone (the error path only)
+            try:
+                render_schema(item.type, ctx.recursive)
+            except SchemaError:
+                raise SchemaError(display, item.name, error.reason) from None
+        raise SchemaError(display, None, error.reason) from None
+
+
+def _holds_plain_class(node: ir.Node, seen: set[int] | None = None) -> bool:
+    """Whether a value of `node` may hold a plain class instance (built via `__init__`, serialised as text)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return False
+    seen.add(id(node))
+    if isinstance(node, ir.Object):
+        if node.kind == "class":
+            return True
+        return any(_holds_plain_class(item.type, seen) for item in node.fields) or (
+            node.extra is not None and _holds_plain_class(node.extra, seen))
+    return any(_holds_plain_class(child, seen) for child in ir.children(node))
+
+
+def _self_type(fn: Any, unwrapped: Any) -> type | None:
+    """What `typing.Self` means for `fn`: the class of a bound method's instance (or the class of a
+    classmethod, or the class itself used as the tool); None elsewhere."""
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(fn, types.BuiltinFunctionType):
+        return owner if isinstance(owner, type) else type(owner)
+    if isinstance(unwrapped, type):
+        return unwrapped
+    return None
+
+
+def _annotated_default(annotation: Any) -> Any:
+    """The default a pydantic `Field(default=...)` inside `Annotated[...]` gives (Parameter.empty: none)."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return inspect.Parameter.empty
+    for meta in typing.get_args(annotation)[1:]:
+        info = _field_info(meta)
+        if info is not None and info[0] is not inspect.Parameter.empty:
+            return info[0]
+    return inspect.Parameter.empty
+
+
+def refuse_unbound_method(func: Any) -> None:
+    """A method taken from its class (`Class.method`, or `@tool` inside the class body) is a plain
+    function whose first parameter is `self`/`cls`: the model would send that value and the method
+    would run on it. Refused, saying what to do instead."""
+    qualname = getattr(func, "__qualname__", "")
+    if "." not in qualname or qualname.split(".")[-2] == "<locals>":
+        return
+    try:
+        first = next(iter(inspect.signature(func).parameters), None)
+    except (TypeError, ValueError):
+        return
+    if first not in ("self", "cls"):
+        return
+    raise SchemaError(qualname, first, f"this is a method taken from its class, so the model would have to send "
+                      f"{first!r}; use a bound method instead (`registry.add(instance.method)` or "
+                      "`for t in tools_from(instance): registry.add(t)`), or make it a @staticmethod")
 
 
 def _any_if_unannotated(annotation: Any) -> Any:
@@ -377,7 +490,8 @@ def _field_info(default: Any) -> tuple[Any, str | None, ir.Constraints] | None:
 
     real = default.default
     if real is PydanticUndefined:
-        real = inspect.Parameter.empty if default.default_factory is None else default.default_factory()
+        # a factory is called when a value is needed (each call), never at describe time
+        real = inspect.Parameter.empty if default.default_factory is None else Factory(default.default_factory)
     constraints = metadata_constraints(default)
     return real, default.description, constraints
 

@@ -47,7 +47,9 @@ class Tool:
             `parameters` only" (read with `schema.arguments.arguments_object`).
         passing: how each parameter is passed: tuple of (name, kind) where kind is "positional"
             (positional-only), "keyword" (positional-or-keyword and keyword-only), "varargs" (*args,
-            a JSON array) or "varkw" (**kwargs: the extra keys of the arguments object).
+            a JSON array) or "varkw" (**kwargs: the extra keys of the arguments object); an extra
+            entry (name, "default") marks an optional parameter whose default dispatch passes itself
+            when it is left out (its Python default is a pydantic `Field(...)`, or it has none).
         is_async: whether calling `fn` returns an awaitable.
     """
 
@@ -159,15 +161,17 @@ class Tool:
         """The tool definition in format `fmt` (see `formats.FORMATS`); cached per (fmt, strict).
 
         A fresh top-level dict is returned each time so adding keys (e.g. Anthropic's
-        `cache_control`) never touches the cache; nested parts are shared and must not be mutated.
+        `cache_control`) never touches the cache; nested parts are shared and read-only (a
+        `TypeError` on change; `copy.deepcopy` gives a changeable copy).
         """
         strict = self.strict if strict is None else strict
         key = (fmt, strict)
         rendered = self._cache.get(key)
         if rendered is None:
             from .formats import render
+            from .schema.frozen import freeze
 
-            rendered = render(self, fmt, strict=strict)
+            rendered = freeze(render(self, fmt, strict=strict))  # shared by every later call: read-only
             self._cache[key] = rendered
         return fresh_top(rendered)
 

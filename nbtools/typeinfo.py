@@ -18,6 +18,7 @@ import decimal
 import enum
 import inspect
 import pathlib
+import re
 import typing
 import uuid
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from typing import Any, Callable
 from . import ir
 from .constraints import metadata_constraints, with_constraints
 from .errors import SchemaError
-from .records import Factory, class_docstring, is_namedtuple, is_pydantic_model, is_typeddict, record_fields, record_kind
+from .records import (Factory, class_docstring, is_namedtuple, is_pydantic_model, is_read_only, is_typeddict,
+                      record_fields, record_kind)
 from .values import duration_text, to_json
 
 _NoneType = type(None)
@@ -46,6 +48,7 @@ _STRING_TYPES: dict[type, tuple[str | None, str | None, ir.Constraints]] = {
     pathlib.PosixPath: ("path", None, ()),
     bytes: (None, "base64", ()),
     bytearray: (None, "base64", ()),
+    re.Pattern: ("regex", None, ()),  # a regular expression as text, compiled on the way in
 }
 
 _ARRAY_ORIGINS: dict[Any, type] = {
@@ -71,6 +74,7 @@ class Context:
         recursive: `$defs` names that are referenced recursively (rendered via `$defs`).
         field_docs: function `cls -> {field: description}` (docs module), injected to keep this
             module free of docstring parsing.
+        self_type: what `typing.Self` means here (the class of a bound method's instance), or None.
     """
 
     function: str | None = None
@@ -80,6 +84,7 @@ class Context:
     recursive: set[str] = field(default_factory=set)
     names: dict[str, Any] = field(default_factory=dict)
     field_docs: Callable[[type], dict[str, str]] | None = None
+    self_type: type | None = None
 
     def fail(self, reason: str) -> SchemaError:
         return SchemaError(self.function, self.parameter, reason)
@@ -123,6 +128,7 @@ def type_name(tp: Any) -> str:
 
 
 _UnionType = type(int | str)
+_SELF: Any = getattr(typing, "Self", None)  # typing_extensions.Self is this same object
 
 
 def to_ir(tp: Any, ctx: Context | None = None) -> ir.Node:
@@ -136,6 +142,10 @@ def _convert(tp: Any, ctx: Context) -> ir.Node:
         return ir.AnyValue()
     if tp is None or tp is _NoneType:
         return ir.NoneValue()
+    if tp is _SELF and _SELF is not None:
+        if ctx.self_type is None:
+            raise ctx.fail("typing.Self names no class here; annotate with the class itself")
+        return _convert(ctx.self_type, ctx)
     if isinstance(tp, (str, typing.ForwardRef)):
         raise ctx.fail(f"the annotation {type_name(tp)!r} could not be resolved to a type; "
                        "define it before the function or import it where the function is defined")
@@ -193,8 +203,12 @@ def _convert_generic(tp: Any, origin: Any, ctx: Context) -> ir.Node:
         return _convert_union(args, ctx)
     if origin is typing.Literal:
         return _convert_literal(args, ctx)
-    if origin in (typing.Required, typing.NotRequired, typing.ClassVar, typing.Final):
+    if origin in (typing.Required, typing.NotRequired, typing.ClassVar, typing.Final) or is_read_only(origin):
         return _convert(args[0], ctx)
+    if origin is re.Pattern:  # `re.Pattern[str]`
+        if args and args[0] is not str:
+            raise ctx.fail(f"the annotation {type_name(tp)} has no JSON form (JSON text is str, not bytes)")
+        return _convert(re.Pattern, ctx)
     if origin in _ARRAY_ORIGINS:
         item = _convert(args[0], ctx) if args else ir.AnyValue()
         py = _ARRAY_ORIGINS[origin]

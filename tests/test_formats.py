@@ -26,6 +26,8 @@ from nbtools.formats import (
 from nbtools.tool import Tool
 from providers import check_strict, parameters_of
 
+from corpus import as_pairs
+
 
 def obj(properties: dict, required: list[str] | None = None, **extra) -> dict:
     schema = {"type": "object", "properties": properties}
@@ -140,8 +142,7 @@ CORPUS: dict[str, tuple[dict, list[dict]]] = {
 STRICT_TARGETS = ("openai", "anthropic")
 REFUSED = {
     ("mixed_tuple", "openai"): "row", ("mixed_tuple", "anthropic"): "row", ("mixed_tuple", "gemini-openapi"): "row",
-    ("map", "openai"): "scores", ("map", "anthropic"): "scores", ("map", "gemini-openapi"): "scores",
-    ("keyed_map", "openai"): "by_color", ("keyed_map", "anthropic"): "by_color",
+    ("map", "gemini-openapi"): "scores",  # strict modes take a typed map as key/value pairs
     ("keyed_map", "gemini-openapi"): "by_color",
     ("bare_dict", "openai"): "data", ("bare_dict", "anthropic"): "data", ("bare_dict", "gemini-openapi"): "data",
     ("untyped", "openai"): "anything", ("untyped", "anthropic"): "anything",
@@ -268,6 +269,7 @@ def test_strict_keeps_the_meaning_of_valid_values(case, provider):
     for example in examples:
         neutral_check.validate(example)
         sent = fill_nulls(parameters, example, defs) if provider == "openai" else example
+        sent = as_pairs(parameters, sent, defs, root=True)
         strict_check.validate(sent)
         # A null for a nullable property whose default is null means the same as leaving it out.
         assert without_null_defaults(as_json(dispatched(parameters, sent)), parameters, defs) == \
@@ -382,8 +384,9 @@ def test_strict_optional_ref_becomes_anyof_with_null():
 
 
 def test_strict_refusals_say_what_to_change():
+    untyped_map = obj({"scores": {"type": "object", "additionalProperties": {}}}, ["scores"])
     with pytest.raises(SchemaError, match=r"dataclass or TypedDict with fixed keys") as info:
-        strict_schema(CORPUS["map"][0], "scores_tool", "openai")
+        strict_schema(untyped_map, "scores_tool", "openai")
     assert (info.value.function, info.value.parameter) == ("scores_tool", "scores")
     with pytest.raises(SchemaError, match=r"annotate it with a concrete type"):
         strict_schema(CORPUS["untyped"][0], "demo", "openai")
@@ -394,12 +397,15 @@ def test_strict_refusals_say_what_to_change():
 
 
 def test_refusal_deep_inside_names_the_parameter_and_the_path():
-    parameters = obj({"config": obj({"extras": {"type": "object", "additionalProperties": {"type": "string"}}},
+    parameters = obj({"config": obj({"extras": {"type": "object", "additionalProperties": {}}},
                                     ["extras"])}, ["config"])
     with pytest.raises(SchemaError) as info:
         strict_schema(parameters, "setup", "openai")
     assert info.value.parameter == "config"
     assert "at config.extras" in str(info.value)
+    in_pairs = obj({"config": {"type": "object", "additionalProperties": {"type": "array"}}}, ["config"])
+    with pytest.raises(SchemaError, match=r"at config\[\]\.value"):
+        strict_schema(in_pairs, "setup", "openai")
     listed = obj({"rows": {"type": "array", "items": {"type": "array"}}}, ["rows"])
     with pytest.raises(SchemaError, match=r"at rows\[\]"):
         strict_schema(listed, "setup", "openai")
@@ -418,7 +424,7 @@ def test_strict_limits_are_checked():
 
 
 def test_strict_is_ignored_where_the_provider_has_no_strict_mode():
-    tool = make_tool("map", returns={"type": "integer"})  # an open map: strict would refuse it
+    tool = make_tool("bare_dict", returns={"type": "integer"})  # an untyped map: strict would refuse it
     for fmt in (None, "gemini", "mcp"):
         assert render(tool, fmt, strict=True) == render(tool, fmt, strict=False)
 
@@ -440,7 +446,9 @@ def test_gemini_openapi_exact_conversions():
     enums = openapi_schema(CORPUS["enums"][0], "demo")["properties"]
     assert enums["color"] == {"type": "string", "enum": ["red", "green"]}
     assert enums["level"] == {"type": "integer", "minimum": 1, "maximum": 3}
-    assert enums["sparse"] == {"type": "integer", "description": "(enum: [1, 5, 10])"}
+    # not a run of consecutive values: one exact range per value, the constraint kept (issue 12, 10)
+    assert enums["sparse"] == {"anyOf": [{"type": "integer", "minimum": value, "maximum": value}
+                                         for value in (1, 5, 10)]}
     assert enums["mixed"] == {"anyOf": [{"type": "string", "enum": ["auto"]},
                                         {"type": "integer", "minimum": 0, "maximum": 0}]}
     assert enums["opt"] == {"type": "string", "enum": ["a", "b"], "nullable": True}
@@ -640,17 +648,256 @@ def test_refusal_of_extra_keys_names_the_kwargs_parameter():
     parameters = obj({"first": {"type": "string"}}, ["first"], additionalProperties={"type": "string"})
     tool = Tool(name="configure", description="", parameters=parameters,
                 passing=(("first", "keyword"), ("options", "varkw")))
-    with pytest.raises(SchemaError) as info:
-        render(tool, "openai", strict=True)
-    assert (info.value.function, info.value.parameter) == ("configure", "options")
-    assert "**options" in str(info.value) and "declare them as named parameters" in str(info.value)
+    # untyped **options: an optional catch-all with no strict form is left out, not a refusal
+    untyped = tool.replace(parameters={**parameters, "additionalProperties": {}})
+    assert render(untyped, "openai", strict=True)["function"]["parameters"] == {
+        "type": "object", "properties": {"first": {"type": "string"}}, "required": ["first"],
+        "additionalProperties": False}
     # Gemini's OpenAPI subset keeps the named parameters and says in words that extras are allowed
     assert render(tool, "gemini-openapi")["parameters"] == {
         "type": "object", "properties": {"first": {"type": "string"}}, "required": ["first"],
         "description": '(additionalProperties: {"type": "string"})'}
     only_extras = Tool(name="anything", description="", parameters=obj({}, additionalProperties={}),
                        passing=(("rest", "varkw"),))
-    for fmt, strict in (("anthropic", True), ("gemini-openapi", False)):
-        with pytest.raises(SchemaError) as info:
-            render(only_extras, fmt, strict)
-        assert info.value.parameter == "rest"
+    assert render(only_extras, "anthropic", True)["input_schema"] == {
+        "type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    assert "parameters" not in render(only_extras, "gemini-openapi")  # nothing the model must send
+
+
+def test_optional_catch_alls_are_left_out_where_a_dialect_cannot_carry_them():
+    from nbtools import get_schema
+
+    def collect(label: str, *values, **options) -> str:
+        """Collect values."""
+        return label
+
+    for fmt, strict in (("openai", True), ("anthropic", True), ("gemini-openapi", False)):
+        parameters = parameters_of(get_schema(collect, fmt, strict=strict), fmt)
+        assert list(parameters["properties"]) == ["label"], fmt  # *values and **options left out
+    # typed catch-alls keep their form: *values as an array, **options as key/value pairs
+    def typed(label: str, *values: int, **options: str) -> str:
+        """Typed."""
+        return label
+
+    strict = parameters_of(get_schema(typed, "openai", strict=True), "openai")
+    assert list(strict["properties"]) == ["label", "values", "extra-arguments"]
+    # a required property with no form is still refused: only optional catch-alls are left out
+    with pytest.raises(SchemaError):
+        strict_schema(obj({"args": {"type": "array", "items": {}}}, ["args"]), "t", "openai", varargs_name="args")
+
+
+# ------------------------------------------------------------------------------------------------
+# Strict mode for typed maps: key/value pairs on the wire, the declared dict in the function
+# ------------------------------------------------------------------------------------------------
+import typing as _typing  # noqa: E402
+
+
+def ledger(totals: dict[str, int], rooms: dict[int, str], *, tags: _typing.Mapping[str, list[float]] | None = None,
+           **flags: bool) -> dict:
+    """Book a ledger."""
+    return {"totals": totals, "rooms": rooms, "tags": tags, "flags": flags}
+
+
+PAIRS_CALL = {
+    "totals": [{"key": "apples", "value": 3}, {"key": "pears", "value": 0}],
+    "rooms": [{"key": "101", "value": "single"}, {"key": "7", "value": "suite"}],
+    "tags": [{"key": "w", "value": [0.5, 1.0]}],
+    "extra-arguments": [{"key": "late", "value": True}],
+}
+PAIRS_RESULT = {"totals": {"apples": 3, "pears": 0}, "rooms": {101: "single", 7: "suite"},
+                "tags": {"w": [0.5, 1.0]}, "flags": {"late": True}}
+
+
+@pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic"])
+def test_strict_typed_maps_render_as_closed_pairs_the_providers_accept(fmt):
+    from nbtools import get_schema
+
+    provider = "anthropic" if fmt == "anthropic" else "openai"
+    parameters = parameters_of(get_schema(ledger, fmt, strict=True), fmt)
+    check_strict(parameters, provider)
+    from corpus import anthropic_strict_violations, openai_strict_violations
+
+    violations = (anthropic_strict_violations if provider == "anthropic" else openai_strict_violations)(parameters)
+    assert violations == []
+    rooms = parameters["properties"]["rooms"]
+    assert rooms["type"] == "array"
+    assert rooms["items"]["required"] == ["key", "value"] and rooms["items"]["additionalProperties"] is False
+    assert rooms["items"]["properties"]["key"]["type"] == "string"
+    assert rooms["items"]["properties"]["value"] == {"type": "string"}
+    assert "extra-arguments" in parameters["properties"] and not "extra-arguments".isidentifier()
+    # a call a strict model can make passes the strict schema itself
+    sent = dict(PAIRS_CALL) if provider == "openai" else {k: v for k, v in PAIRS_CALL.items() if k != "tags"}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+
+
+def test_strict_map_pairs_round_trip_through_call_func_and_run_tool_calls():
+    from nbtools import Registry, run_tool_calls
+
+    assert call_func("ledger", PAIRS_CALL, [ledger]) == PAIRS_RESULT
+    assert call_func("ledger", json.dumps(PAIRS_CALL), [ledger]) == PAIRS_RESULT
+    tool = Tool.from_function(ledger)
+    assert tool.call(PAIRS_CALL) == PAIRS_RESULT
+    reg = Registry()
+    reg.add(ledger)
+    assert reg.call("ledger", PAIRS_CALL) == PAIRS_RESULT
+    # OpenAI strict sends null for an optional property it leaves out
+    assert call_func("ledger", {**PAIRS_CALL, "tags": None, "extra-arguments": None}, [ledger]) == {
+        **PAIRS_RESULT, "tags": None, "flags": {}}
+    # the plain object form keeps working
+    plain = {"totals": {"apples": 3, "pears": 0}, "rooms": {"101": "single", "7": "suite"},
+             "tags": {"w": [0.5, 1.0]}, "late": True}
+    assert call_func("ledger", plain, [ledger]) == PAIRS_RESULT
+    reply = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+             "message": {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "call_1", "type": "function",
+                  "function": {"name": "ledger", "arguments": json.dumps(PAIRS_CALL)}}]}}]}
+    [message] = run_tool_calls(reply, [ledger])
+    assert message["tool_call_id"] == "call_1" and json.loads(message["content"]) == json.loads(
+        json.dumps(PAIRS_RESULT))
+    anthropic_reply = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "tu_1", "name": "ledger", "input": PAIRS_CALL}]}
+    result = run_tool_calls(anthropic_reply, reg)
+    block = result["content"][0]
+    assert not block.get("is_error") and json.loads(block["content"]) == json.loads(json.dumps(PAIRS_RESULT))
+
+
+async def test_strict_map_pairs_through_the_mcp_server():
+    import anyio
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    import nbtools.mcp as nbmcp
+    from nbtools import Registry
+
+    reg = Registry()
+    reg.add(ledger)
+    server = nbmcp.build_server(reg)
+    with anyio.fail_after(30):
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
+                                                    server.create_initialization_options()))
+                try:
+                    async with ClientSession(*client_streams) as session:
+                        await session.initialize()
+                        result = await session.call_tool("ledger", PAIRS_CALL)
+                finally:
+                    group.cancel_scope.cancel()
+    assert not result.is_error, result
+    assert result.structured_content == json.loads(json.dumps(PAIRS_RESULT))
+
+
+def test_strict_map_pairs_refuse_repeated_and_malformed_keys():
+    def refusal(arguments) -> str:
+        with pytest.raises(ToolCallError) as info:
+            call_func("ledger", arguments, [ledger])
+        return str(info.value)
+
+    base = {"totals": {}, "rooms": {}}
+    assert "given twice" in refusal({**base, "totals": [{"key": "a", "value": 1}, {"key": "a", "value": 2}]})
+    # two spellings of one int key: the same key after conversion
+    assert "mean the same key" in refusal({**base, "rooms": [{"key": "7", "value": "x"}, {"key": 7, "value": "y"}]})
+    assert "pairs" in refusal({**base, "totals": [{"key": "a"}]})
+    assert "pairs" in refusal({**base, "totals": [{"key": "a", "value": 1, "extra": 0}]})
+    assert "expected an integer" in refusal({**base, "totals": [{"key": "a", "value": "1"}]})
+    assert "given twice" in refusal({**base, "extra-arguments": [{"key": "totals", "value": True}]})
+    assert "given twice" in refusal({**base, "late": False, "extra-arguments": [{"key": "late", "value": True}]})
+    assert "canonical" in refusal({**base, "rooms": [{"key": "007", "value": "x"}]}) or \
+        "decimal digits" in refusal({**base, "rooms": [{"key": "007", "value": "x"}]})
+
+
+def test_strict_still_refuses_untyped_maps_and_mixed_tuples():
+    from nbtools import get_schema
+
+    def loose(data: dict, more: dict[str, _typing.Any] = None) -> None:
+        """Loose."""
+
+    def rows(row: tuple[int, str]) -> None:
+        """Rows."""
+
+    def nested(options: dict[str, dict]) -> None:
+        """A typed map of untyped maps."""
+
+    for fn, parameter in ((loose, "data"), (rows, "row"), (nested, "options")):
+        for fmt in ("openai", "anthropic"):
+            with pytest.raises(SchemaError) as info:
+                get_schema(fn, fmt, strict=True)
+            assert info.value.parameter == parameter
+
+
+def test_strict_pairs_property_name_cannot_collide():
+    parameters = obj({"extra-arguments": {"type": "integer"}}, additionalProperties={"type": "integer"})
+    tool = Tool.from_schema("odd", "", parameters, lambda **kw: kw)
+    with pytest.raises(SchemaError, match="'extra-arguments' is taken"):
+        render(tool, "openai", strict=True)
+    # dispatch reads that property as the declared field, never as pairs
+    assert tool.call({"extra-arguments": 5, "x": 1}) == {"extra-arguments": 5, "x": 1}
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 12, points 5 and 6: draft-07 references, allOf/$ref beside other keywords, root references
+# ------------------------------------------------------------------------------------------------
+DRAFT7 = {"type": "object", "properties": {"where": {"$ref": "#/definitions/Spot"}}, "required": ["where"],
+          "definitions": {"Spot": obj({"lat": {"type": "number"}, "lon": {"type": "number"}}, ["lat", "lon"])}}
+
+
+def test_point5_draft07_definitions_render_in_strict_and_openapi():
+    tool = Tool.from_schema("locate", "", DRAFT7, lambda **kw: kw)
+    for provider in ("openai", "anthropic"):
+        fmt = "anthropic" if provider == "anthropic" else "openai"
+        parameters = parameters_of(render(tool, fmt, strict=True), fmt)
+        check_strict(parameters, provider)
+        assert parameters["properties"]["where"] == {"$ref": "#/$defs/Spot"}
+    assert render(tool, "gemini-openapi")["parameters"]["properties"]["where"]["required"] == ["lat", "lon"]
+    assert tool.call({"where": {"lat": 1, "lon": 2}}) == {"where": {"lat": 1.0, "lon": 2.0}}
+
+
+def test_point6_ref_beside_constraints_keeps_its_meaning():
+    defs = {"Base": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}
+    wrapped = {"type": "object", "required": ["item"], "$defs": defs, "properties": {"item": {
+        "allOf": [{"$ref": "#/$defs/Base"}], "properties": {"qty": {"type": "integer"}}, "required": ["qty"],
+        "description": "one line"}}}
+    item = strict_schema(wrapped, "order", "openai")["properties"]["item"]
+    assert item["properties"] == {"id": {"type": "string"}, "qty": {"type": "integer"}}
+    assert item["required"] == ["id", "qty"] and item["description"] == "one line"
+    # a $ref with a sibling property: the same intersection, never the property moved into words
+    beside = {**wrapped, "properties": {"item": {"$ref": "#/$defs/Base", "properties": {"qty": {"type": "integer"}},
+                                                 "required": ["qty"]}}}
+    assert strict_schema(beside, "order", "openai")["properties"]["item"]["required"] == ["id", "qty"]
+    # a closed part another part adds keys to has no single-object form: refused, not loosened
+    closed = {**wrapped, "$defs": {"Base": obj({"id": {"type": "string"}}, ["id"])}}
+    with pytest.raises(SchemaError, match="closed object"):
+        strict_schema(closed, "order", "openai")
+    # parts that cannot both hold are refused by name, not guessed
+    clash = {"type": "object", "properties": {"n": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}
+    with pytest.raises(SchemaError, match="no common type") as info:
+        strict_schema(clash, "t", "openai")
+    assert info.value.parameter == "n"
+
+
+def test_point6_root_refs_self_references_and_embedded_resources():
+    rooted = {"$ref": "#/definitions/Args", "definitions": {"Args": obj({"q": {"type": "string"}}, ["q"])}}
+    tool = Tool.from_schema("search", "", rooted, lambda **kw: kw)
+    strict = parameters_of(render(tool, "openai", strict=True), "openai")
+    assert strict["type"] == "object" and strict["properties"] == {"q": {"type": "string"}}
+    check_strict(strict, "openai")
+    tree = obj({"label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}}, ["label", "kids"])
+    strict = strict_schema(tree, "t", "openai")
+    check_strict(strict, "openai")
+    assert strict["properties"]["kids"]["items"] == {"$ref": "#/$defs/Root"}
+    assert strict["$defs"]["Root"]["properties"]["label"] == {"type": "string"}
+    with pytest.raises(SchemaError, match="recursive"):
+        strict_schema(tree, "t", "anthropic")
+    # a $ref inside a subschema with its own $id and $defs means that resource's definition
+    embedded = {"type": "object", "required": ["v"], "additionalProperties": False,
+                "$defs": {"N": {"type": "string"}},
+                "properties": {"v": {"$id": "https://example.com/v", "$defs": {"N": {"type": "integer"}},
+                                     **obj({"n": {"$ref": "#/$defs/N"}}, ["n"])}}}
+    strict = strict_schema(embedded, "t", "openai")
+    inner = strict["properties"]["v"]["properties"]["n"]
+    assert strict["$defs"][split_name(inner["$ref"])] == {"type": "integer"}
+    assert openapi_schema(embedded, "t")["properties"]["v"]["properties"]["n"] == {"type": "integer"}
+
+
+def split_name(ref: str) -> str:
+    return ref.removeprefix("#/$defs/")

@@ -323,7 +323,7 @@ def test_tool_cell_strict_refuses_what_strict_mode_cannot_express(fresh):
         %%tool --strict
         def count(words: list[str]) -> int:
             return len(words)
-        def tally(counts: dict[str, int]) -> int:
+        def tally(counts: dict[str, object]) -> int:
             return sum(counts.values())
     ''')
     assert "'tally' not registered" in stderr_of(outputs) and "counts" in stderr_of(outputs)

@@ -233,7 +233,10 @@ def test_every_format_is_valid_or_refused_naming_the_parameter(typed: Typed, dat
             elif strict and fmt == "anthropic":
                 assert providers.anthropic_strict_violations(parameters) == []
             # strict may relax (constraints move into descriptions) but never reject a valid value
-            errors = [error.message for error in _validator(parameters).iter_errors(arguments)]
+            # (a typed map is sent the strict way, as key/value pairs)
+            sent = corpus.as_pairs(neutral, arguments, neutral.get("$defs", {}), root=True) \
+                if strict and fmt in corpus.STRICT_FORMATS else arguments
+            errors = [error.message for error in _validator(parameters).iter_errors(sent)]
             assert errors == [], (fmt, strict, parameters, arguments)
 
 

@@ -132,18 +132,25 @@ def count_words(counts: dict[str, int], title: str = "") -> int:
     return sum(counts.values())
 
 
+def count_anything(counts: dict[str, Any], title: str = "") -> int:
+    return len(counts)
+
+
 @pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic"])
-def test_strict_refuses_an_open_map_instead_of_emptying_it(fmt: str) -> None:
-    # closing `dict[str, int]` with additionalProperties: false would accept only {}: refused, loudly
+def test_strict_refuses_an_untyped_map_instead_of_emptying_it(fmt: str) -> None:
+    # closing `dict[str, Any]` with additionalProperties: false would accept only {}: refused, loudly
     with pytest.raises(SchemaError) as caught:
-        get_schema(count_words, fmt, strict=True)
+        get_schema(count_anything, fmt, strict=True)
     message = str(caught.value)
-    assert caught.value.function == "count_words" and caught.value.parameter == "counts"
-    assert "function 'count_words'" in message and "parameter 'counts'" in message
-    assert "arbitrary keys" in message and "strict" in message
+    assert caught.value.function == "count_anything" and caught.value.parameter == "counts"
+    assert "function 'count_anything'" in message and "parameter 'counts'" in message
+    assert "arbitrary keys" in message and "strict" in message and "give the values a type" in message
     # the same tool renders fine without strict
-    assert parameters_of(get_schema(count_words, fmt), fmt)["properties"]["counts"] == {
-        "type": "object", "additionalProperties": {"type": "integer"}}
+    assert parameters_of(get_schema(count_anything, fmt), fmt)["properties"]["counts"] == {
+        "type": "object", "additionalProperties": {}}
+    # a typed map has a strict form: key/value pairs, not an object that must be empty
+    counts = parameters_of(get_schema(count_words, fmt, strict=True), fmt)["properties"]["counts"]
+    assert counts["type"] == "array" and counts["items"]["properties"]["value"] == {"type": "integer"}
 
 
 def test_strict_tool_renders_strict_by_default_in_every_strict_format() -> None:
@@ -434,8 +441,11 @@ def test_bound_methods_share_one_spec_but_keep_their_own_instance() -> None:
     first, second = corpus.Counter(1), corpus.Counter(2)
     assert callable_spec(first.add) is callable_spec(second.add)
     assert Tool.from_function(second.add).fn.__self__ is second
-    # the plain function (with self) is a different shape from the method (without it)
-    assert "self" in get_schema(corpus.Counter.add)["parameters"]["properties"]
+    # the plain function (with self) is a different shape from the method (without it): refused,
+    # since the model would have to send `self` (issue 12, point 8)
+    with pytest.raises(SchemaError, match="taken from its class"):
+        get_schema(corpus.Counter.add)
+    assert "self" not in get_schema(first.add)["parameters"]["properties"]
 
 
 def test_returned_definitions_are_fresh_at_the_top() -> None:
@@ -669,3 +679,224 @@ def test_tools_from_a_module_and_the_cli_list_the_same_functions(tmp_path: Any) 
     del module.__all__
     assert [name for name, _value in module_functions(module)] == ["area", "helper"]
     assert [each.name for each in tools_from(module)] == ["shapes_for_layout.area", "shapes_for_layout.helper"]
+
+
+# -- issue 12: shapes the field's own test suites use ------------------------------------------------
+import re  # noqa: E402
+
+import typing_extensions  # noqa: E402
+
+from nbtools import Registry, call_func, tools_from  # noqa: E402
+
+
+def shipping(city: str, weight: float = pydantic.Field(default=2.5, ge=0),
+             stops: list[str] = pydantic.Field(default_factory=list)) -> tuple:
+    return city, weight, stops
+
+
+def test_point1_a_pydantic_field_default_reaches_the_function_as_its_value() -> None:
+    assert call_func("shipping", {"city": "Oslo"}, [shipping]) == ("Oslo", 2.5, [])
+    first = call_func("shipping", {"city": "Oslo"}, [shipping])[2]
+    first.append("changed")
+    assert call_func("shipping", {"city": "Oslo"}, [shipping])[2] == []  # a fresh list each call
+    assert call_func("shipping", {"city": "Oslo", "weight": 4}, [shipping]) == ("Oslo", 4.0, [])
+    assert get_schema(shipping)["parameters"]["properties"]["weight"] == {"type": "number", "minimum": 0,
+                                                                          "default": 2.5}
+
+
+def discount(price: Annotated[float, pydantic.Field(default=9.5, description="unit price")], /,
+             rate: Annotated[float, pydantic.Field(default=0.1)]) -> tuple:
+    return price, rate
+
+
+def test_point2_an_annotated_field_default_makes_the_parameter_optional() -> None:
+    parameters = get_schema(discount)["parameters"]
+    assert "required" not in parameters
+    assert parameters["properties"]["price"] == {"type": "number", "description": "unit price", "default": 9.5}
+    assert call_func("discount", {}, [discount]) == (9.5, 0.1)
+    assert call_func("discount", {"rate": 0.5}, [discount]) == (9.5, 0.5)
+    assert Tool.from_function(discount).call({"price": 3}) == (3.0, 0.1)
+
+
+class Receipt:
+    def __init__(self, total: float):
+        self.total = total
+
+
+class Aliased(pydantic.BaseModel):
+    full_name: str = pydantic.Field(alias="fullName")
+
+
+def make_receipt(total: float) -> Receipt:
+    return Receipt(total)
+
+
+def make_aliased(name: str) -> Aliased:
+    return Aliased(fullName=name)
+
+
+async def test_point3_mcp_output_schemas_match_what_is_returned() -> None:
+    import anyio
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    import nbtools.mcp as nbmcp
+
+    assert "outputSchema" not in get_schema(make_receipt, "mcp")  # sent as text: no schema to promise
+    output = get_schema(make_aliased, "mcp")["outputSchema"]
+    assert set(output["properties"]) == {"full_name"}  # what model_dump(mode="json") writes
+    reg = Registry()
+    reg.add(make_receipt)
+    reg.add(make_aliased)
+    server = nbmcp.build_server(reg)
+    with anyio.fail_after(30):
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
+                                                    server.create_initialization_options()))
+                try:
+                    async with ClientSession(*client_streams) as session:
+                        await session.initialize()
+                        receipt = await session.call_tool("make_receipt", {"total": 3.5})
+                        aliased = await session.call_tool("make_aliased", {"name": "Ada"})
+                finally:
+                    group.cancel_scope.cancel()
+    assert not receipt.is_error and not aliased.is_error
+    assert aliased.structured_content == {"full_name": "Ada"}
+
+
+def test_point4_get_schema_hands_out_data_nobody_else_shares() -> None:
+    def weigh(grams: list[int], unit: str = "g") -> int:
+        """Weigh things."""
+        return sum(grams)
+
+    import copy
+
+    tool = Tool.from_function(weigh)
+    pristine = json.dumps(tool.parameters, sort_keys=True)
+    for fmt in (None, "openai", "anthropic", "gemini", "mcp"):
+        for _ in range(2):  # cold, then warm
+            definition = get_schema(weigh, fmt)
+            parameters = parameters_of(definition, fmt)
+            # the shared parts are read-only views: a change raises, saying to copy first
+            with pytest.raises(TypeError, match="deepcopy"):
+                parameters["properties"]["grams"]["items"]["type"] = "string"
+            with pytest.raises(TypeError, match="cached and shared"):
+                parameters["required"].append("bogus")
+            definition["description"] = "changed"  # the top level is the caller's own
+            mine = copy.deepcopy(definition)  # a changeable copy, plain dicts and lists
+            parameters_of(mine, fmt)["required"].append("bogus")
+            assert type(parameters_of(mine, fmt)["properties"]) is dict
+            assert json.loads(json.dumps(definition)) == definition
+    with pytest.raises(TypeError):
+        tool.parameters["properties"].pop("unit")
+    for fmt in (None, "openai", "anthropic", "gemini", "mcp"):
+        parameters = parameters_of(get_schema(weigh, fmt), fmt)
+        assert parameters["properties"]["grams"]["items"] == {"type": "integer"}
+        assert parameters["required"] == ["grams"]
+    assert json.dumps(Tool.from_function(weigh).parameters, sort_keys=True) == pristine
+
+
+class Movie(typing_extensions.TypedDict):
+    """A film on the list."""
+    title: str
+    year: typing_extensions.NotRequired[typing_extensions.ReadOnly[int]]
+    seen: typing_extensions.ReadOnly[bool]
+
+
+def rate_movie(movie: Movie) -> Movie:
+    return movie
+
+
+@dataclass
+class Tally:
+    count: int = 0
+
+    def bump(self, by: int) -> typing_extensions.Self:
+        self.count += by
+        return self
+
+
+def test_point7_typeddict_tools_readonly_items_and_self_returns() -> None:
+    definition = get_schema(Movie)
+    assert definition["description"] == "A film on the list."
+    assert definition["parameters"] == {"type": "object", "properties": {
+        "title": {"type": "string"}, "year": {"type": "integer"}, "seen": {"type": "boolean"}},
+        "required": ["title", "seen"], "additionalProperties": False}
+    assert call_func("Movie", {"title": "Heat", "seen": True}, [Movie]) == {"title": "Heat", "seen": True}
+    with pytest.raises(Exception, match="unexpected"):
+        call_func("Movie", {"title": "Heat", "seen": True, "extra": 1}, [Movie])
+    assert get_schema(rate_movie, "mcp")["outputSchema"]["required"] == ["title", "seen"]
+    assert get_schema(Tally().bump, "mcp")["outputSchema"] == {
+        "type": "object", "properties": {"count": {"type": "integer", "default": 0}}, "additionalProperties": False}
+
+
+class Thermostat:
+    def set_to(self, degrees: int) -> int:
+        return degrees
+
+
+def test_point8_an_unbound_method_is_refused_on_every_path() -> None:
+    for attempt in (lambda: get_schema(Thermostat.set_to), lambda: Tool.from_function(Thermostat.set_to),
+                    lambda: call_func("set_to", {"self": 1, "degrees": 2}, [Thermostat.set_to])):
+        with pytest.raises(Exception) as info:
+            attempt()
+        assert "self" in str(info.value) and "bound method" in str(info.value)
+    assert call_func("set_to", {"degrees": 2}, [Thermostat().set_to]) == 2
+    assert call_func("set_to", {"degrees": 2}, [functools.partial(Thermostat.set_to, Thermostat())]) == 2
+
+
+class Opaque:
+    pass
+
+
+class Holds(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    thing: Opaque
+
+
+def store(label: str, box: Holds) -> None:
+    pass
+
+
+def test_point9_a_model_pydantic_cannot_describe_is_named_with_its_parameter() -> None:
+    with pytest.raises(SchemaError) as info:
+        get_schema(store)
+    assert (info.value.function, info.value.parameter) == ("store", "box")
+    assert "Holds" in str(info.value) and "no JSON Schema" in str(info.value)
+
+
+class Doubler:
+    """Double a number."""
+
+    def __call__(self, x: float) -> float:
+        return 2 * x
+
+
+def grep_lines(pattern: re.Pattern, text: str, limit=10, loud=False, ratio=0.5) -> list:
+    return [line for line in text.splitlines() if pattern.search(line)][:limit]
+
+
+class Lazy:
+    @property
+    def expensive(self) -> int:
+        raise AssertionError("a property getter ran while listing tools")
+
+    def ping(self) -> str:
+        return "pong"
+
+
+def test_point10_patterns_callable_instances_inferred_defaults_and_properties() -> None:
+    properties = get_schema(grep_lines)["parameters"]["properties"]
+    assert properties["pattern"] == {"type": "string", "format": "regex"}
+    assert call_func("grep_lines", {"pattern": "^a.", "text": "ab\nba\nac"}, [grep_lines]) == ["ab", "ac"]
+    with pytest.raises(Exception, match="regular expression"):
+        call_func("grep_lines", {"pattern": "(", "text": ""}, [grep_lines])
+    # an unannotated parameter with a JSON default has that default's type
+    assert properties["limit"] == {"type": "integer", "default": 10}
+    assert properties["loud"] == {"type": "boolean", "default": False}
+    assert properties["ratio"] == {"type": "number", "default": 0.5}
+    with pytest.raises(Exception, match="integer"):
+        call_func("grep_lines", {"pattern": "a", "text": "", "limit": "3"}, [grep_lines])
+    assert get_schema(Doubler())["description"] == "Double a number.\n\nReturns: float"
+    assert [t.name for t in tools_from(Lazy())] == ["lazy.ping"]

@@ -52,6 +52,8 @@ class Compiler:
         if make is None:
             raise SchemaError(None, None, f"no conversion for the intermediate node {type(node).__name__}")
         convert = make(self, node)
+        if type(node) is ir.Map:  # checks its constraints itself, on the object (also one given as pairs)
+            return convert
         return with_constraints(convert, node.constraints) if node.constraints else convert
 
     # -- containers ----------------------------------------------------------------------------------
@@ -110,7 +112,9 @@ class Compiler:
 
         def convert_map(value: Any, path: str) -> dict:
             if not isinstance(value, dict):
-                raise mismatch(node, value, path)
+                if not isinstance(value, list):
+                    raise mismatch(node, value, path)
+                value = pairs_object(value, path, max_items)  # the strict form: [{"key", "value"}, ...]
             if len(value) > max_items:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
@@ -124,6 +128,15 @@ class Compiler:
             if len(out) != len(value):
                 raise ConversionError(path, _collision(value, key_of, path))
             return out
+
+        if node.constraints:
+            checked = with_constraints(lambda value, path: value, node.constraints)
+            unchecked = convert_map
+
+            def convert_map(value: Any, path: str) -> dict:
+                out = unchecked(value, path)
+                checked(out, path)  # minProperties and the like count keys, also of pairs
+                return out
 
         return convert_map
 
@@ -248,6 +261,9 @@ class Compiler:
             by_kind[kind] = tuple(sorted(((option, convert) for option, convert in options
                                           if kind in ir.accepted_kinds(option)),
                                          key=lambda pair: type(pair[0]) is inexact))
+        # a map also takes the strict form of itself, an array of key/value pairs (after real arrays)
+        by_kind["array"] += tuple((option, convert) for option, convert in options
+                                  if isinstance(option, ir.Map) and (option, convert) not in by_kind["array"])
         by_type = {cls: by_kind[kind] for cls, kind in ir.KIND_OF_TYPE.items()}
 
         def convert_union(value: Any, path: str) -> Any:
@@ -350,6 +366,38 @@ def _locate_item(convert: Converter, items: Any, path: str) -> None:
         except ConversionError as error:
             error.segments.append(f"[{index}]")
             raise
+
+
+def pairs_object(pairs: list, path: str, max_items: int) -> dict:
+    """The object a map's strict form stands for: `[{"key": k, "value": v}, ...]` -> `{k: v, ...}`.
+
+    Each item must be an object of exactly "key" and "value"; a key given twice is refused (an
+    object cannot hold it twice either). Keys are converted by the map's key converter afterwards.
+    """
+    if len(pairs) > max_items:
+        raise ConversionError(path, f"the array is too long: {len(pairs)} items, the limit is {max_items}")
+    out: dict = {}
+    for index, pair in enumerate(pairs):
+        if type(pair) is not dict or len(pair) != 2 or "key" not in pair or "value" not in pair:
+            error = ConversionError(path, 'expected an object or an array of {"key": ..., "value": ...} '
+                                          f"pairs, got {got(pair)} as an item")
+            error.segments.append(f"[{index}]")
+            raise error
+        key = pair["key"]
+        try:
+            hash(key)
+        except TypeError:
+            key = None  # a list or object as a key: the key converter refuses it below
+        if key is None or isinstance(key, (bool, float)):
+            error = ConversionError(path, f"a key must be a string, got {got(pair['key'])}")
+            error.segments.append(f"[{index}]")
+            raise error
+        if key in out:
+            error = ConversionError(path, f"the key {key_text(key)} is given twice; each key at most once")
+            error.segments.append(f"[{index}]")
+            raise error
+        out[key] = pair["value"]
+    return out
 
 
 _CANONICAL_INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # ASCII digits only, as the schema's ^-?[0-9]+$ says

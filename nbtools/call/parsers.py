@@ -77,6 +77,14 @@ def path_parser(cls: type) -> Callable[[str], Any]:
     return parse
 
 
+def parse_pattern(text: str) -> re.Pattern:
+    """A regular expression from its text (`re.Pattern` parameters); a bad one is a ValueError."""
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise ValueError(f"not a valid regular expression: {error}") from None
+
+
 _STRING_PARSERS: dict[type, Callable[[str], Any]] = {
     dt.datetime: dt.datetime.fromisoformat,
     dt.date: dt.date.fromisoformat,
@@ -86,6 +94,7 @@ _STRING_PARSERS: dict[type, Callable[[str], Any]] = {
     decimal.Decimal: parse_decimal,
     bytes: parse_base64,
     bytearray: lambda text: bytearray(parse_base64(text)),
+    re.Pattern: parse_pattern,
 }
 
 PARSE_FAILURES = (ValueError, TypeError, OverflowError, ArithmeticError, binascii.Error)

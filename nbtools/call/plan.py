@@ -16,10 +16,11 @@ from .. import ir
 from ..context import current_context
 from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
+from ..records import Factory
 from ..tool import Tool
 from .arguments import check_limits, check_size, count_keys, parse_arguments, scan_json
 from .constraints import with_constraints
-from .convert import Compiler, null_means_absent
+from .convert import Compiler, null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
 
 
@@ -119,8 +120,11 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     else:
         takes = "this tool takes no arguments" if extra is None else "this tool takes any keys"
 
+    pairs_key = _pairs_property(fields) if extra is not None else None
+
     def convert_arguments(raw: dict) -> dict:
         out = {}
+        pairs = None
         for key, value in raw.items():
             if value is None and key in absent_if_null:
                 continue
@@ -131,8 +135,13 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
                                           f"unexpected argument{did_you_mean(key, fields)}; {takes}")
                 if type(key) is not str:
                     raise ConversionError(str(key), f"argument names must be strings, got {got(key)}")
+                if key == pairs_key:  # **kwargs in strict form, unpacked once the named ones are in
+                    pairs = value
+                    continue
                 convert = extra
             out[key] = convert(value, key)
+        if pairs is not None:
+            _add_pairs(out, pairs, pairs_key, fields, extra, limits.max_items)  # type: ignore[arg-type]
         if len(out) != field_count or extra is not None:
             for name in required:
                 if name not in out:
@@ -140,17 +149,31 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         return out
 
     convert = convert_arguments
+    passing = tool.passing or tuple((name, "keyword") for name in fields)
+    filled = _filled_defaults(args, passing)
+    if filled:
+        convert_given = convert
+
+        def convert_and_fill(raw: dict) -> dict:
+            out = convert_given(raw)
+            for name, default in filled:
+                if name not in out:  # the function's own default is a pydantic FieldInfo, or it has none
+                    out[name] = default.factory() if isinstance(default, Factory) else default
+            return out
+
+        convert = convert_and_fill
     if args.constraints:
         root_checks = with_constraints(lambda value, path: value, args.constraints)
 
+        convert_unchecked = convert
+
         def convert_arguments_checked(raw: dict) -> dict:
             root_checks(raw, "")
-            return convert_arguments(raw)
+            return convert_unchecked(raw)
 
         convert = convert_arguments_checked
 
-    passing = tool.passing or tuple((name, "keyword") for name in fields)
-    order = [name for name, kind in passing if kind not in ("varkw", "context")]
+    order = [name for name, kind in passing if kind not in ("varkw", "context", "default")]
     positional = tuple(name for name, kind in passing if kind == "positional")
     varargs = next((name for name, kind in passing if kind == "varargs"), None)
     before = tuple(order[: order.index(varargs)]) if varargs in order else ()
@@ -167,6 +190,36 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         defaults={item.name: item.default for item in args.fields if not item.required},
         context=next((name for name, kind in passing if kind == "context"), None),
     )
+
+
+def _filled_defaults(args: ir.Object, passing: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Any], ...]:
+    """(name, default) of the optional parameters dispatch passes itself when left out: those marked
+    "default" in `passing` (their Python default is a pydantic `Field(...)`, or an `Annotated` one)."""
+    marked = {name for name, kind in passing if kind == "default"}
+    return tuple((item.name, item.default) for item in args.fields if item.name in marked and not item.required)
+
+
+def _pairs_property(fields: Mapping[str, Any]) -> str | None:
+    """The property carrying `**kwargs` as key/value pairs in strict mode (None when a field has its name)."""
+    from ..formats.strict import PAIRS_PROPERTY  # only tools with **kwargs ask, once per plan
+
+    return None if PAIRS_PROPERTY in fields else PAIRS_PROPERTY
+
+
+def _add_pairs(out: dict, pairs: Any, where: str, fields: Mapping[str, Any], extra: Any, max_items: int) -> None:
+    """Extra keyword arguments sent as `[{"key", "value"}, ...]` (strict mode), converted into `out`."""
+    for key, value in pairs_object(pairs if isinstance(pairs, list) else _not_pairs(pairs, where),
+                                   where, max_items).items():
+        if type(key) is not str:
+            raise ConversionError(where, f"argument names must be strings, got {got(key)}")
+        if key in fields or key in out:
+            raise ConversionError(where, f"the key {key!r} is given twice (also as a named argument or "
+                                         "an extra key); each argument at most once")
+        out[key] = extra(value, key)
+
+
+def _not_pairs(value: Any, where: str) -> list:
+    raise ConversionError(where, f'expected an array of {{"key": ..., "value": ...}} pairs, got {got(value)}')
 
 
 def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:

@@ -22,20 +22,23 @@ _OPENAPI_FORMATS = {"string": frozenset({"date-time", "date", "email", "byte", "
 _JSON_KIND = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = None) -> dict:
+def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = None,
+                   varargs_name: str | None = None) -> dict:
     """`schema` (neutral) in the OpenAPI 3.0 subset of Gemini's `parameters` field.
 
     `$ref`s are inlined (a recursive type cannot be: `SchemaError`), null becomes
     `nullable: true`, `const` becomes a one-value `enum`, enums of non-strings become typed values
-    (contiguous integers as minimum/maximum, others listed in the description), a homogeneous tuple
+    (integers as exact minimum/maximum ranges, others listed in the description), a homogeneous tuple
     becomes an array with a fixed length, `contentEncoding: base64` becomes `format: byte`, and
     keywords Gemini lacks (exclusive bounds, multipleOf, uniqueItems, most formats) are described
     in words. Open maps, untyped values and mixed tuples raise `SchemaError`; render with
     fmt="gemini" (full JSON Schema) for those; `extras_name` (the `**kwargs` parameter, if any) is
-    the parameter named when the root's extra keys are the problem. The input is never mutated.
+    the parameter named when the root's extra keys are the problem. Optional catch-alls are never
+    the reason for a refusal: extra keys (`**kwargs`) are described in words, and the `*args`
+    property (`varargs_name`) is left out when it has no form here. The input is never mutated.
     """
-    walker = _OpenAPI(schema, tool_name, extras_name)
-    return walker.node(walker.root_keys(schema), (), root=True)
+    walker = _OpenAPI(schema, tool_name, extras_name, varargs_name)
+    return walker.node(walker.root_keys(None), (), root=True)
 
 
 class _OpenAPI(Walker):
@@ -45,8 +48,9 @@ class _OpenAPI(Walker):
     advice = ", or render with fmt='gemini' (parametersJsonSchema), which takes full JSON Schema"
     empty_array_items = "string"
 
-    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
-        super().__init__(root, tool_name, extras_name)
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None,
+                 varargs_name: str | None = None):
+        super().__init__(root, tool_name, extras_name, varargs_name)
         self.expanding: list[str] = []  # $defs being inlined, to detect recursion
 
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
@@ -139,8 +143,8 @@ class _OpenAPI(Walker):
     def enum(self, values: list, kinds: list[str], notes: dict, where: tuple[str, ...]) -> dict:
         """Gemini's enum holds strings only: other values become typed schemas that say which.
 
-        Contiguous integers become exact minimum/maximum bounds; other values are listed in the
-        description (dispatch still checks them).
+        Integers become exact minimum/maximum bounds, one range per run of consecutive values;
+        numbers and booleans are listed in the description (dispatch still checks them).
         """
         groups: dict[str, list] = {}
         for value in values:
@@ -154,8 +158,10 @@ class _OpenAPI(Walker):
         for kind, group in groups.items():
             if kind == "string":
                 options.append({"type": "string", "enum": group})
-            elif kind == "integer" and sorted(group) == list(range(min(group), max(group) + 1)):
-                options.append({"type": "integer", "minimum": min(group), "maximum": max(group)})
+            elif kind == "integer":
+                # each run of consecutive integers as exact bounds (10, 20 -> two one-value ranges)
+                options.extend({"type": "integer", "minimum": low, "maximum": high}
+                               for low, high in _runs(sorted(set(group))))
             else:
                 options.append({"type": kind, "description": f"({note_text({'enum': group})})"})
         if not options:
@@ -172,17 +178,23 @@ class _OpenAPI(Walker):
         required = keys.pop("required", None)
         extra = keys.pop("additionalProperties", MISSING)
         open_keys = extra is not False and extra is not MISSING
-        if not properties and (open_keys or (extra is MISSING and not root)):
-            self.fail_root_extras(where, root and open_keys, OPEN_MAP.replace(
-                "{why}", " (an OpenAPI object is described by its properties only)"))
+        if not root and not properties and (open_keys or extra is MISSING):
+            self.fail(where, OPEN_MAP.replace("{why}", " (an OpenAPI object is described by its properties only)"))
         if not properties and not root:
             self.fail(where, "an object with no fields has no {form} (Gemini needs at least one "
                              "property){advice}")
         if open_keys:
-            keys["additionalProperties"] = extra  # extra keys beside fixed ones: described in words
-        out["properties"] = {name: self.node(prop, where + (name,)) for name, prop in properties.items()}
+            # extra keys (**kwargs at the root) described in words: optional, so never a refusal
+            keys["additionalProperties"] = extra
+        out["properties"] = {}
+        for name, prop in properties.items():
+            converted = self.optional_catch_all(name, prop, where) if root else MISSING
+            if converted is MISSING:
+                converted = self.node(prop, where + (name,))
+            if converted is not None:
+                out["properties"][name] = converted
         if required:
-            out["required"] = [name for name in required if name in properties]
+            out["required"] = [name for name in required if name in out["properties"]]
 
     @staticmethod
     def bounds_into(out: dict, keys: dict, kind: str, notes: dict) -> None:
@@ -214,6 +226,15 @@ class _OpenAPI(Walker):
         else:
             notes["format"] = fmt
 
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct integers as (first, last) runs of consecutive values: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
+    runs: list[tuple[int, int]] = []
+    for value in values:
+        if runs and value == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], value)
+        else:
+            runs.append((value, value))
+    return runs
 
 
 __all__ = ["openapi_schema"]

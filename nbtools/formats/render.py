@@ -39,11 +39,12 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
     parameters = tool.parameters
     # Extra keys of the arguments object come from **kwargs: refusals about them name it.
     extras = next((param for param, kind in getattr(tool, "passing", ()) if kind == "varkw"), None)
+    varargs = next((param for param, kind in getattr(tool, "passing", ()) if kind == "varargs"), None)
     if fmt is None:
         return {"name": name, "description": description, "parameters": parameters}
     if fmt in ("openai", "responses"):
         if strict:
-            parameters = strict_schema(parameters, tool.name, provider="openai", extras_name=extras)
+            parameters = strict_schema(parameters, tool.name, provider="openai", extras_name=extras, varargs_name=varargs)
         if fmt == "openai":
             function = {"name": name, "description": description, "parameters": parameters}
             if strict:
@@ -53,7 +54,7 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
                 "parameters": parameters, "strict": bool(strict)}
     if fmt == "anthropic":
         if strict:
-            parameters = strict_schema(parameters, tool.name, provider="anthropic", extras_name=extras)
+            parameters = strict_schema(parameters, tool.name, provider="anthropic", extras_name=extras, varargs_name=varargs)
         definition = {"name": name, "description": description, "input_schema": parameters}
         if strict:
             definition["strict"] = True
@@ -65,7 +66,7 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
         return declaration
     if fmt == "gemini-openapi":
         declaration = {"name": name, "description": description}
-        converted = openapi_schema(parameters, tool.name, extras_name=extras)
+        converted = openapi_schema(parameters, tool.name, extras_name=extras, varargs_name=varargs)
         if converted.get("properties"):  # Gemini: "for a function with no parameters, leave it unset"
             declaration["parameters"] = converted
         return declaration

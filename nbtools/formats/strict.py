@@ -13,9 +13,17 @@ The transform differs per provider (both checked against the providers' docs):
   supports them, and nullable unions count against a smaller per-request budget); no recursive
   schemas; no numeric or length constraints, minItems only 0 or 1, pattern and default moved into
   the description. Limits per request: 24 optional properties and 16 union-typed properties.
-- Where a value has no faithful strict form (an open map such as `dict[str, int]`, an untyped
-  value, a mixed tuple, `propertyNames`, `not`, ...), a `SchemaError` names the tool and the
-  parameter and says what to change. Meaning is never changed silently.
+- Typed maps (`dict[str, V]`, `Mapping[str, V]`, `dict[int, V]`, `**kwargs: V`): strict mode closes
+  every object, so a map is written as an array of closed `{"key": string, "value": V}` pairs
+  (the key carries the map's `propertyNames`; `minProperties`/`maxProperties` become
+  `minItems`/`maxItems`). Dispatch accepts that form wherever the type is a map and turns it back
+  into the dict (a key given twice is refused); a plain object keeps working. Typed `**kwargs`
+  become one more property of the arguments object, `PAIRS_PROPERTY` ("extra-arguments"): a
+  name that is not a Python identifier, so no parameter can have it (a schema that already uses it
+  is refused), and one both providers accept as a property name.
+- Where a value has no faithful strict form (an untyped value or map value, a mixed tuple,
+  `propertyNames` outside a map, `not`, ...), a `SchemaError` names the tool and the parameter and
+  says what to change. Meaning is never changed silently.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from .walk import (
-    IN_PROGRESS, MISSING, OPEN_MAP, Walker, is_untyped, pop_type, split_ref, type_list, with_notes,
+    IN_PROGRESS, MISSING, Walker, is_typed_map, is_untyped, pop_type, split_ref, type_list, with_notes,
 )
 
 
@@ -79,34 +87,46 @@ STRICT_RULES = {
 
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
 
+_UNTYPED_MAP = ("an object with arbitrary keys and untyped values (a bare dict, dict[str, Any]) has no {form} "
+                "(strict mode closes every object, so it would accept only {}); give the values a type "
+                "(a typed map is sent as key/value pairs) or use a dataclass or TypedDict with fixed keys{advice}")
+
+PAIRS_PROPERTY = "extra-arguments"
+"""The property that carries typed `**kwargs` as key/value pairs in strict mode (not an identifier)."""
+
+_PAIRS_NOTE = "key/value pairs, each key at most once"
+
 
 def strict_schema(schema: dict, tool_name: str, provider: str = "openai", *,
-                  extras_name: str | None = None) -> dict:
+                  extras_name: str | None = None, varargs_name: str | None = None) -> dict:
     """`schema` (neutral, root an object) in the form `provider`'s strict tool mode accepts.
 
     `provider` is "openai" (also the Responses API) or "anthropic"; see the module docstring for
     what each accepts. Raises `SchemaError(tool_name, parameter, reason)` when part of the schema
     has no faithful strict form; `extras_name` (the `**kwargs` parameter, if any) is the parameter
-    named when the root's extra keys are the problem. The input is never mutated.
+    named when the root's extra keys are the problem. Optional catch-alls never make the tool
+    unusable: untyped `**kwargs` and a `*args` property (`varargs_name`) with no strict form are
+    left out (the model cannot send them; the function gets its defaults). The input is never mutated.
     """
     rules = STRICT_RULES.get(provider)
     if rules is None:
         raise ValueError(f"unknown strict provider {provider!r}; expected one of {', '.join(STRICT_RULES)}")
-    return _Strict(schema, tool_name, rules, extras_name).root(schema)
+    return _Strict(schema, tool_name, rules, extras_name, varargs_name).root()
 
 
 class _Strict(Walker):
     """The strict transform for one provider's `StrictRules`; `$defs` are transformed once, when reached."""
 
-    def __init__(self, root: dict, tool_name: str, rules: StrictRules, extras_name: str | None = None):
-        super().__init__(root, tool_name, extras_name)
+    def __init__(self, root: dict, tool_name: str, rules: StrictRules, extras_name: str | None = None,
+                 varargs_name: str | None = None):
+        super().__init__(root, tool_name, extras_name, varargs_name)
         self.rules = rules
         self.form = f"{'OpenAI' if rules.provider == 'openai' else 'Anthropic'} strict form"
         self.advice = ", or render this tool without strict=True"
         self.defs: dict[str, Any] = {}  # transformed $defs, in the order first reached
 
-    def root(self, schema: dict) -> dict:
-        out = self.node(self.root_keys(schema), (), root=True)
+    def root(self) -> dict:
+        out = self.node(self.root_keys(None), (), root=True)
         if self.defs:
             out["$defs"] = dict(self.defs)
         self.check_limits(out)
@@ -115,6 +135,11 @@ class _Strict(Walker):
     # -- one schema ---------------------------------------------------------------------------
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False, note: str | None = None) -> dict:
         """One schema in strict form; `note` is extra text for its description (about defaults)."""
+        names: Any = MISSING
+        is_map = not root and is_typed_map(schema)
+        if is_map:  # propertyNames become the pairs' key schema (elsewhere they have no strict form)
+            schema = dict(schema)
+            names = schema.pop("propertyNames", MISSING)
         keys, description, title = self.opened(schema, where)
         notes: dict[str, Any] = {}
 
@@ -136,7 +161,10 @@ class _Strict(Walker):
         if "enum" in keys:
             out["enum"] = list(keys.pop("enum"))
         kinds = type_list(kind)
-        if "object" in kinds:
+        if is_map and "object" in kinds:
+            self.map_into(out, keys, names, where)
+            notes[""] = _PAIRS_NOTE
+        elif "object" in kinds:
             self.object_into(out, keys, where, root)
         if "array" in kinds:
             self.array_into(out, keys, where)
@@ -153,7 +181,7 @@ class _Strict(Walker):
             else:
                 notes[keyword] = value
         if note:
-            notes[""] = note
+            notes[""] = f"{notes['']}; {note}" if "" in notes else note
         return self.annotate(out, description, title, notes)
 
     def annotate(self, out: dict, description: str | None, title: str | None,
@@ -189,17 +217,52 @@ class _Strict(Walker):
         return name
 
     # -- objects and arrays ---------------------------------------------------------------------
+    def map_into(self, out: dict, keys: dict, names: Any, where: tuple[str, ...]) -> None:
+        """A typed map as an array of closed `{"key", "value"}` pairs (`out["type"]` says array)."""
+        kinds = ["array" if kind == "object" else kind for kind in type_list(out["type"])]
+        out["type"] = kinds[0] if len(kinds) == 1 else kinds
+        keys.pop("properties", None)
+        for bound, items in (("minProperties", "minItems"), ("maxProperties", "maxItems")):
+            if bound in keys:
+                keys[items] = keys.pop(bound)
+        out["items"] = self.pair(names, keys.pop("additionalProperties"), where + ("[]",))
+
+    def pair(self, names: Any, value: Any, where: tuple[str, ...]) -> dict:
+        key = {"type": "string", **names} if isinstance(names, dict) else {"type": "string"}
+        return {"type": "object",
+                "properties": {"key": self.node(key, where + ("key",)),
+                               "value": self.node(value, where + ("value",))},
+                "required": ["key", "value"], "additionalProperties": False}
+
     def object_into(self, out: dict, keys: dict, where: tuple[str, ...], root: bool) -> None:
         properties = keys.pop("properties", None) or {}
         required = set(keys.pop("required", ()))
         extra = keys.pop("additionalProperties", MISSING)
+        if root and isinstance(extra, dict) and not is_untyped(extra):
+            # typed **kwargs: one more (optional) property holding them as pairs
+            if PAIRS_PROPERTY in properties:
+                self.fail((PAIRS_PROPERTY,), f"the property name {PAIRS_PROPERTY!r} is taken, so the extra "
+                          "arguments cannot be given as key/value pairs in the {form}{advice}")
+            properties = {**properties, PAIRS_PROPERTY: {
+                "type": "object", "additionalProperties": extra,
+                "description": "extra keyword arguments"
+                               + (f" (**{self.extras_name})" if self.extras_name else "")}}
+            extra = False
+        elif root and extra is not MISSING:
+            extra = False  # untyped **kwargs: an optional catch-all with no strict form, left out
         if extra is not False and not (extra is MISSING and (properties or root)):
             # An object written with properties but no additionalProperties is a struct (pydantic
             # writes them so); only a key/value mapping would be narrowed by closing it.
-            self.fail_root_extras(where, root, OPEN_MAP.replace(
-                "{why}", " (strict mode closes every object, so it would accept only {})"))
+            self.fail(where, _UNTYPED_MAP)
         converted: dict[str, Any] = {}
         for name, prop in properties.items():
+            if root and name == self.varargs_name and name not in required:
+                before = dict(self.defs)
+                try:
+                    converted[name] = self.property(name, prop, False, where)
+                except SchemaError:  # *args with no strict form: left out, the tool stays usable
+                    self.defs = before
+                continue
             converted[name] = self.property(name, prop, name in required, where)
         out["properties"] = converted
         if self.rules.all_required:
@@ -335,4 +398,4 @@ def _accepts_null(schema: Any, defs: dict) -> bool:
     return any(_accepts_null(option, defs) for option in options)
 
 
-__all__ = ["StrictRules", "STRICT_RULES", "strict_schema"]
+__all__ = ["StrictRules", "STRICT_RULES", "strict_schema", "PAIRS_PROPERTY"]

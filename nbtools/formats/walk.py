@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..errors import SchemaError
+from .allof import ANNOTATIONS, bundle, intersect, is_annotation_only
 
 MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
 IN_PROGRESS: Any = type("_InProgress", (), {"__repr__": lambda self: "IN_PROGRESS"})()
@@ -53,12 +54,25 @@ def is_untyped(schema: dict) -> bool:
                                              "properties", "items", "prefixItems"))
 
 
+def is_typed_map(schema: Any) -> bool:
+    """True for a key/value map whose values have a type (`{"type": "object", "additionalProperties":
+    {"type": "integer"}}`): no properties, nothing required, and a typed `additionalProperties`."""
+    if not isinstance(schema, dict) or "object" not in type_list(schema.get("type")):
+        return False
+    extra = schema.get("additionalProperties")
+    return (isinstance(extra, dict) and not is_untyped(extra) and not schema.get("properties")
+            and not schema.get("required") and "patternProperties" not in schema)
+
+
 def split_ref(ref: Any) -> str | None:
-    """The `$defs` name a local reference points to, or None when it is not `#/$defs/<name>`."""
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref[len("#/$defs/"):]
-        if "/" not in name:
-            return name.replace("~1", "/").replace("~0", "~")
+    """The definition name a local reference points to (`#/$defs/<name>`, or draft-07's
+    `#/definitions/<name>` as zod-to-json-schema and pydantic v1 write), else None."""
+    if isinstance(ref, str):
+        for prefix in ("#/$defs/", "#/definitions/"):
+            if ref.startswith(prefix):
+                name = ref[len(prefix):]
+                if "/" not in name:
+                    return name.replace("~1", "/").replace("~0", "~")
     return None
 
 
@@ -122,21 +136,65 @@ class Walker(ABC):
     advice = ""
     empty_array_items = "null"  # item type written for an always-empty array (`maxItems: 0`)
 
-    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None):
+    def __init__(self, root: dict, tool_name: str, extras_name: str | None = None,
+                 varargs_name: str | None = None):
         self.tool = tool_name
         self.extras_name = extras_name
-        defs = root.get("$defs") if isinstance(root, dict) else None
-        self.source_defs: dict = defs if isinstance(defs, dict) else {}
+        self.varargs_name = varargs_name
+        # embedded resources' definitions moved to the root, so each $ref means what it meant
+        self.source: Any = bundle(root) if isinstance(root, dict) else root
+        self.source_defs: dict = {}
+        for keyword in ("definitions", "$defs"):  # draft-07 and 2020-12 spellings; $defs wins a tie
+            defs = self.source.get(keyword) if isinstance(self.source, dict) else None
+            if isinstance(defs, dict):
+                self.source_defs.update(defs)
+        # `{"$ref": "#"}` (the root itself, recursively) becomes a definition of its own
+        self.root_name, counter = "Root", 2
+        while self.root_name in self.source_defs:
+            self.root_name, counter = f"Root{counter}", counter + 1
 
     @abstractmethod
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
         """One schema in the target dialect (`root`: the parameters object itself)."""
 
     def root_keys(self, schema: Any) -> dict:
-        """The root's keys without `$defs` (those are reached through references); the root must be an object."""
+        """The root's keys without `$defs` (those are reached through references); the root must be an
+        object. A root that is a `$ref` (`{"$ref": "#/definitions/Args", "definitions": ...}`) is
+        replaced by what it points to (with its own other keywords)."""
+        schema = self.source if schema is None else schema
+        if isinstance(schema, dict) and ("$ref" in schema or "allOf" in schema):
+            keys = {key: value for key, value in schema.items() if key not in ("$defs", "definitions")}
+            merged, why = intersect([keys], self.resolvable)
+            if merged is None:
+                raise SchemaError(self.tool, None, f"the parameters schema cannot be written out: {why}")
+            schema = merged
         if not is_object_schema(schema):
             raise SchemaError(self.tool, None, "the parameters schema must be an object at its root")
-        return {key: value for key, value in schema.items() if key != "$defs"}
+        return {key: value for key, value in schema.items() if key not in ("$defs", "definitions")}
+
+    def resolvable(self, part: dict) -> dict | None:
+        """The target of `part`'s `$ref` when it can be copied in place (None: recursive or unknown)."""
+        ref = part.get("$ref")
+        if ref == "#":
+            return None
+        name = split_ref(ref)
+        if name is None or name not in self.source_defs or self.refers_to(name, self.source_defs[name], set()):
+            return None
+        return self.source_defs[name]
+
+    def refers_to(self, name: str, schema: Any, seen: set[str]) -> bool:
+        if isinstance(schema, dict):
+            target = split_ref(schema.get("$ref"))
+            if target == name:
+                return True
+            if target is not None and target not in seen and target in self.source_defs:
+                seen.add(target)
+                if self.refers_to(name, self.source_defs[target], seen):
+                    return True
+            return any(self.refers_to(name, value, seen) for value in schema.values())
+        if isinstance(schema, list):
+            return any(self.refers_to(name, value, seen) for value in schema)
+        return False
 
     def fail(self, where: tuple[str, ...], reason: str) -> None:
         # Plain replacement, not str.format: reasons quote user names that may hold braces.
@@ -146,29 +204,49 @@ class Walker(ABC):
         raise SchemaError(self.tool, where[0] if where else None, reason)
 
     def def_of(self, ref: Any, where: tuple[str, ...]) -> tuple[str, Any]:
+        if ref == "#":  # the root, recursively: as a definition (its body is the root's own keys)
+            return self.root_name, self.root_keys(None)
         name = split_ref(ref)
         if name is None:
-            self.fail(where, f"the reference {ref!r} is not a local '#/$defs/<name>' reference")
+            self.fail(where, f"the reference {ref!r} is not a local '#/$defs/<name>' (or '#/definitions/<name>', "
+                             "or '#') reference")
         if name not in self.source_defs:
             self.fail(where, f"the reference {ref!r} points to no entry of $defs")
         return name, self.source_defs[name]
 
-    def fail_root_extras(self, where: tuple[str, ...], root: bool, reason: str) -> None:
-        """Refuse open extra keys; at the root they are **kwargs, so the error names that parameter."""
-        if root:
-            name = f"**{self.extras_name}" if self.extras_name else "extra keyword arguments (**kwargs)"
-            self.fail((self.extras_name,) if self.extras_name else where,
-                      f"{name}: arbitrary extra argument names have no {{form}}; declare them as named "
-                      "parameters{advice}")
-        self.fail(where, reason)
+    def optional_catch_all(self, name: str, prop: Any, where: tuple[str, ...]) -> Any:
+        """The `*args` property in this dialect, or None (left out) when it has no form here: an
+        optional catch-all the model need not send, so the tool stays usable. MISSING for others."""
+        if name != self.varargs_name:
+            return MISSING
+        try:
+            return self.node(prop, where + (name,))
+        except SchemaError:
+            return None
 
     def merged_all_of(self, keys: dict, where: tuple[str, ...]) -> dict:
-        """A one-part `allOf` merged into its schema (what older generators write around a `$ref`)."""
+        """`allOf` (and the keywords beside it) as one schema meaning the same: a part that only
+        describes (what older generators write around a `$ref`) lends its words, and parts that
+        constrain are intersected (`allof.intersect`); where that has no faithful form, refused."""
         parts = keys.pop("allOf")
-        if not isinstance(parts, list) or len(parts) != 1 or not isinstance(parts[0], dict):
-            self.fail(where, "an intersection of several schemas (allOf) has no {form}; "
-                             "merge them into one object type{advice}")
-        return {**parts[0], **keys}
+        if not isinstance(parts, list) or not parts or not all(isinstance(part, dict) for part in parts):
+            self.fail(where, "an allOf that is not a list of schemas has no {form}{advice}")
+        parts = [*parts, keys]
+        constraining = [part for part in parts if not is_annotation_only(part)]
+        if len(constraining) <= 1:
+            merged = dict(constraining[0]) if constraining else {}
+            for part in parts:  # the words of the describing parts; the outer keywords last (they win)
+                if part is not (constraining[0] if constraining else None):
+                    merged.update(part)
+            return merged
+        return self.intersected(parts, where)
+
+    def intersected(self, parts: list[dict], where: tuple[str, ...]) -> dict:
+        merged, why = intersect(parts, self.resolvable)
+        if merged is None:
+            self.fail(where, f"an intersection of schemas (allOf, or a $ref beside other keywords) has no "
+                             f"{{form}}: {why}; merge them into one type{{advice}}")
+        return merged
 
     def check_no_form(self, keys: dict, where: tuple[str, ...]) -> None:
         """Refuse keywords with no faithful form (`keys` loses the harmless `unevaluated*: false`)."""
@@ -189,6 +267,10 @@ class Walker(ABC):
         keys = dict(schema)
         if "allOf" in keys:
             return self.opened(self.merged_all_of(keys, where), where)
+        if "$ref" in keys and not all(key == "$ref" or key in ANNOTATIONS for key in keys):
+            # a reference beside constraints (`{"$ref": ..., "properties": ...}`): both hold, so the
+            # definition is copied here with them, never the constraints turned into words
+            return self.opened(self.intersected([keys], where), where)
         description = keys.pop("description", None)
         title = keys.pop("title", None)
         for keyword in _DROPPED_ANNOTATIONS:
@@ -226,4 +308,4 @@ class Walker(ABC):
 
 
 __all__ = ["MISSING", "IN_PROGRESS", "UNTYPED", "OPEN_MAP", "MIXED_TUPLE", "Walker", "is_object_schema",
-           "is_untyped", "split_ref", "pop_type", "type_list", "note_text", "with_notes"]
+           "is_untyped", "is_typed_map", "split_ref", "pop_type", "type_list", "note_text", "with_notes"]

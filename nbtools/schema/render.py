@@ -14,10 +14,15 @@ _SCALAR_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"
 
 
 class Renderer:
-    """Renders nodes, collecting `$defs` for recursive Objects and pydantic models."""
+    """Renders nodes, collecting `$defs` for recursive Objects and pydantic models.
 
-    def __init__(self, recursive: set[str] | frozenset[str] = frozenset()):
+    `output`: the schema describes a value the function returns, as `values.to_json` writes it
+    (a pydantic model dumped by field name, in its serialization form), not one a model sends.
+    """
+
+    def __init__(self, recursive: set[str] | frozenset[str] = frozenset(), output: bool = False):
         self.recursive = recursive
+        self.output = output
         self.defs: dict[str, dict] = {}
 
     def render(self, node: ir.Node) -> dict:
@@ -106,7 +111,18 @@ class Renderer:
         return schema
 
     def _pydantic(self, cls: type) -> dict:
-        model_schema = cls.model_json_schema(ref_template="#/$defs/{model}")
+        try:
+            if self.output:  # what `model_dump(mode="json")` writes: field names, not aliases
+                model_schema = cls.model_json_schema(ref_template="#/$defs/{model}", by_alias=False,
+                                                     mode="serialization")
+            else:
+                model_schema = cls.model_json_schema(ref_template="#/$defs/{model}")
+        except Exception as error:  # PydanticInvalidForJsonSchema (arbitrary types), and the like
+            from ..errors import SchemaError
+
+            raise SchemaError(None, None, f"the pydantic model {cls.__name__} has no JSON Schema "
+                              f"({type(error).__name__}: {str(error).splitlines()[0]}); give its fields "
+                              "JSON types, or a `WithJsonSchema` annotation") from None
         defs = model_schema.pop("$defs", {})
         # pydantic names its $defs after class names, which may collide with our recursive records
         # or with another model's different class of the same name: rename those, never overwrite
@@ -171,9 +187,10 @@ def _key_names(key: ir.Node) -> dict | None:
     return None
 
 
-def render_schema(node: ir.Node, recursive: set[str] | frozenset[str] = frozenset()) -> dict:
-    """JSON Schema of one node (with `$defs` when needed)."""
-    return Renderer(recursive).root(node)
+def render_schema(node: ir.Node, recursive: set[str] | frozenset[str] = frozenset(), *,
+                  output: bool = False) -> dict:
+    """JSON Schema of one node (with `$defs` when needed); `output`: of a returned value (see `Renderer`)."""
+    return Renderer(recursive, output).root(node)
 
 
 def type_schema(tp: Any) -> dict:
