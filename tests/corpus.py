@@ -612,3 +612,37 @@ TYPE_CASES: list[tuple[str, Any, dict]] = [
 
 
 __all__ = ["Case", "CASES", "ErrorCase", "ERROR_CASES", "TYPE_CASES", "obj", "nullable", "arr"]
+
+
+# -- the strict form of a value (typed maps as key/value pairs) ------------------------------------
+
+def is_typed_map_schema(schema) -> bool:
+    extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+    return isinstance(extra, dict) and bool(extra) and not schema.get("properties")
+
+
+def as_pairs(schema: dict, value, defs: dict, root: bool = False):
+    """The strict-mode form of a neutral value's maps: `{"a": 1}` -> `[{"key": "a", "value": 1}]`,
+    and at the root, extra keys (typed **kwargs) under "extra-arguments" (written from the
+    description of the strict form, not from nbtools' code)."""
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = defs[schema["$ref"].removeprefix("#/$defs/")]
+    if isinstance(value, dict):
+        for option in [schema] + list(schema.get("anyOf", ()) or schema.get("oneOf", ())):
+            while "$ref" in option:
+                option = defs[option["$ref"].removeprefix("#/$defs/")]
+            if not root and is_typed_map_schema(option):
+                extra = option["additionalProperties"]
+                return [{"key": key, "value": as_pairs(extra, item, defs)} for key, item in value.items()]
+            if root or ("properties" in option and set(value) <= set(option["properties"])):
+                props = option.get("properties", {})
+                out = {key: as_pairs(props[key], item, defs) for key, item in value.items() if key in props}
+                extras = {key: item for key, item in value.items() if key not in props}
+                if extras and root and isinstance(option.get("additionalProperties"), dict):
+                    out["extra-arguments"] = as_pairs({"additionalProperties": option["additionalProperties"]},
+                                                      extras, defs)
+                return out
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [as_pairs(schema["items"], item, defs) for item in value]
+    return value
