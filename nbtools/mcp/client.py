@@ -293,7 +293,9 @@ def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
     """nbtools hints for the MCP annotations a server set to true (`readOnlyHint` -> "read-only", ...)."""
     if not annotations:
         return frozenset()
-    return frozenset(hint for hint, key in HINT_ANNOTATIONS.items() if annotations.get(key) is True)
+    hints = frozenset(hint for hint, key in HINT_ANNOTATIONS.items() if annotations.get(key) is True)
+    # MCP: destructiveHint only means something when readOnlyHint is false; nbtools refuses the pair
+    return hints - {"destructive"} if "read-only" in hints else hints
 
 
 def _is_url(target: str) -> bool:
