@@ -416,6 +416,13 @@ class ToolMagics(Magics):
         if len(chosen) > 1:  # each is a different action; doing one and ignoring the other misleads
             raise UsageError(f"%tools: {' and '.join(chosen)} cannot be combined; use one at a time")
         if args.serve is not None or args.stop:
+            from .extras import MissingExtra, require_extra
+
+            if args.serve is not None:
+                try:
+                    require_extra("mcp", "%tools --serve")
+                except MissingExtra as error:
+                    raise MagicError(str(error)) from None
             from .mcp import serve_magic
 
             print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group)))

@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ToolCallError
+from ..extras import require_extra
 from ..tool import Tool
 from .background import serves_on_loop
 from .results import remote_error, result_value, unwrapped_output
@@ -273,6 +274,7 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     come from the tool's annotations (only those the server sets to true), `returns` from its
     `outputSchema`.
     """
+    require_extra("mcp", "nbtools.mcp.connect()")
     return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog)
 
 
