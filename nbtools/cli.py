@@ -13,7 +13,8 @@ TARGET is one of:
 * `path/to/notebook.ipynb`: the tools its `%%tool` cells (and `@tool` calls) define, found by running
   the notebook's code cells, in order, in an embedded IPython shell with the nbtools extension loaded,
   in the notebook's folder (as Jupyter would). A failing cell stops the run with an error naming the
-  cell; cells tagged `skip-execution` are skipped, cells tagged `raises-exception` may fail. The
+  cell; cells tagged `skip-execution` or `nbtools-skip` (a cell that needs a live front end or an SDK
+  the tools do not, and defines no tools) are skipped, cells tagged `raises-exception` may fail. The
   cells get an empty stdin (`input()` raises EOFError): under `serve` stdin carries the protocol.
 
 `schema` prints JSON on stdout: one definition for a single function, else a list. `serve` speaks
