@@ -78,7 +78,7 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
             # One number per cell everywhere: the error says "cell N" and IPython's traceback "In[N]".
             shell.execution_count = index
             with capture_output() as captured:
-                result = shell.run_cell(source, store_history=True)
+                result = shell.run_cell(source, store_history=True, cell_id=cell.get("id"))
             if not result.success and "raises-exception" not in tags:
                 error = result.error_before_exec or result.error_in_exec
                 raise NotebookError(str(path), index, source, error, captured.stdout + captured.stderr)
