@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -274,28 +275,67 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+class ApprovalTimedOut(TimeoutError):
+    """Nobody answered the prompt in time: the call does not run, and the model is told it timed out
+    (not that the person said no)."""
+
+
+class ApprovalInterrupted(asyncio.CancelledError):
+    """The kernel was interrupted while the prompt waited: the call does not run. Still a
+    CancelledError (cancellation must go on up), shown by IPython as this one line instead of a
+    traceback through nbtools and asyncio."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """What was asked and decided, as static output: a decided prompt's widget is replaced by it, so a
+    saved notebook reopened without its kernel still shows the record (a widget shows nothing there)."""
+
+    tool: str
+    arguments: str  # JSON text
+    verdict: str
+
+    def _repr_html_(self) -> str:
+        return (f"<div style='color:var(--jp-ui-font-color1)'>Approval for <code><b>{html.escape(self.tool)}</b>"
+                f"</code>: <b>{html.escape(self.verdict)}</b><pre style='margin:4px 0'>"
+                f"{html.escape(self.arguments)}</pre></div>")
+
+    def __repr__(self) -> str:
+        return f"Approval for {self.tool}: {self.verdict}\n{self.arguments}"
+
+
 class ApprovalPrompt:
     """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
 
-    Called as `await prompt(tool, args)`, it shows the tool's name and arguments with Approve and
-    Deny buttons and returns True or False; no answer within `timeout` seconds means Deny. The
-    buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
+    Called as `await prompt(tool, args)`, it shows the tool's name, the first line of its description
+    and its arguments with Approve and Deny buttons, and the time left before it denies by itself;
+    it returns True or False. No answer within `timeout` seconds raises ApprovalTimedOut, so the
+    call is refused and the model reads "no answer within N s (timed out)", not a denial. Interrupting
+    the kernel while it waits ends the call with one line (ApprovalInterrupted). Once decided, the
+    widget is replaced by a static record (tool, arguments, verdict) that survives save and reopen.
+
+    The buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
     with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
     call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
     refuses at once with an error saying to use the async form. Outside a Jupyter kernel (terminal
     IPython, a script) it refuses at once too, instead of waiting for a click that cannot come.
 
-    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt (for tests
-    and for closing it).
+    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt, and `record`,
+    its decision (for tests and for closing it).
     """
 
     def __init__(self, timeout: float | None = 300.0):
         self.timeout = timeout
         self.widget: ApprovalBox | None = None
+        self.record: ApprovalRecord | None = None
         self.approve_button: widgets.Button | None = None
         self.deny_button: widgets.Button | None = None
 
     async def __call__(self, tool: Any, args: Any) -> bool:
+        # 1. Refuse at once where no click can ever arrive.
         if threading.current_thread() is not threading.main_thread():
             # A synchronous `call_func`/`run_tool_calls` in a cell waits for us on a helper thread
             # while the kernel's main thread is blocked, so no click could ever arrive: say so now
@@ -303,6 +343,7 @@ class ApprovalPrompt:
             raise RuntimeError(NEEDS_ASYNC)
         if not _in_kernel():
             raise RuntimeError(NEEDS_KERNEL)
+        # 2. The question: tool, description, arguments, buttons, time left.
         loop = asyncio.get_running_loop()
         decision: asyncio.Future[bool] = loop.create_future()
         name = getattr(tool, "name", None) or str(tool)
@@ -310,13 +351,11 @@ class ApprovalPrompt:
             shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
         except (TypeError, ValueError):
             shown_args = repr(args)
-        destructive = "destructive" in getattr(tool, "hints", ())
-        warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
-        question = widgets.HTML(f"Run tool <code><b>{html.escape(name)}</b></code> {warning} with these arguments?"
-                                f"<pre style='margin:4px 0'>{html.escape(shown_args)}</pre>")
-        approve = widgets.Button(description="Approve", button_style="success", icon="check")
-        deny = widgets.Button(description="Deny", button_style="danger", icon="times")
-        outcome = widgets.HTML()
+        approve = widgets.Button(description="Approve", button_style="success", icon="check",
+                                 tooltip=f"run {name} with these arguments")
+        deny = widgets.Button(description="Deny", button_style="danger", icon="times",
+                              tooltip=f"do not run {name}")
+        clock, outcome = widgets.HTML(), widgets.HTML()
 
         def decide(value: bool) -> None:
             # The click may arrive on another thread than the one awaiting; hand it to that loop.
@@ -324,27 +363,65 @@ class ApprovalPrompt:
 
         approve.on_click(lambda button: decide(True))
         deny.on_click(lambda button: decide(False))
-        self.widget = ApprovalBox(name, [question, widgets.HBox([approve, deny]), outcome])
+        self.widget = ApprovalBox(name, [widgets.HTML(approval_question_html(tool, name, shown_args)),
+                                         widgets.HBox([approve, deny, clock]), outcome])
         self.approve_button, self.deny_button = approve, deny
-        _display(self.widget)
-        verdict = "Cancelled: not run."  # the call was interrupted while waiting
+        self.record = None
+        handle = _display(self.widget)
+        # 3. Wait for a click, the time-out or an interrupt; always leave a verdict, never live buttons.
+        verdict = "Interrupted: not run."
         try:
-            approved = await asyncio.wait_for(decision, self.timeout)
+            approved = await self._wait(decision, clock, loop)
             verdict = "Approved." if approved else "Denied."
-        except asyncio.TimeoutError:
-            approved = False
-            verdict = f"No answer within {self.timeout:g} s: denied."
-        finally:  # never leave live buttons behind a question nobody is waiting for
+            return approved
+        except ApprovalTimedOut:
+            verdict = f"No answer within {self.timeout:g} s (timed out): not run."
+            raise
+        except asyncio.CancelledError:
+            if decision.done():  # the click arrived first: it stands
+                verdict = "Approved." if decision.result() else "Denied."
+            raise ApprovalInterrupted(f"Interrupted while waiting for approval of {name!r}: not run.") from None
+        finally:
             approve.disabled = deny.disabled = True
+            clock.value = ""
             outcome.value = f"<b>{html.escape(verdict)}</b>"
-        return approved
+            self.record = ApprovalRecord(name, shown_args, verdict)
+            if handle is not None:
+                handle.update(self.record)
+
+    async def _wait(self, decision: "asyncio.Future[bool]", clock: widgets.HTML,
+                    loop: asyncio.AbstractEventLoop) -> bool:
+        """The click's answer; ApprovalTimedOut when `timeout` passes first. `clock` shows the seconds left."""
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        while not decision.done():
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                raise ApprovalTimedOut(f"no answer within {self.timeout:g} s (timed out)")
+            if left is not None:
+                clock.value = (f"<span style='color:var(--jp-ui-font-color2);margin-left:8px'>"
+                               f"denies by itself in {math.ceil(left)} s</span>")
+            await asyncio.wait({decision}, timeout=None if left is None else min(left, 1.0))
+        return decision.result()
 
 
-def _display(widget: widgets.Widget) -> None:
+def approval_question_html(tool: Any, name: str, shown_args: str) -> str:
+    """The question of a prompt: name, destructive badge, the description's first line, the arguments."""
+    destructive = "destructive" in getattr(tool, "hints", ())
+    warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
+    description = first_line(getattr(tool, "description", "") or "", limit=160)
+    about = (f"<div style='color:var(--jp-ui-font-color2);margin:2px 0'>{html.escape(description)}</div>"
+             if description else "")
+    return (f"<div style='color:var(--jp-ui-font-color1)'>Run tool <code><b>{html.escape(name)}</b></code> "
+            f"{warning} with these arguments?{about}<pre style='margin:4px 0'>{html.escape(shown_args)}</pre></div>")
+
+
+def _display(widget: widgets.Widget) -> Any:
+    """Show `widget`; the handle that replaces it later (None outside IPython)."""
     from IPython.display import display
 
-    display(widget)
+    return display(widget, display_id=True)
 
 
-__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "FORMAT_CHOICES",
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "ApprovalRecord",
+           "ApprovalTimedOut", "ApprovalInterrupted", "approval_question_html", "FORMAT_CHOICES",
            "tool_summary_html", "schema_html", "name_matches"]

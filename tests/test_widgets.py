@@ -4,6 +4,7 @@ simulated browser, and the exact messages a browser would receive (recorded by a
 from __future__ import annotations
 
 import asyncio
+import re
 import json
 
 import comm
@@ -228,12 +229,51 @@ async def test_approval_click_from_the_browser(tools):
     assert await decision is False
 
 
-async def test_approval_times_out_as_deny(tools):
+async def test_approval_time_out_refuses_and_tells_the_model_it_timed_out(tools):
     prompt = ApprovalPrompt(timeout=0.05)
-    assert await prompt(tools.get("delete_file"), {"path": "/tmp/x"}) is False
-    assert "No answer within 0.05 s" in prompt.widget.children[2].value
+    with pytest.raises(widgets_module.ApprovalTimedOut, match=r"no answer within 0.05 s \(timed out\)"):
+        await prompt(tools.get("delete_file"), {"path": "/tmp/x"})
+    assert "No answer within 0.05 s (timed out): not run." in prompt.widget.children[2].value
     prompt.approve_button.click()  # a late click changes nothing
     assert prompt.approve_button.disabled
+    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=0.05))
+    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
+    assert "no answer within 0.05 s (timed out)" in text and "denied" not in text  # what the model reads
+
+
+async def test_the_prompt_shows_the_description_and_the_time_left(tools):
+    prompt = ApprovalPrompt(timeout=30)
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
+    while prompt.widget is None or not prompt.widget.children[1].children[2].value:
+        await asyncio.sleep(0)
+    question = prompt.widget.children[0].value
+    assert "Delete a file (pretend)." in question  # the tool's description, first line
+    clock = prompt.widget.children[1].children[2].value
+    assert re.search(r"denies by itself in (30|29) s", clock), clock
+    assert "var(--jp-ui-font-color2)" in clock and "#555" not in question + clock
+    prompt.deny_button.click()
+    assert await decision is False
+    assert prompt.widget.children[1].children[2].value == ""  # no clock once decided
+
+
+async def test_a_decided_prompt_is_replaced_by_a_static_record(tools, monkeypatch):
+    updates = []
+
+    class Handle:
+        def update(self, value):
+            updates.append(value)
+
+    monkeypatch.setattr(widgets_module, "_display", lambda widget: Handle())
+    prompt = ApprovalPrompt()
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "<b>/tmp/x</b>"}))
+    await answer(prompt, "deny_button")
+    assert await decision is False
+    (record,) = updates
+    assert record == widgets_module.ApprovalRecord("delete_file", '{\n  "path": "<b>/tmp/x</b>"\n}', "Denied.")
+    assert repr(record).startswith("Approval for delete_file: Denied.")  # text/plain, what nbval compares
+    page = record._repr_html_()  # static HTML: shown by a reopened notebook without a kernel
+    assert "delete_file" in page and "Denied." in page and "&lt;b&gt;/tmp/x&lt;/b&gt;" in page
+    assert "<b>/tmp/x</b>" not in page
 
 
 async def test_outside_a_kernel_the_prompt_refuses_at_once(tools, monkeypatch):
@@ -310,10 +350,40 @@ async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
     while prompt.widget is None:
         await asyncio.sleep(0)
     decision.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(asyncio.CancelledError) as caught:  # cancellation still goes on up
         await decision
     assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Cancelled" in prompt.widget.children[2].value
+    assert "Interrupted: not run." in prompt.widget.children[2].value
+    assert prompt.record.verdict == "Interrupted: not run."
+    if isinstance(caught.value, widgets_module.ApprovalInterrupted):  # a task re-raises a fresh CancelledError
+        assert caught.value._render_traceback_() == ["Interrupted while waiting for approval of 'delete_file': not run."]
+
+
+def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel):
+    kernel = new_kernel()
+    client = kernel.blocking()
+    client.execute_interactive(
+        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
+        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
+        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
+        timeout=60)
+    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
+    errors, interrupted = [], False
+    while True:
+        message = client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != request:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "display_data" and not interrupted:
+            kernel.manager.interrupt_kernel()
+            interrupted = True
+        elif kind == "error":
+            errors.append(content)
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    (error,) = errors
+    assert error["traceback"] == ["Interrupted while waiting for approval of 'wipe': not run."]
+    assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
 
 
 def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real_kernel):
