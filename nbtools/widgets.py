@@ -23,7 +23,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
-from .listing import NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
+from .listing import SEARCHED, NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
 from .registry import Registry
 from .tool import Tool
 
@@ -37,19 +37,32 @@ _HINT_COLOURS = {"destructive": "#b3261e", "read-only": "#1e6b34", "idempotent":
 def badge(text: str, colour: str) -> str:
     """A small coloured label; `text` is escaped here."""
     return (f"<span style='background:{colour};color:white;border-radius:3px;padding:0 4px;"
-            f"margin-left:4px;font-size:85%'>{html.escape(text)}</span>")
+            f"margin-left:4px;font-size:85%;white-space:nowrap'>{html.escape(text)}</span>")
 
 
-def tool_summary_html(tool: Tool) -> str:
-    """Name, group and hint badges, and the description's first line, all escaped."""
-    parts = [f"<code><b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>"]
-    if tool.group:
-        parts.append(badge(tool.group, "#3b5bdb"))
-    parts.extend(badge(hint, _HINT_COLOURS.get(hint, "#555")) for hint in sorted(tool.hints))
-    description = first_line(tool.description, limit=100)
-    if description:
-        parts.append(f"<span style='color:#555;margin-left:8px'>{html.escape(description)}</span>")
-    return "".join(parts)
+# One line per row, so the checkbox, the name and the button sit on the same line in every row:
+# a fixed name column (cut with an ellipsis, whole in its title), then badges, then the description
+# taking what is left (cut too, whole in its title). Colours are JupyterLab's theme variables, so
+# the text keeps its contrast in light and dark themes (a fixed #555 was 2.5:1 on JupyterLab Dark).
+_ONE_LINE = "overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
+_TEXT = "color:var(--jp-ui-font-color1)"
+_QUIET = "color:var(--jp-ui-font-color2)"
+
+
+def tool_summary_html(tool: Tool, enabled: bool = True) -> str:
+    """Name and parameters, group and hint badges, and the description's first line, all escaped;
+    dimmed when the tool is disabled."""
+    signature = f"{tool.name}({parameter_summary(tool.parameters)})"
+    name = (f"<code style='flex:0 0 18em;{_ONE_LINE};{_TEXT}' title='{html.escape(signature)}'>"
+            f"<b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>")
+    badges = ([badge(tool.group, "#3b5bdb")] if tool.group else []) + [
+        badge(hint, _HINT_COLOURS.get(hint, "#44546a")) for hint in sorted(tool.hints)]
+    description = first_line(tool.description, limit=300)
+    about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
+             f"{html.escape(description)}</span>") if description else ""
+    dim = "" if enabled else "opacity:0.55;"
+    return (f"<div style='display:flex;align-items:baseline;gap:6px;{dim}'>{name}"
+            f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
 
 
 def schema_html(tool: Tool, fmt: str | None) -> str:
@@ -83,7 +96,9 @@ class ToolRowWidgets:
 
 
 class ToolsPanel(widgets.VBox):
-    """One row per tool of `registry`: enable/disable, badges, schema on demand, glob filter.
+    """One row per tool of `registry`: enable/disable (one or all shown), badges, schema on demand,
+    a filter over name, group, hints and description (any case), rows grouped by group and
+    scrolling past about a dozen.
 
     The panel follows the registry: after each notebook cell, and when Refresh is clicked, rows are
     rebuilt if tools were added, replaced, removed, enabled or disabled elsewhere.
@@ -92,21 +107,32 @@ class ToolsPanel(widgets.VBox):
     def __init__(self, registry: Registry, filter: str = "", group: str | None = None, **kwargs: Any):
         self.registry = registry
         self.group = group
-        self.filter_text = widgets.Text(value=filter, placeholder="glob, e.g. math_*", description="Filter",
-                                        continuous_update=True)
+        self.filter_text = widgets.Text(value=filter, placeholder="name, group, hint or description; globs: math_*",
+                                        description="Filter", continuous_update=True,
+                                        layout=widgets.Layout(width="24em", flex="0 1 auto"))
         self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value=NEUTRAL,
-                                              description="Format")
-        self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry")
+                                              description="Format", layout=widgets.Layout(width="14em"))
+        self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry",
+                                             layout=_BUTTON)
+        self.enable_all = widgets.Button(description="Enable all", tooltip="enable every tool shown",
+                                         layout=_BUTTON)
+        self.disable_all = widgets.Button(description="Disable all", tooltip="disable every tool shown",
+                                          layout=_BUTTON)
         self.status = widgets.HTML()
         self.rows: dict[str, ToolRowWidgets] = {}
         self._built_from: dict[str, Tool] = {}  # the Tool each row shows, to spot a redefinition
-        self._rows_box = widgets.VBox()
+        self._headers: dict[str, widgets.HTML] = {}
+        # Past about a dozen rows the list scrolls instead of making the output thousands of pixels tall.
+        self._rows_box = widgets.VBox(layout=widgets.Layout(max_height="26em", overflow="auto"))
         self._seen: tuple = ()
-        super().__init__(children=[widgets.HBox([self.filter_text, self.format_picker, self.refresh_button]),
-                                   self._rows_box, self.status], **kwargs)
+        controls = widgets.HBox([self.filter_text, self.format_picker, self.refresh_button, self.enable_all,
+                                 self.disable_all], layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
+        super().__init__(children=[controls, self._rows_box, self.status], **kwargs)
         self.filter_text.observe(lambda change: self.refresh(force=True), names="value")
         self.format_picker.observe(lambda change: self._rerender_open_schemas(), names="value")
         self.refresh_button.on_click(lambda button: self.refresh(force=True))
+        self.enable_all.on_click(lambda button: self.set_all_shown(True))
+        self.disable_all.on_click(lambda button: self.set_all_shown(False))
         self.refresh(force=True)
         _live_panels.add(self)
 
@@ -116,6 +142,12 @@ class ToolsPanel(widgets.VBox):
 
     def visible_tools(self) -> list[Tool]:
         return matching_tools(self.registry, self.filter_text.value, self.group, anywhere=True)
+
+    def set_all_shown(self, value: bool) -> None:
+        """Enable (or disable) every tool the filter shows."""
+        for tool in self.visible_tools():
+            self.registry.enable(tool.name, value)
+        self.refresh(force=True)
 
     def _registry_state(self) -> tuple:
         return tuple((tool.name, id(tool), self.registry.is_enabled(tool.name)) for tool in self.registry)
@@ -139,6 +171,7 @@ class ToolsPanel(widgets.VBox):
                 enabled = self.registry.is_enabled(tool.name)
                 if row.enabled.value != enabled:
                     row.enabled.value = enabled
+                    row.summary.value = tool_summary_html(tool, enabled)
             else:  # new, or redefined: a fresh row; a schema the person had open stays open
                 reopen = row is not None and row.schema_toggle.value
                 row = self._make_row(tool)
@@ -153,20 +186,45 @@ class ToolsPanel(widgets.VBox):
                 if name not in rows:
                     self._built_from.pop(name, None)
         self.rows = rows
-        boxes = [row.box for row in rows.values()]
-        if list(self._rows_box.children) != boxes:
-            self._rows_box.children = boxes
+        children = self._grouped_children()
+        if list(self._rows_box.children) != children:
+            self._rows_box.children = children
         self._update_status()
 
+    def _grouped_children(self) -> list[widgets.Widget]:
+        """The rows, grouped by group in order of first appearance, with a heading per group when
+        the tools shown have more than one group (tools without one come under "no group")."""
+        groups: dict[str, list[ToolRowWidgets]] = {}
+        for name, row in self.rows.items():
+            groups.setdefault(self._built_from[name].group or "", []).append(row)
+        if len(groups) <= 1:
+            return [row.box for row in self.rows.values()]
+        children: list[widgets.Widget] = []
+        for group, members in groups.items():
+            text = (f"<div style='{_TEXT};font-weight:bold;margin-top:4px'>{html.escape(group or 'no group')}"
+                    f" <span style='{_QUIET};font-weight:normal'>({len(members)})</span></div>")
+            header = self._headers.get(group)
+            if header is None:
+                header = self._headers[group] = widgets.HTML(text)
+            elif header.value != text:
+                header.value = text
+            children.append(header)
+            children.extend(row.box for row in members)
+        return children
+
     def _make_row(self, tool: Tool) -> ToolRowWidgets:
-        enabled = widgets.Checkbox(value=self.registry.is_enabled(tool.name), indent=False,
-                                   layout=widgets.Layout(width="auto"), tooltip="offer this tool to the model")
-        summary = widgets.HTML(tool_summary_html(tool))
-        toggle = widgets.ToggleButton(value=False, description="schema", tooltip="show the tool definition",
-                                      layout=widgets.Layout(width="auto"))
+        enabled_now = self.registry.is_enabled(tool.name)
+        # No visible label (the name is in the row), but a tooltip naming the tool: the checkbox's
+        # accessible name, so a screen reader tells the rows apart.
+        enabled = widgets.Checkbox(value=enabled_now, indent=False, tooltip=f"offer {tool.name} to the model",
+                                   layout=widgets.Layout(width="28px", flex="0 0 auto"))
+        summary = widgets.HTML(tool_summary_html(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
+                                                                                          min_width="0"))
+        toggle = widgets.ToggleButton(value=False, description="schema", tooltip=f"show the definition of {tool.name}",
+                                      layout=widgets.Layout(width="6.5em", flex="0 0 auto"))
         schema = widgets.HTML(layout=widgets.Layout(display="none"))
-        row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema,
-                             widgets.VBox([widgets.HBox([enabled, toggle, summary]), schema]))
+        line = widgets.HBox([enabled, summary, toggle], layout=widgets.Layout(align_items="center", width="100%"))
+        row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema, widgets.VBox([line, schema]))
         enabled.observe(lambda change: self._set_enabled(tool.name, change["new"]), names="value")
         toggle.observe(lambda change: self._show_schema(row, change["new"]), names="value")
         return row
@@ -176,6 +234,9 @@ class ToolsPanel(widgets.VBox):
             self.refresh(force=True)
             return
         self.registry.enable(name, value)
+        row, tool = self.rows.get(name), self.registry.get(name)
+        if row is not None and tool is not None:
+            row.summary.value = tool_summary_html(tool, value)
         self._seen = self._registry_state()
         self._update_status()
 
@@ -193,15 +254,22 @@ class ToolsPanel(widgets.VBox):
     def _update_status(self) -> None:
         total = len(self.registry)
         enabled = sum(1 for tool in self.registry if self.registry.is_enabled(tool.name))
+        searched = self.filter_text.value.strip()
         if total == 0:
             text = "No tools registered yet: define some in a %%tool cell."
+        elif not self.rows and searched:
+            text = (f"No tool matches {searched!r} (searched {SEARCHED}"
+                    f"{f' in group {self.group!r}' if self.group else ''}); clear the Filter box to see all {total}.")
         else:
             text = f"{len(self.rows)} of {total} tools shown; {enabled} enabled."
-        self.status.value = f"<span style='color:#555'>{html.escape(text)}</span>"
+        self.status.value = f"<span style='{_QUIET}'>{html.escape(text)}</span>"
 
     def __repr__(self) -> str:
         # Stable text (no model ids), which is what nbval compares for a widget output.
         return f"ToolsPanel({len(self.rows)} of {len(self.registry)} tools shown: {', '.join(self.rows)})"
+
+
+_BUTTON = widgets.Layout(width="auto", flex="0 0 auto")
 
 
 _live_panels: "weakref.WeakSet[ToolsPanel]" = weakref.WeakSet()

@@ -496,7 +496,8 @@ def test_tools_table_text_and_html(listed):
 def test_tools_glob_and_group_filters(listed):
     assert "wipe" not in text_of(listed.run("%tools a*")) and "add" in text_of(listed.run("%tools a*"))
     assert "wipe" not in text_of(listed.run("%tools -g math"))
-    assert "No tools match name 'zzz*'." in text_of(listed.run("%tools zzz*"))
+    assert "No tools match name 'zzz*' (of 2 registered; `%tools` alone lists them all)." in text_of(
+        listed.run("%tools zzz*"))
 
 
 def test_tools_fmt_prints_the_definitions(listed):

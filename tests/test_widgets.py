@@ -124,9 +124,69 @@ def test_glob_filter_and_plain_text_filter(tools):
     shown.filter_text.value = "rea"  # no wildcard: matches inside the name
     assert list(shown.rows) == ["area"]
     shown.filter_text.value = "nothing*"
-    assert shown.rows == {} and "0 of 2 tools shown" in shown.status.value
+    assert shown.rows == {} and ("No tool matches &#x27;nothing*&#x27; (searched name, group, hints and description, "
+                                 "any case); clear the Filter box to see all 2.") in shown.status.value
     assert list(panel(tools, filter="a*").rows) == ["area"]
     assert list(panel(tools, group="geo<metry>").rows) == ["area"]
+
+
+@pytest.mark.parametrize("text, found", [
+    ("AREA", ["area"]),                 # name, any case
+    ("GEO<M", ["area"]),                # group
+    ("Destructive", ["delete_file"]),   # hint
+    ("pretend", ["delete_file"]),       # description
+    ("RECTANGLE", ["area"]),            # description, any case
+    ("Geo*", ["area"]),                 # a glob on the group
+    ("*_FILE", ["delete_file"]),        # a glob on the name, any case
+])
+def test_the_filter_searches_name_group_hints_and_description_in_any_case(tools, text, found):
+    shown = panel(tools)
+    from_browser(shown.filter_text, value=text)
+    assert list(shown.rows) == found
+
+
+def test_panel_layout_never_truncates_controls_and_scrolls(tools):
+    for index in range(35):
+        def fn(x: int) -> int:
+            return x
+        tools.add(fn, name=f"tool_number_{index}_with_a_rather_long_name", group=f"g{index % 3}",
+                  description="A description long enough to wrap " * 4)
+    shown = panel(tools)
+    row = shown.rows["area"]
+    # the schema button keeps its width (it used to shrink to "sche…" whenever a description wrapped)
+    assert row.schema_toggle.layout.flex == "0 0 auto" and row.schema_toggle.layout.width == "6.5em"
+    assert row.enabled.layout.flex == "0 0 auto"
+    line = row.box.children[0]
+    assert line.layout.align_items == "center"  # checkbox on the text line
+    assert "white-space:nowrap" in row.summary.value and "flex:0 0 18em" in row.summary.value  # names aligned
+    assert shown._rows_box.layout.max_height and shown._rows_box.layout.overflow == "auto"  # scrolls
+    headings = [child.value for child in shown._rows_box.children if child not in [r.box for r in shown.rows.values()]]
+    assert len(headings) == 5 and "geo&lt;metry&gt;" in headings[0] and "no group" in headings[1]
+    # every checkbox has an accessible name of its own (no visible label: its tooltip)
+    tooltips = [r.enabled.tooltip for r in shown.rows.values()]
+    assert len(set(tooltips)) == len(tooltips) == 37 and "area" in tooltips[0]
+
+
+def test_colours_follow_the_jupyterlab_theme(tools):
+    shown = panel(tools)
+    html_parts = [shown.status.value] + [row.summary.value for row in shown.rows.values()]
+    assert all("#555" not in part for part in html_parts)
+    assert "var(--jp-ui-font-color2)" in shown.status.value
+    assert "var(--jp-ui-font-color1)" in shown.rows["area"].summary.value
+
+
+def test_enable_and_disable_all_shown_and_disabled_rows_are_dimmed(tools):
+    shown = panel(tools)
+    shown.filter_text.value = "area"
+    shown.disable_all.click()
+    assert not tools.is_enabled("area") and tools.is_enabled("delete_file")  # only the tools shown
+    shown.filter_text.value = ""
+    assert "opacity:0.55" in shown.rows["area"].summary.value
+    assert "opacity" not in shown.rows["delete_file"].summary.value
+    shown.enable_all.click()
+    assert tools.is_enabled("area") and "opacity" not in shown.rows["area"].summary.value
+    from_browser(shown.rows["delete_file"].enabled, value=False)  # a click dims its row at once
+    assert "opacity:0.55" in shown.rows["delete_file"].summary.value
 
 
 def test_name_matches():
