@@ -115,8 +115,7 @@ def _import_target_module(spec: str) -> types.ModuleType:
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as error:
-        raise TargetError(f"{spec!r}: no module named {error.name!r} (is it installed, or on PYTHONPATH?); "
-                          f"{ACCEPTED}") from error
+        raise TargetError(f"{spec!r}: no module named {error.name!r} (is it installed, or on PYTHONPATH?)") from error
     except Exception as error:
         raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
 

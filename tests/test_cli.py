@@ -527,3 +527,32 @@ def test_ctrl_c_ends_a_stdio_server_in_a_terminal(tmp_path):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         os.close(terminal)
+
+
+_WITHOUT_SDKS = ("import sys\nfor name in ('openai', 'anthropic', 'google.genai', 'mcp'):\n"
+                 "    sys.modules[name] = None  # a plain `pip install nbtools-llm`\n")
+
+
+@pytest.mark.parametrize("notebook", ["00_quickstart.ipynb", "04_magics.ipynb"])
+def test_the_projects_notebooks_give_their_tools_with_a_plain_install(notebook):
+    """README's main-job command runs without the dev extra (the quickstart's recorded replies need
+    the openai/anthropic SDKs and are tagged nbtools-skip), and 04_magics runs under the command
+    without an approval prompt nobody can click (no AttributeError, no "Task exception was never
+    retrieved")."""
+    script = _WITHOUT_SDKS + f"from nbtools.cli import main\nsys.exit(main(['schema', 'notebooks/{notebook}', '--fmt', 'openai']))"
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            timeout=DEADLINE * 2)
+    assert result.returncode == 0, result.stderr
+    names = [item["function"]["name"] for item in json.loads(result.stdout)]
+    assert names and "Traceback" not in result.stderr and "never retrieved" not in result.stderr
+    assert {"00_quickstart.ipynb": "weather", "04_magics.ipynb": "delete_note"}[notebook] in names
+
+
+def test_cells_tagged_nbtools_skip_are_not_run(tmp_path):
+    skipped = code("raise SystemExit('needs a live front end')")
+    skipped.metadata["tags"] = ["nbtools-skip"]
+    notebook = write_notebook(tmp_path / "tagged.ipynb", [
+        code("%load_ext nbtools"), skipped, code("%%tool\ndef kept() -> int:\n    return 1")])
+    result = run_cli("schema", str(notebook))
+    assert result.returncode == 0, result.stderr
+    assert [item["name"] for item in json.loads(result.stdout)] == ["kept"]
