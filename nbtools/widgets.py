@@ -61,7 +61,7 @@ def tool_summary_html(tool: Tool, enabled: bool = True) -> str:
     about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
              f"{html.escape(description)}</span>") if description else ""
     dim = "" if enabled else "opacity:0.55;"
-    return (f"<div style='display:flex;align-items:baseline;gap:6px;{dim}'>{name}"
+    return (f"<div style='display:flex;align-items:baseline;gap:6px;width:100%;min-width:0;{dim}'>{name}"
             f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
 
 
@@ -205,7 +205,7 @@ class ToolsPanel(widgets.VBox):
                     f" <span style='{_QUIET};font-weight:normal'>({len(members)})</span></div>")
             header = self._headers.get(group)
             if header is None:
-                header = self._headers[group] = widgets.HTML(text)
+                header = self._headers[group] = widgets.HTML(text, layout=widgets.Layout(flex="0 0 auto"))
             elif header.value != text:
                 header.value = text
             children.append(header)
@@ -224,7 +224,9 @@ class ToolsPanel(widgets.VBox):
                                       layout=widgets.Layout(width="6.5em", flex="0 0 auto"))
         schema = widgets.HTML(layout=widgets.Layout(display="none"))
         line = widgets.HBox([enabled, summary, toggle], layout=widgets.Layout(align_items="center", width="100%"))
-        row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema, widgets.VBox([line, schema]))
+        # flex "0 0 auto": in the scrolling list a row keeps its height (rows shrank to overlap)
+        row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema,
+                             widgets.VBox([line, schema], layout=widgets.Layout(flex="0 0 auto")))
         enabled.observe(lambda change: self._set_enabled(tool.name, change["new"]), names="value")
         toggle.observe(lambda change: self._show_schema(row, change["new"]), names="value")
         return row

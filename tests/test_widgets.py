@@ -156,6 +156,7 @@ def test_panel_layout_never_truncates_controls_and_scrolls(tools):
     # the schema button keeps its width (it used to shrink to "sche…" whenever a description wrapped)
     assert row.schema_toggle.layout.flex == "0 0 auto" and row.schema_toggle.layout.width == "6.5em"
     assert row.enabled.layout.flex == "0 0 auto"
+    assert row.box.layout.flex == "0 0 auto"  # in the scrolling list rows keep their height (they overlapped)
     line = row.box.children[0]
     assert line.layout.align_items == "center"  # checkbox on the text line
     assert "white-space:nowrap" in row.summary.value and "flex:0 0 18em" in row.summary.value  # names aligned
