@@ -374,8 +374,8 @@ class ToolMagics(Magics):
         mine = {tool.name: tool for tool in (by_function.get(id(obj)) for _name, obj in defined) if tool}
         mine.update((name, self.registry[name]) for name in registration.registered if name not in mine)
         removed = forget_cell_tools(self.registry, cell_key, mine)
-        if mine:
-            print(registered_line(list(mine.values()), removed))
+        if mine:  # one write: one stream message (print's two writes may reach the notebook apart)
+            sys.stdout.write(registered_line(list(mine.values()), removed) + "\n")
 
     @no_var_expand
     @magic_arguments(name="tool")

@@ -80,6 +80,14 @@ def fresh(nbtools_kernel):
     return nbtools_kernel
 
 
+def printed_only(outputs: list) -> str:
+    """What a cell printed on stdout (joined: under load one print may arrive in two messages), or a
+    marker when it showed anything else (stderr, a display, an error)."""
+    if any(output["output_type"] != "stream" or output["name"] != "stdout" for output in outputs):
+        return f"<other outputs: {outputs}>"
+    return stdout_of(outputs)
+
+
 def names(kernel) -> list[str]:
     return kernel.value("_registry.names()")
 
@@ -107,7 +115,7 @@ def test_tool_cell_registers_the_functions_the_cell_defines(fresh):
         for loop_variable in range(2): pass
     ''')
     # a clean registration shows one line: what was registered, with the cell's group and hints
-    assert text_of(outputs) == "registered: add, later, guarded (math · idempotent read-only)\n"
+    assert printed_only(outputs) == "registered: add, later, guarded (math · idempotent read-only)\n"
     assert names(fresh) == ["add", "later", "guarded"]
     assert fresh.value("[_registry['add'].group, sorted(_registry['add'].hints)]") == [
         "math", ["idempotent", "read-only"]]
@@ -155,7 +163,7 @@ def test_tool_decorator_inside_a_tool_cell_keeps_its_options(fresh):
         def plain(x: int) -> int:
             return x
     ''')
-    assert text_of(outputs) == "registered: renamed, plain (cell-group, decorator-group)\n"
+    assert printed_only(outputs) == "registered: renamed, plain (cell-group, decorator-group)\n"
     assert names(fresh) == ["renamed", "plain"]
     assert fresh.value("[_registry['renamed'].group, _registry['plain'].group]") == ["decorator-group", "cell-group"]
     outputs = fresh.run('''
@@ -164,7 +172,7 @@ def test_tool_decorator_inside_a_tool_cell_keeps_its_options(fresh):
         def inner(x: int) -> int:
             return x
     ''')
-    assert text_of(outputs) == "registered: only_decorated\n"  # not "defined no functions": @tool registered it
+    assert printed_only(outputs) == "registered: only_decorated\n"  # not "defined no functions": @tool registered it
 
 
 def test_failing_tool_cell_errors_and_registers_nothing(fresh):
@@ -241,7 +249,7 @@ def test_tool_cell_names_tools_after_the_def_not_a_decorator_wrapper(fresh):
         def search(query: str) -> str:
             return query
     ''')
-    assert text_of(outputs) == "registered: logged, search\n"
+    assert printed_only(outputs) == "registered: logged, search\n"
     assert names(fresh) == ["logged", "search"]
     assert fresh.value("_registry.call('search', {'args': ['hi']})") == "hi"
 
@@ -313,7 +321,7 @@ def test_a_def_in_a_branch_not_taken_does_not_register_an_older_function(fresh):
 def test_redefinition_replaces_quietly(fresh):
     fresh.run("%%tool\ndef version() -> int:\n    return 1")
     outputs = fresh.run("%%tool -g v2\ndef version() -> int:\n    return 2")
-    assert text_of(outputs) == "registered: version (v2)\n"  # no "already registered" warning
+    assert printed_only(outputs) == "registered: version (v2)\n"  # no "already registered" warning
     assert fresh.value("_registry.call('version', {})") == 2
     assert fresh.value("_registry['version'].group") == "v2"
     assert names(fresh) == ["version"]
@@ -659,7 +667,7 @@ def test_rerunning_a_tool_cell_replaces_that_cells_tools(fresh):
     assert names(fresh) == ["old_name", "kept", "elsewhere"]
     outputs = run_as_cell(fresh, "%%tool -g g\ndef new_name(x: int) -> int:\n    return x\n"
                                  "def kept() -> int:\n    return 2", "cell-a")
-    assert text_of(outputs) == "registered: new_name, kept (g); removed: old_name (no longer in this cell)\n"
+    assert printed_only(outputs) == "registered: new_name, kept (g); removed: old_name (no longer in this cell)\n"
     assert names(fresh) == ["kept", "elsewhere", "new_name"]  # another cell's tools stay
     # a tool another cell has since taken over is that cell's now: not removed from under it
     run_as_cell(fresh, "%%tool\ndef new_name(x: int) -> int:\n    return -x", "cell-c")
