@@ -14,7 +14,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def sections(wanted: list[str]) -> list[pathlib.Path]:
+    """The section files to run (all when `wanted` is empty); ValueError naming an unknown section and
+    the known ones (a typo used to run nothing and exit 0)."""
     found = sorted(HERE.glob("bench_*.py"))
+    known = [path.stem.removeprefix("bench_") for path in found]
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ValueError(f"unknown section{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"the sections are: {', '.join(known)}")
     if wanted:
         found = [path for path in found if path.stem.removeprefix("bench_") in wanted]
     return found
@@ -37,7 +44,12 @@ def fmt(value: object) -> str:
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE.parent))
     rows: list[dict] = []
-    for path in sections(argv):
+    try:
+        chosen = sections(argv)
+    except ValueError as error:
+        print(f"bench.py: {error}", file=sys.stderr)
+        return 2
+    for path in chosen:
         print(f"running {path.name} ...", file=sys.stderr, flush=True)
         for row in load(path).run():
             rows.append({"section": path.stem.removeprefix("bench_"), **row})

@@ -13,7 +13,8 @@ TARGET is one of:
 * `path/to/notebook.ipynb`: the tools its `%%tool` cells (and `@tool` calls) define, found by running
   the notebook's code cells, in order, in an embedded IPython shell with the nbtools extension loaded,
   in the notebook's folder (as Jupyter would). A failing cell stops the run with an error naming the
-  cell; cells tagged `skip-execution` are skipped, cells tagged `raises-exception` may fail. The
+  cell; cells tagged `skip-execution` or `nbtools-skip` (a cell that needs a live front end or an SDK
+  the tools do not, and defines no tools) are skipped, cells tagged `raises-exception` may fail. The
   cells get an empty stdin (`input()` raises EOFError): under `serve` stdin carries the protocol.
 
 `schema` prints JSON on stdout: one definition for a single function, else a list. `serve` speaks
@@ -32,13 +33,15 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .errors import NotebookError, SchemaError, TargetError
+from .extras import MissingExtra, require_extra
 from .introspect import module_functions
 from .nbrun import notebook_tools, on_sys_path, stdout_to_stderr
 from .registry import Registry
@@ -67,8 +70,8 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
         return Loaded(notebook_tools(path_part, progress=progress))
     module = _import_target_module(path_part)
     if not attribute:
-        return Loaded(module_tools(module))
-    value = _lookup_attribute(module, attribute, target)
+        return Loaded(module_tools(module, warn=progress, label=repr(path_part)))
+    value = _lookup_attribute(module, attribute, target, path_part)
     if isinstance(value, Registry):
         return Loaded(value)  # itself: enabling or disabling its tools later still counts
     if isinstance(value, Tool) or (callable(value) and not isinstance(value, type)):
@@ -82,7 +85,13 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
                       "or a list of them")
 
 
+# What TARGET may be, for the messages that refuse one.
+ACCEPTED = "TARGET is package.module[:name], path/to/file.py[:name] or path/to/notebook.ipynb"
+
+
 def _import_target_module(spec: str) -> types.ModuleType:
+    if Path(spec).is_file() and not spec.endswith(".py"):  # `readme.txt`, `data.json`: a file, but no module
+        raise TargetError(f"{spec!r} is neither a Python module (.py) nor a notebook (.ipynb); {ACCEPTED}")
     if spec.endswith(".py") or os.sep in spec or "/" in spec:
         path = Path(spec)
         if not path.is_file():
@@ -101,7 +110,8 @@ def _import_target_module(spec: str) -> types.ModuleType:
             raise TargetError(f"{spec!r}: importing it failed: {type(error).__name__}: {error}") from error
         return module
     if not all(part.isidentifier() for part in spec.split(".")):
-        raise TargetError(f"{spec!r} is not a module name (package.module), a .py file or a .ipynb notebook")
+        raise TargetError(f"{spec!r} is not a module name (package.module), a .py file or a .ipynb notebook; "
+                          f"{ACCEPTED}")
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as error:
@@ -121,7 +131,9 @@ def _file_module_name(stem: str) -> str:
     return f"nbtools_target_{stem if stem.isidentifier() else 'module'}"
 
 
-def _lookup_attribute(module: types.ModuleType, dotted: str, target: str) -> Any:
+def _lookup_attribute(module: types.ModuleType, dotted: str, target: str, spec: str) -> Any:
+    """`module.dotted`; errors name the module as the person typed it (`mymod.py`), never the internal
+    name a target file was imported under, and list the functions it does have."""
     value: Any = module
     for part in dotted.split("."):
         if not part.isidentifier():
@@ -129,16 +141,34 @@ def _lookup_attribute(module: types.ModuleType, dotted: str, target: str) -> Any
         try:
             value = getattr(value, part)
         except AttributeError:
-            raise TargetError(f"{target!r}: {module.__name__} has no attribute {dotted!r}") from None
+            functions = [name for name, _ in module_functions(module)]
+            has = f"; its functions: {', '.join(functions)}" if functions else "; it defines no public functions"
+            raise TargetError(f"{target!r}: {spec} has no attribute {dotted!r}{has}") from None
     return value
 
 
-def module_tools(module: types.ModuleType) -> Registry:
-    """The public functions of a module (`introspect.module_functions`: its `__all__`, or what it defines), as Tools."""
+def module_tools(module: types.ModuleType, *, warn: Any = None, label: str | None = None) -> Registry:
+    """The public functions of a module (`introspect.module_functions`: its `__all__`, or what it defines), as Tools.
+
+    A function nbtools cannot describe is skipped with a warning naming it and why (`warn(message)`;
+    as `%%tool` does), and the others are kept; SchemaError (the first reason) when none can be described.
+    """
+    label = label or repr(module.__name__)
     members = module_functions(module)
     if not members:
-        raise TargetError(f"module {module.__name__!r} defines no public functions to make tools of")
-    return Registry([_registered_tool(value) for _name, value in members])
+        raise TargetError(f"module {label} defines no public functions to make tools of")
+    tools, problems = [], []
+    for name, value in members:
+        try:
+            tools.append(_registered_tool(value))
+        except SchemaError as error:
+            problems.append((name, error))
+    if problems and not tools:
+        raise problems[0][1]
+    for name, error in problems:
+        if warn is not None:
+            warn(f"warning: {name!r} skipped (not a tool): {error}")
+    return Registry(tools)
 
 
 def _registered_tool(value: Any) -> Tool:
@@ -166,6 +196,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="nbtools",
         description="Turn Python functions and notebooks into tool definitions for language models, "
                     "and serve them over MCP.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     target_help = ("package.module:function, package.module, path/to/file.py[:name], "
                    "or path/to/notebook.ipynb")
@@ -195,6 +226,12 @@ def _parser() -> argparse.ArgumentParser:
                             "the machine's LAN name with --host 0.0.0.0")
     serve.add_argument("--name", default=None, help="server name shown to clients (default: from TARGET)")
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def _port(text: str) -> int:
@@ -238,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (TargetError, SchemaError, OSError) as error:
+    except (TargetError, SchemaError, OSError, MissingExtra) as error:
         print(f"nbtools: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -258,6 +295,7 @@ def _schema_command(args: argparse.Namespace) -> int:
 
 
 def _serve_command(args: argparse.Namespace) -> int:
+    require_extra("mcp", "nbtools serve")  # before the notebook runs, not after
     from . import mcp
 
     with stdout_to_stderr():
@@ -269,10 +307,11 @@ def _serve_command(args: argparse.Namespace) -> int:
     stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
     name = args.name or _server_name(args.target)
     if args.http is None:
-        hint = " (stdin is a terminal: this waits for an MCP client; --http PORT serves over HTTP)" \
-            if sys.stdin.isatty() else ""
+        hint = (" (stdin is a terminal: this waits for an MCP client; Ctrl+C or Ctrl+D ends it; "
+                "--http PORT serves over HTTP)") if sys.stdin.isatty() else ""
         stderr_progress(f"serving MCP over stdio{hint}")
-        mcp.serve(tools, transport="stdio", name=name)
+        with _exit_on_interrupt():
+            mcp.serve(tools, transport="stdio", name=name)
     else:
         mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name,
                   token=False if args.no_token else args.token, allow_hosts=args.allow_host,
@@ -286,6 +325,23 @@ def _announce(url: str, token: str | None) -> None:
         stderr_progress("WARNING: no authentication (--no-token): anyone who can reach the port can call the tools")
     else:
         stderr_progress(f"token (clients send `Authorization: Bearer <token>`): {token}")
+
+
+@contextlib.contextmanager
+def _exit_on_interrupt() -> Iterator[None]:
+    """Ctrl+C ends a stdio server at once. Left to KeyboardInterrupt, the event loop's shutdown waits
+    for the worker thread blocked reading stdin, so in a terminal only Ctrl+D ended it. Nothing
+    is lost by leaving at once: stdio serving keeps no state beyond this process."""
+
+    def leave(signum: int, frame: Any) -> None:
+        stderr_progress("interrupted: MCP server stopped")
+        os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _server_name(target: str) -> str:

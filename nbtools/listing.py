@@ -3,8 +3,10 @@
 - `glob_matches(name, pattern)` (the registry's rule, re-exported): the name equals the pattern or
   matches it as a case-sensitive glob (`math_*`, `calc.?`); `Registry.select`/`remove`, `%tools
   GLOB` and `%untool` use it.
-- `name_matches(name, text)`: the panel's filter box, the same rule except that text without a
-  wildcard matches anywhere in the name.
+- `name_matches(name, text)`: the same rule except that text without a wildcard matches anywhere in
+  the name.
+- `tool_matches(tool, text)`: the panel's filter box: any case, over the name, group, hints and
+  description; text with a wildcard is a glob on the name or the group.
 - `matching_tools`, `tool_table` (the `%tools` listing), `first_line`, `parameter_summary`, and the
   format words both offer (`format_named`).
 
@@ -37,13 +39,31 @@ def name_matches(name: str, text: str) -> bool:
     return glob_matches(name, text)
 
 
+def tool_matches(tool: Tool, text: str) -> bool:
+    """The panel's filter: does `text` find this tool? Case never matters. Plain text is looked for
+    in the name, the group, the hints and the description; text with a wildcard (`math_*`) is a
+    glob on the name or the group. What people type is "Note" for `delete_note`, or "destructive"."""
+    wanted = text.strip().lower()
+    if not wanted:
+        return True
+    if _WILDCARDS & set(wanted):
+        return any(glob_matches(field.lower(), wanted) for field in (tool.name, tool.group or ""))
+    haystack = "\n".join((tool.name, tool.group or "", " ".join(sorted(tool.hints)), tool.description or ""))
+    return wanted in haystack.lower()
+
+
+SEARCHED = "name, group, hints and description, any case"  # what `tool_matches` looks at, for messages
+
+
 def matching_tools(registry: Registry, pattern: str | None = None, group: str | None = None, *,
                    anywhere: bool = False) -> list[Tool]:
-    """The registry's tools (enabled or not), in registration order, whose name matches `pattern`
-    (`glob_matches`; with `anywhere`, `name_matches`) and, if given, in `group`."""
-    matches = name_matches if anywhere else glob_matches
+    """The registry's tools (enabled or not), in registration order, that `pattern` finds
+    (`glob_matches` on the name; with `anywhere`, the panel's `tool_matches`) and, if given, in `group`."""
+    if anywhere:
+        return [tool for tool in registry
+                if (pattern is None or tool_matches(tool, pattern)) and (group is None or tool.group == group)]
     return [tool for tool in registry
-            if (pattern is None or matches(tool.name, pattern)) and (group is None or tool.group == group)]
+            if (pattern is None or glob_matches(tool.name, pattern)) and (group is None or tool.group == group)]
 
 
 # -- short texts -----------------------------------------------------------------------------------
@@ -125,6 +145,26 @@ def tool_row(tool: Tool, enabled: bool) -> ToolRow:
 
 
 _COLUMNS = ("name", "group", "hints", "description", "parameters")
+_LEFT = "text-align:left;vertical-align:top"
+
+
+def _parameter_parts(summary: str) -> list[str]:
+    """`a, b="x, y", c?` split between parameters only (a default may hold a comma)."""
+    parts, depth, current, quoted = [], 0, "", False
+    for index, char in enumerate(summary):
+        if char == '"' and (index == 0 or summary[index - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and char in "[{":
+            depth += 1
+        elif not quoted and char in "]}":
+            depth -= 1
+        if char == "," and not quoted and depth == 0 and summary[index + 1:index + 2] == " ":
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+    parts.append(current.strip())
+    return [part.strip() for part in parts if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -160,12 +200,18 @@ class ToolTable:
         head = "".join(f"<th style='text-align:left'>{column}</th>" for column in _COLUMNS)
         body = []
         for row in self.rows:
-            style = "" if row.enabled else " style='opacity:0.5' title='disabled'"
-            name = f"<code>{escape(row.name)}</code>" + ("" if row.enabled else " (disabled)")
-            hints = " ".join(f"<code>{escape(hint)}</code>" for hint in row.hints)
-            cells = (name, escape(row.group), hints, escape(row.description),
-                     f"<code>{escape(row.parameters)}</code>" if row.parameters else "")
-            body.append(f"<tr{style}>" + "".join(f"<td style='text-align:left'>{cell}</td>" for cell in cells)
+            style = "" if row.enabled else " style='opacity:0.55' title='disabled'"
+            # A long name is cut with an ellipsis (the whole name in its title) instead of taking
+            # half the width from the descriptions.
+            name = (f"<td style='{_LEFT};max-width:18em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap'"
+                    f" title='{escape(row.name)}'><code>{escape(row.name)}</code>"
+                    + ("" if row.enabled else " (disabled)") + "</td>")
+            # Hints never break at their hyphen ("read-only"); parameters wrap between parameters only.
+            hints = " ".join(f"<code style='white-space:nowrap'>{escape(hint)}</code>" for hint in row.hints)
+            parameters = ", ".join(f"<code style='white-space:nowrap'>{escape(part)}</code>"
+                                   for part in _parameter_parts(row.parameters))
+            cells = (escape(row.group), hints, escape(row.description), parameters)
+            body.append(f"<tr{style}>{name}" + "".join(f"<td style='{_LEFT}'>{cell}</td>" for cell in cells)
                         + "</tr>")
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -183,8 +229,9 @@ def tool_table(registry: Registry, glob: str | None = None, group: str | None = 
     if glob is None and group is None:
         return ToolTable(rows)
     wanted = " and ".join(part for part in (glob and f"name {glob!r}", group and f"group {group!r}") if part)
-    return ToolTable(rows, f"No tools match {wanted}.")
+    total = len(registry)
+    return ToolTable(rows, f"No tools match {wanted} (of {total} registered; `%tools` alone lists them all).")
 
 
-__all__ = ["glob_matches", "name_matches", "matching_tools", "first_line", "parameter_summary", "NEUTRAL",
+__all__ = ["glob_matches", "name_matches", "tool_matches", "SEARCHED", "matching_tools", "first_line", "parameter_summary", "NEUTRAL",
            "format_words", "format_named", "ToolRow", "tool_row", "ToolTable", "tool_table"]

@@ -2,7 +2,10 @@
 
 - `%%tool [-g GROUP] [--hints H ...] [--strict]` runs the cell like any cell, then registers the
   functions it defines (`def`/`async def`, also inside `if`/`try`/`with`; `_names` are helpers and
-  skipped). A failing cell registers nothing and ends with an error; running it again replaces them.
+  skipped) and prints `registered: a, b (group · hints)`. A failing cell registers nothing and ends
+  with an error. Running the cell again replaces its tools: one the cell no longer defines (a renamed
+  function) is removed. The cell is known by the id the front end sends (JupyterLab, Notebook 7,
+  VS Code); without one (terminal IPython) only tools of the same name are replaced.
 - `%tool NAME [NAME ...] [-g GROUP] [--hints H ...] [--strict]` registers functions that already
   exist in the notebook (`mod.fn` follows attributes), each named after what was typed.
 - `%untool NAME|GLOB [...]` removes tools (the functions stay in the notebook).
@@ -174,6 +177,52 @@ def _strict_problem(built: Tool) -> str | None:
     return None
 
 
+# -- a cell's tools: re-running a `%%tool` cell replaces them --------------------------------------
+
+# (id of the registry, cell key) -> the tools that cell's last run registered, by name. Kept in this
+# submodule, so `%reload_ext nbtools` keeps it along with the registry.
+_CELL_TOOLS: dict[tuple[int, str], dict[str, Tool]] = {}
+
+
+def _cell_key(shell: Any) -> str | None:
+    """The running cell's identity: the cell id the front end sends with each execution (JupyterLab,
+    Notebook 7, VS Code and nbclient do; ipykernel hands it to `run_cell`), read from the execution IPython
+    is running now. None where there is no id (terminal IPython): re-running then replaces tools
+    of the same name only, since nothing says two runs came from the same cell."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    cell_id = getattr(getattr(result, "info", None), "cell_id", None)
+    return cell_id if isinstance(cell_id, str) and cell_id else None
+
+
+def forget_cell_tools(registry: Registry, cell_key: str | None, now: dict[str, Tool]) -> list[str]:
+    """Record `now` as the cell's tools and remove those its previous run registered that it no
+    longer defines (a renamed or deleted function), unless something else has replaced them since.
+    Returns the names removed."""
+    if cell_key is None:
+        return []
+    before = _CELL_TOOLS.get((id(registry), cell_key), {})
+    removed = [name for name, old in before.items()
+               if name not in now and registry.get(name) is old]
+    for name in removed:
+        registry.remove(name)
+    if now:
+        _CELL_TOOLS[(id(registry), cell_key)] = dict(now)
+    else:
+        _CELL_TOOLS.pop((id(registry), cell_key), None)
+    return removed
+
+
+def registered_line(tools: list[Tool], removed: Iterable[str] = ()) -> str:
+    """`registered: a, b (group · hints)`: what a `%%tool` cell did, in one line."""
+    names = ", ".join(tool.name for tool in tools)
+    groups = sorted({tool.group for tool in tools if tool.group})
+    hints = sorted(set().union(*(tool.hints for tool in tools)))
+    extra = " · ".join(part for part in (", ".join(groups), " ".join(hints)) if part)
+    line = f"registered: {names}" + (f" ({extra})" if extra else "")
+    removed = list(removed)
+    return line + (f"; removed: {', '.join(removed)} (no longer in this cell)" if removed else "")
+
+
 # -- finding what a person named, removing, listing -------------------------------------------------
 
 _MISSING = object()
@@ -272,7 +321,13 @@ class ToolMagics(Magics):
         stored: rebinding the name later does not change the tool. A function the cell already
         registered with `@tool(...)` keeps the name and options its decorator gave it. Names
         starting with `_` are helpers and are not registered; imports, lambdas, classes and loop
-        variables never are. Running the cell again replaces the tools with the new definitions.
+        variables never are. It prints one line, `registered: a, b (group · hints)`.
+
+        Running the cell again replaces the cell's tools with the new definitions, and removes a
+        tool the cell registered before but no longer defines (a renamed or deleted function),
+        unless another cell has registered that name since. The cell is known by the cell id the
+        front end sends with each execution (JupyterLab, Notebook 7, VS Code); where there is none
+        (terminal IPython) only tools of the same name are replaced.
 
         A cell that fails registers nothing and ends with an error, so a notebook run stops there.
         A function nbtools cannot describe gets one line saying which and why; the others register.
@@ -286,6 +341,7 @@ class ToolMagics(Magics):
         args = _parse_args(self.tool_cell, line, "%%tool")
         hints = _parse_hints(args.hints, "%%tool")
         shell = self.shell
+        cell_key = _cell_key(shell)  # read before the body runs: the nested run replaces what it reads
         try:
             found = defined_functions(shell.transform_cell(_python_body(cell)))
         except SyntaxError:
@@ -301,7 +357,9 @@ class ToolMagics(Magics):
                    if name in shell.user_ns and shell.user_ns[name] is not before[name]]
         if not defined:
             what = "only helpers (names starting with _)" if found and not names else "no functions"
-            print(f"%%tool: this cell defined {what}, so no tools were registered", file=sys.stderr)
+            removed = forget_cell_tools(self.registry, cell_key, {})
+            gone = f"; removed its earlier tools {', '.join(removed)}" if removed else ""
+            print(f"%%tool: this cell defined {what}, so no tools were registered{gone}", file=sys.stderr)
             return
         # A function the cell registered itself (`@tool(name=..., ...)` inside the cell) keeps the
         # name and options its decorator gave it.
@@ -311,6 +369,13 @@ class ToolMagics(Magics):
                                         strict=args.strict)
         for problem in registration.problem_lines("%%tool"):
             print(problem, file=sys.stderr)
+        # The cell's tools are what this run registered (also those its own `@tool` calls made).
+        by_function = {id(tool.fn): tool for tool in self.registry}
+        mine = {tool.name: tool for tool in (by_function.get(id(obj)) for _name, obj in defined) if tool}
+        mine.update((name, self.registry[name]) for name in registration.registered if name not in mine)
+        removed = forget_cell_tools(self.registry, cell_key, mine)
+        if mine:  # one write: one stream message (print's two writes may reach the notebook apart)
+            sys.stdout.write(registered_line(list(mine.values()), removed) + "\n")
 
     @no_var_expand
     @magic_arguments(name="tool")
@@ -425,6 +490,13 @@ class ToolMagics(Magics):
         if args.serve is None and (args.token is not None or args.no_token or args.allow_host):
             raise UsageError("%tools: --token, --no-token and --allow-host go with --serve")
         if args.serve is not None or args.stop:
+            from .extras import MissingExtra, require_extra
+
+            if args.serve is not None:
+                try:
+                    require_extra("mcp", "%tools --serve")
+                except MissingExtra as error:
+                    raise MagicError(str(error)) from None
             from .mcp import serve_magic
 
             token = False if args.no_token else args.token

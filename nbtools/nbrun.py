@@ -21,6 +21,11 @@ from .errors import NotebookError, TargetError
 from .registry import Registry
 
 
+# Cells the run leaves out: nbclient's `skip-execution`, and `nbtools-skip` for cells that need a
+# live front end (clicking an approval prompt) and define no tools, so Jupyter still runs them.
+SKIP_TAGS = frozenset({"skip-execution", "nbtools-skip"})
+
+
 def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry:
     """Run a notebook's code cells in an embedded IPython shell and return the tools it registered.
 
@@ -35,9 +40,12 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
         raise TargetError(f"{str(path)!r}: no such notebook")
     try:
         document = json.loads(notebook.read_text(encoding="utf-8"))
-        cells = document["cells"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise TargetError(f"{str(path)!r} is not a Jupyter notebook (.ipynb JSON): {error}") from None
+    except ValueError as error:
+        raise TargetError(f"{str(path)!r} is not a Jupyter notebook: it is not JSON ({error})") from None
+    cells = document.get("cells") if isinstance(document, dict) else None
+    if not isinstance(cells, list):
+        raise TargetError(f"{str(path)!r} is not a Jupyter notebook: a notebook is a JSON object with a "
+                          "\"cells\" list (and \"metadata\", \"nbformat\"); this one has none")
     language = (document.get("metadata", {}).get("kernelspec", {}) or {}).get("language", "python")
     if language != "python":
         raise TargetError(f"{str(path)!r} is a {language} notebook; nbtools runs Python notebooks")
@@ -65,10 +73,12 @@ def notebook_tools(path: str | os.PathLike, *, progress: Any = None) -> Registry
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else str(source)
             tags = (cell.get("metadata") or {}).get("tags") or []
-            if "skip-execution" in tags or not source.strip():
+            if SKIP_TAGS & set(tags) or not source.strip():
                 continue
+            # One number per cell everywhere: the error says "cell N" and IPython's traceback "In[N]".
+            shell.execution_count = index
             with capture_output() as captured:
-                result = shell.run_cell(source, store_history=True)
+                result = shell.run_cell(source, store_history=True, cell_id=cell.get("id"))
             if not result.success and "raises-exception" not in tags:
                 error = result.error_before_exec or result.error_in_exec
                 raise NotebookError(str(path), index, source, error, captured.stdout + captured.stderr)

@@ -215,7 +215,7 @@ def fresh_top(rendered: dict) -> dict:
 def normalise_hints(hints: Any) -> frozenset[str]:
     """Hints as a frozenset, accepting a string ("read-only"), an iterable, or underscores.
 
-    ValueError for an unknown hint (on every path that takes hints: `@tool`, `Tool.from_function`,
+    ValueError for an unknown hint or a contradictory pair (`read-only` with `destructive`) (on every path that takes hints: `@tool`, `Tool.from_function`,
     `Tool.from_schema`, `Registry.select`).
     """
     if not hints:
@@ -232,7 +232,16 @@ def normalise_hints(hints: Any) -> frozenset[str]:
         if norm not in HINTS:
             raise ValueError(f"unknown tool hint {hint!r}; expected one of {', '.join(HINTS)}")
         out.add(norm)
+    for pair in _CONTRADICTORY:
+        if pair <= out:
+            first, second = sorted(pair, key=HINTS.index)
+            raise ValueError(f"contradictory tool hints {first!r} and {second!r}: a {first} tool changes nothing, "
+                             f"so it cannot be {second}; keep one of them")
     return frozenset(out)
+
+
+# Hint pairs no tool can carry together (MCP: destructiveHint only means something when not read-only).
+_CONTRADICTORY = (frozenset({"read-only", "destructive"}),)
 
 
 def _check_name(name: Any) -> None:

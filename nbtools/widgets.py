@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
-from .listing import NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
+from .listing import SEARCHED, NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
 from .registry import Registry
 from .tool import Tool
 
@@ -36,19 +37,32 @@ _HINT_COLOURS = {"destructive": "#b3261e", "read-only": "#1e6b34", "idempotent":
 def badge(text: str, colour: str) -> str:
     """A small coloured label; `text` is escaped here."""
     return (f"<span style='background:{colour};color:white;border-radius:3px;padding:0 4px;"
-            f"margin-left:4px;font-size:85%'>{html.escape(text)}</span>")
+            f"margin-left:4px;font-size:85%;white-space:nowrap'>{html.escape(text)}</span>")
 
 
-def tool_summary_html(tool: Tool) -> str:
-    """Name, group and hint badges, and the description's first line, all escaped."""
-    parts = [f"<code><b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>"]
-    if tool.group:
-        parts.append(badge(tool.group, "#3b5bdb"))
-    parts.extend(badge(hint, _HINT_COLOURS.get(hint, "#555")) for hint in sorted(tool.hints))
-    description = first_line(tool.description, limit=100)
-    if description:
-        parts.append(f"<span style='color:#555;margin-left:8px'>{html.escape(description)}</span>")
-    return "".join(parts)
+# One line per row, so the checkbox, the name and the button sit on the same line in every row:
+# a fixed name column (cut with an ellipsis, whole in its title), then badges, then the description
+# taking what is left (cut too, whole in its title). Colours are JupyterLab's theme variables, so
+# the text keeps its contrast in light and dark themes (a fixed #555 was 2.5:1 on JupyterLab Dark).
+_ONE_LINE = "overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
+_TEXT = "color:var(--jp-ui-font-color1)"
+_QUIET = "color:var(--jp-ui-font-color2)"
+
+
+def tool_summary_html(tool: Tool, enabled: bool = True) -> str:
+    """Name and parameters, group and hint badges, and the description's first line, all escaped;
+    dimmed when the tool is disabled."""
+    signature = f"{tool.name}({parameter_summary(tool.parameters)})"
+    name = (f"<code style='flex:0 0 18em;{_ONE_LINE};{_TEXT}' title='{html.escape(signature)}'>"
+            f"<b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>")
+    badges = ([badge(tool.group, "#3b5bdb")] if tool.group else []) + [
+        badge(hint, _HINT_COLOURS.get(hint, "#44546a")) for hint in sorted(tool.hints)]
+    description = first_line(tool.description, limit=300)
+    about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
+             f"{html.escape(description)}</span>") if description else ""
+    dim = "" if enabled else "opacity:0.55;"
+    return (f"<div style='display:flex;align-items:baseline;gap:6px;width:100%;min-width:0;{dim}'>{name}"
+            f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
 
 
 def schema_html(tool: Tool, fmt: str | None) -> str:
@@ -82,7 +96,9 @@ class ToolRowWidgets:
 
 
 class ToolsPanel(widgets.VBox):
-    """One row per tool of `registry`: enable/disable, badges, schema on demand, glob filter.
+    """One row per tool of `registry`: enable/disable (one or all shown), badges, schema on demand,
+    a filter over name, group, hints and description (any case), rows grouped by group and
+    scrolling past about a dozen.
 
     The panel follows the registry: after each notebook cell, and when Refresh is clicked, rows are
     rebuilt if tools were added, replaced, removed, enabled or disabled elsewhere.
@@ -91,21 +107,32 @@ class ToolsPanel(widgets.VBox):
     def __init__(self, registry: Registry, filter: str = "", group: str | None = None, **kwargs: Any):
         self.registry = registry
         self.group = group
-        self.filter_text = widgets.Text(value=filter, placeholder="glob, e.g. math_*", description="Filter",
-                                        continuous_update=True)
+        self.filter_text = widgets.Text(value=filter, placeholder="name, group, hint or description; globs: math_*",
+                                        description="Filter", continuous_update=True,
+                                        layout=widgets.Layout(width="24em", flex="0 1 auto"))
         self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value=NEUTRAL,
-                                              description="Format")
-        self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry")
+                                              description="Format", layout=widgets.Layout(width="14em"))
+        self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry",
+                                             layout=_BUTTON)
+        self.enable_all = widgets.Button(description="Enable all", tooltip="enable every tool shown",
+                                         layout=_BUTTON)
+        self.disable_all = widgets.Button(description="Disable all", tooltip="disable every tool shown",
+                                          layout=_BUTTON)
         self.status = widgets.HTML()
         self.rows: dict[str, ToolRowWidgets] = {}
         self._built_from: dict[str, Tool] = {}  # the Tool each row shows, to spot a redefinition
-        self._rows_box = widgets.VBox()
+        self._headers: dict[str, widgets.HTML] = {}
+        # Past about a dozen rows the list scrolls instead of making the output thousands of pixels tall.
+        self._rows_box = widgets.VBox(layout=widgets.Layout(max_height="26em", overflow="auto"))
         self._seen: tuple = ()
-        super().__init__(children=[widgets.HBox([self.filter_text, self.format_picker, self.refresh_button]),
-                                   self._rows_box, self.status], **kwargs)
+        controls = widgets.HBox([self.filter_text, self.format_picker, self.refresh_button, self.enable_all,
+                                 self.disable_all], layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
+        super().__init__(children=[controls, self._rows_box, self.status], **kwargs)
         self.filter_text.observe(lambda change: self.refresh(force=True), names="value")
         self.format_picker.observe(lambda change: self._rerender_open_schemas(), names="value")
         self.refresh_button.on_click(lambda button: self.refresh(force=True))
+        self.enable_all.on_click(lambda button: self.set_all_shown(True))
+        self.disable_all.on_click(lambda button: self.set_all_shown(False))
         self.refresh(force=True)
         _live_panels.add(self)
 
@@ -115,6 +142,12 @@ class ToolsPanel(widgets.VBox):
 
     def visible_tools(self) -> list[Tool]:
         return matching_tools(self.registry, self.filter_text.value, self.group, anywhere=True)
+
+    def set_all_shown(self, value: bool) -> None:
+        """Enable (or disable) every tool the filter shows."""
+        for tool in self.visible_tools():
+            self.registry.enable(tool.name, value)
+        self.refresh(force=True)
 
     def _registry_state(self) -> tuple:
         return tuple((tool.name, id(tool), self.registry.is_enabled(tool.name)) for tool in self.registry)
@@ -138,6 +171,7 @@ class ToolsPanel(widgets.VBox):
                 enabled = self.registry.is_enabled(tool.name)
                 if row.enabled.value != enabled:
                     row.enabled.value = enabled
+                    row.summary.value = tool_summary_html(tool, enabled)
             else:  # new, or redefined: a fresh row; a schema the person had open stays open
                 reopen = row is not None and row.schema_toggle.value
                 row = self._make_row(tool)
@@ -152,20 +186,47 @@ class ToolsPanel(widgets.VBox):
                 if name not in rows:
                     self._built_from.pop(name, None)
         self.rows = rows
-        boxes = [row.box for row in rows.values()]
-        if list(self._rows_box.children) != boxes:
-            self._rows_box.children = boxes
+        children = self._grouped_children()
+        if list(self._rows_box.children) != children:
+            self._rows_box.children = children
         self._update_status()
 
+    def _grouped_children(self) -> list[widgets.Widget]:
+        """The rows, grouped by group in order of first appearance, with a heading per group when
+        the tools shown have more than one group (tools without one come under "no group")."""
+        groups: dict[str, list[ToolRowWidgets]] = {}
+        for name, row in self.rows.items():
+            groups.setdefault(self._built_from[name].group or "", []).append(row)
+        if len(groups) <= 1:
+            return [row.box for row in self.rows.values()]
+        children: list[widgets.Widget] = []
+        for group, members in groups.items():
+            text = (f"<div style='{_TEXT};font-weight:bold;margin-top:4px'>{html.escape(group or 'no group')}"
+                    f" <span style='{_QUIET};font-weight:normal'>({len(members)})</span></div>")
+            header = self._headers.get(group)
+            if header is None:
+                header = self._headers[group] = widgets.HTML(text, layout=widgets.Layout(flex="0 0 auto"))
+            elif header.value != text:
+                header.value = text
+            children.append(header)
+            children.extend(row.box for row in members)
+        return children
+
     def _make_row(self, tool: Tool) -> ToolRowWidgets:
-        enabled = widgets.Checkbox(value=self.registry.is_enabled(tool.name), indent=False,
-                                   layout=widgets.Layout(width="auto"), tooltip="offer this tool to the model")
-        summary = widgets.HTML(tool_summary_html(tool))
-        toggle = widgets.ToggleButton(value=False, description="schema", tooltip="show the tool definition",
-                                      layout=widgets.Layout(width="auto"))
+        enabled_now = self.registry.is_enabled(tool.name)
+        # No visible label (the name is in the row), but a tooltip naming the tool: the checkbox's
+        # accessible name, so a screen reader tells the rows apart.
+        enabled = widgets.Checkbox(value=enabled_now, indent=False, tooltip=f"offer {tool.name} to the model",
+                                   layout=widgets.Layout(width="28px", flex="0 0 auto"))
+        summary = widgets.HTML(tool_summary_html(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
+                                                                                          min_width="0"))
+        toggle = widgets.ToggleButton(value=False, description="schema", tooltip=f"show the definition of {tool.name}",
+                                      layout=widgets.Layout(width="6.5em", flex="0 0 auto"))
         schema = widgets.HTML(layout=widgets.Layout(display="none"))
+        line = widgets.HBox([enabled, summary, toggle], layout=widgets.Layout(align_items="center", width="100%"))
+        # flex "0 0 auto": in the scrolling list a row keeps its height (rows shrank to overlap)
         row = ToolRowWidgets(tool.name, enabled, summary, toggle, schema,
-                             widgets.VBox([widgets.HBox([enabled, toggle, summary]), schema]))
+                             widgets.VBox([line, schema], layout=widgets.Layout(flex="0 0 auto")))
         enabled.observe(lambda change: self._set_enabled(tool.name, change["new"]), names="value")
         toggle.observe(lambda change: self._show_schema(row, change["new"]), names="value")
         return row
@@ -175,6 +236,9 @@ class ToolsPanel(widgets.VBox):
             self.refresh(force=True)
             return
         self.registry.enable(name, value)
+        row, tool = self.rows.get(name), self.registry.get(name)
+        if row is not None and tool is not None:
+            row.summary.value = tool_summary_html(tool, value)
         self._seen = self._registry_state()
         self._update_status()
 
@@ -192,15 +256,22 @@ class ToolsPanel(widgets.VBox):
     def _update_status(self) -> None:
         total = len(self.registry)
         enabled = sum(1 for tool in self.registry if self.registry.is_enabled(tool.name))
+        searched = self.filter_text.value.strip()
         if total == 0:
             text = "No tools registered yet: define some in a %%tool cell."
+        elif not self.rows and searched:
+            text = (f"No tool matches {searched!r} (searched {SEARCHED}"
+                    f"{f' in group {self.group!r}' if self.group else ''}); clear the Filter box to see all {total}.")
         else:
             text = f"{len(self.rows)} of {total} tools shown; {enabled} enabled."
-        self.status.value = f"<span style='color:#555'>{html.escape(text)}</span>"
+        self.status.value = f"<span style='{_QUIET}'>{html.escape(text)}</span>"
 
     def __repr__(self) -> str:
         # Stable text (no model ids), which is what nbval compares for a widget output.
         return f"ToolsPanel({len(self.rows)} of {len(self.registry)} tools shown: {', '.join(self.rows)})"
+
+
+_BUTTON = widgets.Layout(width="auto", flex="0 0 auto")
 
 
 _live_panels: "weakref.WeakSet[ToolsPanel]" = weakref.WeakSet()
@@ -274,28 +345,67 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+class ApprovalTimedOut(TimeoutError):
+    """Nobody answered the prompt in time: the call does not run, and the model is told it timed out
+    (not that the person said no)."""
+
+
+class ApprovalInterrupted(asyncio.CancelledError):
+    """The kernel was interrupted while the prompt waited: the call does not run. Still a
+    CancelledError (cancellation must go on up), shown by IPython as this one line instead of a
+    traceback through nbtools and asyncio."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """What was asked and decided, as static output: a decided prompt's widget is replaced by it, so a
+    saved notebook reopened without its kernel still shows the record (a widget shows nothing there)."""
+
+    tool: str
+    arguments: str  # JSON text
+    verdict: str
+
+    def _repr_html_(self) -> str:
+        return (f"<div style='color:var(--jp-ui-font-color1)'>Approval for <code><b>{html.escape(self.tool)}</b>"
+                f"</code>: <b>{html.escape(self.verdict)}</b><pre style='margin:4px 0'>"
+                f"{html.escape(self.arguments)}</pre></div>")
+
+    def __repr__(self) -> str:
+        return f"Approval for {self.tool}: {self.verdict}\n{self.arguments}"
+
+
 class ApprovalPrompt:
     """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
 
-    Called as `await prompt(tool, args)`, it shows the tool's name and arguments with Approve and
-    Deny buttons and returns True or False; no answer within `timeout` seconds means Deny. The
-    buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
+    Called as `await prompt(tool, args)`, it shows the tool's name, the first line of its description
+    and its arguments with Approve and Deny buttons, and the time left before it denies by itself;
+    it returns True or False. No answer within `timeout` seconds raises ApprovalTimedOut, so the
+    call is refused and the model reads "no answer within N s (timed out)", not a denial. Interrupting
+    the kernel while it waits ends the call with one line (ApprovalInterrupted). Once decided, the
+    widget is replaced by a static record (tool, arguments, verdict) that survives save and reopen.
+
+    The buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
     with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
     call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
     refuses at once with an error saying to use the async form. Outside a Jupyter kernel (terminal
     IPython, a script) it refuses at once too, instead of waiting for a click that cannot come.
 
-    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt (for tests
-    and for closing it).
+    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt, and `record`,
+    its decision (for tests and for closing it).
     """
 
     def __init__(self, timeout: float | None = 300.0):
         self.timeout = timeout
         self.widget: ApprovalBox | None = None
+        self.record: ApprovalRecord | None = None
         self.approve_button: widgets.Button | None = None
         self.deny_button: widgets.Button | None = None
 
     async def __call__(self, tool: Any, args: Any) -> bool:
+        # 1. Refuse at once where no click can ever arrive.
         if threading.current_thread() is not threading.main_thread():
             # A synchronous `call_func`/`run_tool_calls` in a cell waits for us on a helper thread
             # while the kernel's main thread is blocked, so no click could ever arrive: say so now
@@ -303,6 +413,7 @@ class ApprovalPrompt:
             raise RuntimeError(NEEDS_ASYNC)
         if not _in_kernel():
             raise RuntimeError(NEEDS_KERNEL)
+        # 2. The question: tool, description, arguments, buttons, time left.
         loop = asyncio.get_running_loop()
         decision: asyncio.Future[bool] = loop.create_future()
         name = getattr(tool, "name", None) or str(tool)
@@ -310,13 +421,11 @@ class ApprovalPrompt:
             shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
         except (TypeError, ValueError):
             shown_args = repr(args)
-        destructive = "destructive" in getattr(tool, "hints", ())
-        warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
-        question = widgets.HTML(f"Run tool <code><b>{html.escape(name)}</b></code> {warning} with these arguments?"
-                                f"<pre style='margin:4px 0'>{html.escape(shown_args)}</pre>")
-        approve = widgets.Button(description="Approve", button_style="success", icon="check")
-        deny = widgets.Button(description="Deny", button_style="danger", icon="times")
-        outcome = widgets.HTML()
+        approve = widgets.Button(description="Approve", button_style="success", icon="check",
+                                 tooltip=f"run {name} with these arguments")
+        deny = widgets.Button(description="Deny", button_style="danger", icon="times",
+                              tooltip=f"do not run {name}")
+        clock, outcome = widgets.HTML(), widgets.HTML()
 
         def decide(value: bool) -> None:
             # The click may arrive on another thread than the one awaiting; hand it to that loop.
@@ -324,27 +433,65 @@ class ApprovalPrompt:
 
         approve.on_click(lambda button: decide(True))
         deny.on_click(lambda button: decide(False))
-        self.widget = ApprovalBox(name, [question, widgets.HBox([approve, deny]), outcome])
+        self.widget = ApprovalBox(name, [widgets.HTML(approval_question_html(tool, name, shown_args)),
+                                         widgets.HBox([approve, deny, clock]), outcome])
         self.approve_button, self.deny_button = approve, deny
-        _display(self.widget)
-        verdict = "Cancelled: not run."  # the call was interrupted while waiting
+        self.record = None
+        handle = _display(self.widget)
+        # 3. Wait for a click, the time-out or an interrupt; always leave a verdict, never live buttons.
+        verdict = "Interrupted: not run."
         try:
-            approved = await asyncio.wait_for(decision, self.timeout)
+            approved = await self._wait(decision, clock, loop)
             verdict = "Approved." if approved else "Denied."
-        except asyncio.TimeoutError:
-            approved = False
-            verdict = f"No answer within {self.timeout:g} s: denied."
-        finally:  # never leave live buttons behind a question nobody is waiting for
+            return approved
+        except ApprovalTimedOut:
+            verdict = f"No answer within {self.timeout:g} s (timed out): not run."
+            raise
+        except asyncio.CancelledError:
+            if decision.done():  # the click arrived first: it stands
+                verdict = "Approved." if decision.result() else "Denied."
+            raise ApprovalInterrupted(f"Interrupted while waiting for approval of {name!r}: not run.") from None
+        finally:
             approve.disabled = deny.disabled = True
+            clock.value = ""
             outcome.value = f"<b>{html.escape(verdict)}</b>"
-        return approved
+            self.record = ApprovalRecord(name, shown_args, verdict)
+            if handle is not None:
+                handle.update(self.record)
+
+    async def _wait(self, decision: "asyncio.Future[bool]", clock: widgets.HTML,
+                    loop: asyncio.AbstractEventLoop) -> bool:
+        """The click's answer; ApprovalTimedOut when `timeout` passes first. `clock` shows the seconds left."""
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        while not decision.done():
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                raise ApprovalTimedOut(f"no answer within {self.timeout:g} s (timed out)")
+            if left is not None:
+                clock.value = (f"<span style='color:var(--jp-ui-font-color2);margin-left:8px'>"
+                               f"denies by itself in {math.ceil(left)} s</span>")
+            await asyncio.wait({decision}, timeout=None if left is None else min(left, 1.0))
+        return decision.result()
 
 
-def _display(widget: widgets.Widget) -> None:
+def approval_question_html(tool: Any, name: str, shown_args: str) -> str:
+    """The question of a prompt: name, destructive badge, the description's first line, the arguments."""
+    destructive = "destructive" in getattr(tool, "hints", ())
+    warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
+    description = first_line(getattr(tool, "description", "") or "", limit=160)
+    about = (f"<div style='color:var(--jp-ui-font-color2);margin:2px 0'>{html.escape(description)}</div>"
+             if description else "")
+    return (f"<div style='color:var(--jp-ui-font-color1)'>Run tool <code><b>{html.escape(name)}</b></code> "
+            f"{warning} with these arguments?{about}<pre style='margin:4px 0'>{html.escape(shown_args)}</pre></div>")
+
+
+def _display(widget: widgets.Widget) -> Any:
+    """Show `widget`; the handle that replaces it later (None outside IPython)."""
     from IPython.display import display
 
-    display(widget)
+    return display(widget, display_id=True)
 
 
-__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "FORMAT_CHOICES",
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "ApprovalRecord",
+           "ApprovalTimedOut", "ApprovalInterrupted", "approval_question_html", "FORMAT_CHOICES",
            "tool_summary_html", "schema_html", "name_matches"]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -192,6 +196,9 @@ def test_a_failing_cell_is_reported_with_its_position_and_source(tmp_path):
     assert "broken.ipynb, cell 3 failed: ZeroDivisionError: division by zero" in result.stderr
     assert "| total = sum(values) / 0" in result.stderr  # the cell's source
     assert "Traceback" in result.stderr  # and what it printed
+    # one numbering: IPython's traceback names the same cell as the message ("In[3]"), no other number
+    assert "Cell In[3], line 2" in result.stderr
+    assert not re.findall(r"In ?\[(?!3\])\d+\]", result.stderr)
 
 
 def test_notebook_tags_skip_and_expected_errors(tmp_path):
@@ -367,3 +374,187 @@ def test_a_stdio_client_that_leaves_early_ends_the_server_quietly():
             process.kill()
             process.wait()
         process.stderr.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# the first hour in a terminal: every message says what is wrong and what is accepted
+# ------------------------------------------------------------------------------------------------
+def test_version(capsys):
+    import nbtools
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"nbtools {nbtools.__version__}"
+
+
+def test_a_file_that_is_no_module_nor_notebook_says_what_is_accepted(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "readme.txt").write_text("hello\n")
+    assert main(["schema", "readme.txt"]) == 1
+    error = capsys.readouterr().err
+    assert "'readme.txt' is neither a Python module (.py) nor a notebook (.ipynb)" in error
+    assert "TARGET is package.module[:name], path/to/file.py[:name] or path/to/notebook.ipynb" in error
+    assert "no module named" not in error
+
+
+def test_a_missing_attribute_of_a_file_names_the_file_not_an_internal_module(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_module(tmp_path, "mymod", "def f():\n    'F.'\n")
+    # a file named like an installed module is imported under an internal name: never shown
+    write_module(tmp_path, "json", "def g():\n    'G.'\n")
+    assert main(["schema", "mymod.py:nothere"]) == 1
+    assert main(["schema", "json.py:nothere"]) == 1
+    error = capsys.readouterr().err
+    assert "'mymod.py:nothere': mymod.py has no attribute 'nothere'; its functions: f" in error
+    assert "'json.py:nothere': json.py has no attribute 'nothere'; its functions: g" in error
+    assert "nbtools_target" not in error
+
+
+@pytest.mark.parametrize("text", ["{}", "[]", '{"cells": 3}', "not json"])
+def test_json_that_is_not_a_notebook_says_so(tmp_path, capsys, text):
+    (tmp_path / "empty.ipynb").write_text(text)
+    assert main(["schema", str(tmp_path / "empty.ipynb")]) == 1
+    error = capsys.readouterr().err
+    assert "is not a Jupyter notebook:" in error
+    assert "'cells'" not in error.replace('"cells"', "")  # not a bare KeyError
+
+
+def test_one_undescribable_function_is_skipped_with_a_warning_naming_it(tmp_path, capsys):
+    write_module(tmp_path, "mixed", """
+        def good(a: int) -> int:
+            "Fine."
+            return a
+
+        def bad(x: "NoSuchType") -> int:
+            "Cannot be described."
+            return 1
+
+        def also_good() -> str:
+            "Fine too."
+            return ""
+    """)
+    assert main(["schema", str(tmp_path / "mixed.py")]) == 0
+    captured = capsys.readouterr()
+    assert [item["name"] for item in json.loads(captured.out)] == ["good", "also_good"]
+    assert "nbtools: warning: 'bad' skipped (not a tool): function 'bad', parameter 'x'" in captured.err
+    # naming the bad one itself still fails, and so does a module of nothing but bad ones
+    assert main(["schema", f"{tmp_path / 'mixed.py'}:bad"]) == 1
+    write_module(tmp_path, "allbad", "def bad(x: 'NoSuchType') -> int:\n    return 1\n")
+    assert main(["schema", str(tmp_path / "allbad.py")]) == 1
+    assert "NoSuchType" in capsys.readouterr().err
+
+
+def test_bench_with_an_unknown_section_lists_the_sections_and_fails():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "shcema"], capture_output=True,
+                            text=True, timeout=DEADLINE)
+    assert result.returncode == 2
+    assert "unknown section 'shcema'; the sections are: " in result.stderr and "schema" in result.stderr
+    assert "running" not in result.stderr
+
+
+_WITHOUT_MCP = "import sys; sys.modules['mcp'] = None  # as after `pip install nbtools-llm` without extras\n"
+
+
+def test_serve_without_the_mcp_extra_says_what_to_install(tmp_path):
+    write_module(tmp_path, "one", "def ping() -> str:\n    'Ping.'\n    return 'pong'\n")
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_MCP + "from nbtools.cli import main\n"
+                             "sys.exit(main(['serve', 'one.py']))"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=DEADLINE)
+    assert result.returncode == 1
+    assert "nbtools serve needs the 'mcp' package, which a plain install leaves out; install it with: " \
+           "pip install 'nbtools-llm[mcp]'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_magic_serve_and_connect_without_the_mcp_extra_say_what_to_install():
+    script = _WITHOUT_MCP + textwrap.dedent("""
+        from IPython.core.interactiveshell import InteractiveShell
+        import nbtools.mcp
+        from nbtools.magics import MagicError
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "nbtools")
+        try:
+            shell.run_line_magic("tools", "--serve")
+        except MagicError as error:
+            print("magic:", error)
+        try:
+            nbtools.mcp.connect("http://127.0.0.1:1/mcp")
+        except ModuleNotFoundError as error:
+            print("connect:", error)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE)
+    assert "magic: %tools --serve needs the 'mcp' package" in result.stdout, result.stderr
+    assert "connect: nbtools.mcp.connect() needs the 'mcp' package" in result.stdout
+    assert result.stdout.count("pip install 'nbtools-llm[mcp]'") == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX terminal (pty)")
+def test_ctrl_c_ends_a_stdio_server_in_a_terminal(tmp_path):
+    import pty
+    import select
+    import time
+
+    write_module(tmp_path, "one", "def ping() -> str:\n    'Ping.'\n    return 'pong'\n")
+    pid, terminal = pty.fork()  # the server gets a real terminal: Ctrl+C there is what a person types
+    if pid == 0:
+        os.chdir(tmp_path)
+        os.execv(sys.executable, [sys.executable, "-m", "nbtools.cli", "serve", "one.py"])
+    seen = b""
+
+    def read_until(predicate, seconds: float) -> None:
+        nonlocal seen
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not predicate():
+            if select.select([terminal], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(terminal, 4096)
+                except OSError:
+                    return
+
+    try:
+        read_until(lambda: b"serving MCP over stdio" in seen, DEADLINE)
+        assert b"Ctrl+C or Ctrl+D ends it" in seen, seen
+        os.write(terminal, b"\x03")
+        end = time.monotonic() + 10
+        status = (0, 0)
+        while time.monotonic() < end and status == (0, 0):
+            read_until(lambda: False, 0.2)
+            status = os.waitpid(pid, os.WNOHANG)
+        assert status != (0, 0), "one Ctrl+C did not end the server"
+        assert os.waitstatus_to_exitcode(status[1]) == 130
+        assert b"interrupted: MCP server stopped" in seen
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(terminal)
+
+
+_WITHOUT_SDKS = ("import sys\nfor name in ('openai', 'anthropic', 'google.genai', 'mcp'):\n"
+                 "    sys.modules[name] = None  # a plain `pip install nbtools-llm`\n")
+
+
+@pytest.mark.parametrize("notebook", ["00_quickstart.ipynb", "04_magics.ipynb"])
+def test_the_projects_notebooks_give_their_tools_with_a_plain_install(notebook):
+    """README's main-job command runs without the dev extra (the quickstart's recorded replies need
+    the openai/anthropic SDKs and are tagged nbtools-skip), and 04_magics runs under the command
+    without an approval prompt nobody can click (no AttributeError, no "Task exception was never
+    retrieved")."""
+    script = _WITHOUT_SDKS + f"from nbtools.cli import main\nsys.exit(main(['schema', 'notebooks/{notebook}', '--fmt', 'openai']))"
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            timeout=DEADLINE * 2)
+    assert result.returncode == 0, result.stderr
+    names = [item["function"]["name"] for item in json.loads(result.stdout)]
+    assert names and "Traceback" not in result.stderr and "never retrieved" not in result.stderr
+    assert {"00_quickstart.ipynb": "weather", "04_magics.ipynb": "delete_note"}[notebook] in names
+
+
+def test_cells_tagged_nbtools_skip_are_not_run(tmp_path):
+    skipped = code("raise SystemExit('needs a live front end')")
+    skipped.metadata["tags"] = ["nbtools-skip"]
+    notebook = write_notebook(tmp_path / "tagged.ipynb", [
+        code("%load_ext nbtools"), skipped, code("%%tool\ndef kept() -> int:\n    return 1")])
+    result = run_cli("schema", str(notebook))
+    assert result.returncode == 0, result.stderr
+    assert [item["name"] for item in json.loads(result.stdout)] == ["kept"]

@@ -99,3 +99,23 @@ def test_the_front_end_modules_do_not_import_each_other_in_a_cycle():
     assert "widgets" not in _imports("magics", top_level_only=True)  # only when `%tools --panel` runs
     assert _imports("listing", top_level_only=True) == {"registry"}  # for the one rule of names and globs
     assert not {"listing", "magics", "widgets"} & _imports("registry", top_level_only=False)
+
+
+def test_the_table_html_keeps_hints_whole_cuts_long_names_and_wraps_parameters_between_them():
+    from nbtools import Registry
+    from nbtools.listing import tool_table
+
+    def search_the_archive(query: str, include_history: bool = False, limit: int = 10) -> list:
+        """Search."""
+        return []
+
+    local = Registry()
+    long_name = "a_tool_with_a_sixty_six_character_name_that_goes_on_and_on_and_on_"
+    local.add(search_the_archive, name=long_name, hints="read-only")
+    local.disable(long_name)
+    page = tool_table(local)._repr_html_()
+    assert "<code style='white-space:nowrap'>read-only</code>" in page  # never broken at its hyphen
+    assert f"title='{long_name}'" in page and "text-overflow:ellipsis" in page and "max-width:18em" in page
+    assert ("<code style='white-space:nowrap'>include_history=false</code>, "
+            "<code style='white-space:nowrap'>limit=10</code>") in page  # whole, wrapping between them
+    assert "opacity:0.55" in page  # the disabled row is dimmed

@@ -80,6 +80,14 @@ def fresh(nbtools_kernel):
     return nbtools_kernel
 
 
+def printed_only(outputs: list) -> str:
+    """What a cell printed on stdout (joined: under load one print may arrive in two messages), or a
+    marker when it showed anything else (stderr, a display, an error)."""
+    if any(output["output_type"] != "stream" or output["name"] != "stdout" for output in outputs):
+        return f"<other outputs: {outputs}>"
+    return stdout_of(outputs)
+
+
 def names(kernel) -> list[str]:
     return kernel.value("_registry.names()")
 
@@ -106,7 +114,8 @@ def test_tool_cell_registers_the_functions_the_cell_defines(fresh):
         class Point: pass
         for loop_variable in range(2): pass
     ''')
-    assert text_of(outputs) == ""  # a clean registration shows nothing
+    # a clean registration shows one line: what was registered, with the cell's group and hints
+    assert printed_only(outputs) == "registered: add, later, guarded (math · idempotent read-only)\n"
     assert names(fresh) == ["add", "later", "guarded"]
     assert fresh.value("[_registry['add'].group, sorted(_registry['add'].hints)]") == [
         "math", ["idempotent", "read-only"]]
@@ -154,7 +163,7 @@ def test_tool_decorator_inside_a_tool_cell_keeps_its_options(fresh):
         def plain(x: int) -> int:
             return x
     ''')
-    assert text_of(outputs) == ""
+    assert printed_only(outputs) == "registered: renamed, plain (cell-group, decorator-group)\n"
     assert names(fresh) == ["renamed", "plain"]
     assert fresh.value("[_registry['renamed'].group, _registry['plain'].group]") == ["decorator-group", "cell-group"]
     outputs = fresh.run('''
@@ -163,7 +172,7 @@ def test_tool_decorator_inside_a_tool_cell_keeps_its_options(fresh):
         def inner(x: int) -> int:
             return x
     ''')
-    assert text_of(outputs) == ""  # not "defined no functions": the decorator registered it
+    assert printed_only(outputs) == "registered: only_decorated\n"  # not "defined no functions": @tool registered it
 
 
 def test_failing_tool_cell_errors_and_registers_nothing(fresh):
@@ -240,7 +249,7 @@ def test_tool_cell_names_tools_after_the_def_not_a_decorator_wrapper(fresh):
         def search(query: str) -> str:
             return query
     ''')
-    assert text_of(outputs) == ""
+    assert printed_only(outputs) == "registered: logged, search\n"
     assert names(fresh) == ["logged", "search"]
     assert fresh.value("_registry.call('search', {'args': ['hi']})") == "hi"
 
@@ -312,7 +321,7 @@ def test_a_def_in_a_branch_not_taken_does_not_register_an_older_function(fresh):
 def test_redefinition_replaces_quietly(fresh):
     fresh.run("%%tool\ndef version() -> int:\n    return 1")
     outputs = fresh.run("%%tool -g v2\ndef version() -> int:\n    return 2")
-    assert text_of(outputs) == ""  # no "already registered" warning for an edited cell
+    assert printed_only(outputs) == "registered: version (v2)\n"  # no "already registered" warning
     assert fresh.value("_registry.call('version', {})") == 2
     assert fresh.value("_registry['version'].group") == "v2"
     assert names(fresh) == ["version"]
@@ -495,7 +504,8 @@ def test_tools_table_text_and_html(listed):
 def test_tools_glob_and_group_filters(listed):
     assert "wipe" not in text_of(listed.run("%tools a*")) and "add" in text_of(listed.run("%tools a*"))
     assert "wipe" not in text_of(listed.run("%tools -g math"))
-    assert "No tools match name 'zzz*'." in text_of(listed.run("%tools zzz*"))
+    assert "No tools match name 'zzz*' (of 2 registered; `%tools` alone lists them all)." in text_of(
+        listed.run("%tools zzz*"))
 
 
 def test_tools_fmt_prints_the_definitions(listed):
@@ -627,3 +637,47 @@ def test_unload_ext_undoes_the_interpreters_process_wide_patches(new_kernel):
     assert kernel.value("threading.Thread.start is not originals['threading.Thread.start']")  # python() patched it
     kernel.run("%unload_ext nbtools")
     assert kernel.value("[name for name, original in originals.items() if eval(name) is not original]") == []
+
+
+# -- a %%tool cell's tools are the cell's: re-running it replaces them ---------------------------------
+
+def run_as_cell(kernel, source: str, cell_id: str) -> list:
+    """Run `source` the way JupyterLab runs a cell: the execute request carries the cell's id."""
+    client = kernel.blocking()
+    content = {"code": textwrap.dedent(source), "silent": False, "store_history": True, "user_expressions": {},
+               "allow_stdin": False, "stop_on_error": True}
+    message = client.session.msg("execute_request", content, metadata={"cellId": cell_id})
+    client.shell_channel.send(message)
+    outputs = []
+    while True:
+        reply = client.get_iopub_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") != message["header"]["msg_id"]:
+            continue
+        kind = reply["msg_type"]
+        if kind == "status" and reply["content"]["execution_state"] == "idle":
+            return outputs
+        if kind in ("stream", "display_data", "execute_result", "error"):
+            outputs.append(nbformat.v4.output_from_msg(reply))
+
+
+def test_rerunning_a_tool_cell_replaces_that_cells_tools(fresh):
+    run_as_cell(fresh, "%%tool -g g\ndef old_name(x: int) -> int:\n    return x\ndef kept() -> int:\n    return 1",
+                "cell-a")
+    run_as_cell(fresh, "%%tool\ndef elsewhere() -> int:\n    return 0", "cell-b")
+    assert names(fresh) == ["old_name", "kept", "elsewhere"]
+    outputs = run_as_cell(fresh, "%%tool -g g\ndef new_name(x: int) -> int:\n    return x\n"
+                                 "def kept() -> int:\n    return 2", "cell-a")
+    assert printed_only(outputs) == "registered: new_name, kept (g); removed: old_name (no longer in this cell)\n"
+    assert names(fresh) == ["kept", "elsewhere", "new_name"]  # another cell's tools stay
+    # a tool another cell has since taken over is that cell's now: not removed from under it
+    run_as_cell(fresh, "%%tool\ndef new_name(x: int) -> int:\n    return -x", "cell-c")
+    outputs = run_as_cell(fresh, "%%tool\nvalue = 1", "cell-a")
+    assert "removed its earlier tools kept" in stderr_of(outputs)
+    assert names(fresh) == ["elsewhere", "new_name"]
+    assert fresh.value("_registry.call('new_name', {'x': 3})") == -3
+
+
+def test_without_a_cell_id_rerunning_replaces_same_names_only(fresh):
+    fresh.run("%%tool\ndef first() -> int:\n    return 1")
+    fresh.run("%%tool\ndef second() -> int:\n    return 2")  # no id: cannot tell it is the same cell
+    assert names(fresh) == ["first", "second"]

@@ -322,3 +322,15 @@ def test_dispatch_never_imports_the_registry_and_import_nbtools_loads_no_dispatc
                              "print(sorted(m for m in sys.modules if m.startswith('nbtools.call')))"],
                             capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+@pytest.mark.parametrize("hints", ["read-only destructive", ["destructive", "readonly"], "read_only,destructive"])
+def test_contradictory_hints_are_refused_naming_both(hints):
+    with pytest.raises(ValueError, match="contradictory tool hints 'read-only' and 'destructive'.*keep one"):
+        Tool.from_function(add, hints=hints)
+
+
+def test_a_remote_read_only_tool_marked_destructive_too_stays_read_only():
+    from nbtools.mcp import hints_from_annotations
+
+    assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True}) == {"read-only"}

@@ -4,6 +4,7 @@ simulated browser, and the exact messages a browser would receive (recorded by a
 from __future__ import annotations
 
 import asyncio
+import re
 import json
 
 import comm
@@ -123,9 +124,70 @@ def test_glob_filter_and_plain_text_filter(tools):
     shown.filter_text.value = "rea"  # no wildcard: matches inside the name
     assert list(shown.rows) == ["area"]
     shown.filter_text.value = "nothing*"
-    assert shown.rows == {} and "0 of 2 tools shown" in shown.status.value
+    assert shown.rows == {} and ("No tool matches &#x27;nothing*&#x27; (searched name, group, hints and description, "
+                                 "any case); clear the Filter box to see all 2.") in shown.status.value
     assert list(panel(tools, filter="a*").rows) == ["area"]
     assert list(panel(tools, group="geo<metry>").rows) == ["area"]
+
+
+@pytest.mark.parametrize("text, found", [
+    ("AREA", ["area"]),                 # name, any case
+    ("GEO<M", ["area"]),                # group
+    ("Destructive", ["delete_file"]),   # hint
+    ("pretend", ["delete_file"]),       # description
+    ("RECTANGLE", ["area"]),            # description, any case
+    ("Geo*", ["area"]),                 # a glob on the group
+    ("*_FILE", ["delete_file"]),        # a glob on the name, any case
+])
+def test_the_filter_searches_name_group_hints_and_description_in_any_case(tools, text, found):
+    shown = panel(tools)
+    from_browser(shown.filter_text, value=text)
+    assert list(shown.rows) == found
+
+
+def test_panel_layout_never_truncates_controls_and_scrolls(tools):
+    for index in range(35):
+        def fn(x: int) -> int:
+            return x
+        tools.add(fn, name=f"tool_number_{index}_with_a_rather_long_name", group=f"g{index % 3}",
+                  description="A description long enough to wrap " * 4)
+    shown = panel(tools)
+    row = shown.rows["area"]
+    # the schema button keeps its width (it used to shrink to "sche…" whenever a description wrapped)
+    assert row.schema_toggle.layout.flex == "0 0 auto" and row.schema_toggle.layout.width == "6.5em"
+    assert row.enabled.layout.flex == "0 0 auto"
+    assert row.box.layout.flex == "0 0 auto"  # in the scrolling list rows keep their height (they overlapped)
+    line = row.box.children[0]
+    assert line.layout.align_items == "center"  # checkbox on the text line
+    assert "white-space:nowrap" in row.summary.value and "flex:0 0 18em" in row.summary.value  # names aligned
+    assert shown._rows_box.layout.max_height and shown._rows_box.layout.overflow == "auto"  # scrolls
+    headings = [child.value for child in shown._rows_box.children if child not in [r.box for r in shown.rows.values()]]
+    assert len(headings) == 5 and "geo&lt;metry&gt;" in headings[0] and "no group" in headings[1]
+    # every checkbox has an accessible name of its own (no visible label: its tooltip)
+    tooltips = [r.enabled.tooltip for r in shown.rows.values()]
+    assert len(set(tooltips)) == len(tooltips) == 37 and "area" in tooltips[0]
+
+
+def test_colours_follow_the_jupyterlab_theme(tools):
+    shown = panel(tools)
+    html_parts = [shown.status.value] + [row.summary.value for row in shown.rows.values()]
+    assert all("#555" not in part for part in html_parts)
+    assert "var(--jp-ui-font-color2)" in shown.status.value
+    assert "var(--jp-ui-font-color1)" in shown.rows["area"].summary.value
+
+
+def test_enable_and_disable_all_shown_and_disabled_rows_are_dimmed(tools):
+    shown = panel(tools)
+    shown.filter_text.value = "area"
+    shown.disable_all.click()
+    assert not tools.is_enabled("area") and tools.is_enabled("delete_file")  # only the tools shown
+    shown.filter_text.value = ""
+    assert "opacity:0.55" in shown.rows["area"].summary.value
+    assert "opacity" not in shown.rows["delete_file"].summary.value
+    shown.enable_all.click()
+    assert tools.is_enabled("area") and "opacity" not in shown.rows["area"].summary.value
+    from_browser(shown.rows["delete_file"].enabled, value=False)  # a click dims its row at once
+    assert "opacity:0.55" in shown.rows["delete_file"].summary.value
 
 
 def test_name_matches():
@@ -228,12 +290,51 @@ async def test_approval_click_from_the_browser(tools):
     assert await decision is False
 
 
-async def test_approval_times_out_as_deny(tools):
+async def test_approval_time_out_refuses_and_tells_the_model_it_timed_out(tools):
     prompt = ApprovalPrompt(timeout=0.05)
-    assert await prompt(tools.get("delete_file"), {"path": "/tmp/x"}) is False
-    assert "No answer within 0.05 s" in prompt.widget.children[2].value
+    with pytest.raises(widgets_module.ApprovalTimedOut, match=r"no answer within 0.05 s \(timed out\)"):
+        await prompt(tools.get("delete_file"), {"path": "/tmp/x"})
+    assert "No answer within 0.05 s (timed out): not run." in prompt.widget.children[2].value
     prompt.approve_button.click()  # a late click changes nothing
     assert prompt.approve_button.disabled
+    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=0.05))
+    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
+    assert "no answer within 0.05 s (timed out)" in text and "denied" not in text  # what the model reads
+
+
+async def test_the_prompt_shows_the_description_and_the_time_left(tools):
+    prompt = ApprovalPrompt(timeout=30)
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
+    while prompt.widget is None or not prompt.widget.children[1].children[2].value:
+        await asyncio.sleep(0)
+    question = prompt.widget.children[0].value
+    assert "Delete a file (pretend)." in question  # the tool's description, first line
+    clock = prompt.widget.children[1].children[2].value
+    assert re.search(r"denies by itself in (30|29) s", clock), clock
+    assert "var(--jp-ui-font-color2)" in clock and "#555" not in question + clock
+    prompt.deny_button.click()
+    assert await decision is False
+    assert prompt.widget.children[1].children[2].value == ""  # no clock once decided
+
+
+async def test_a_decided_prompt_is_replaced_by_a_static_record(tools, monkeypatch):
+    updates = []
+
+    class Handle:
+        def update(self, value):
+            updates.append(value)
+
+    monkeypatch.setattr(widgets_module, "_display", lambda widget: Handle())
+    prompt = ApprovalPrompt()
+    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "<b>/tmp/x</b>"}))
+    await answer(prompt, "deny_button")
+    assert await decision is False
+    (record,) = updates
+    assert record == widgets_module.ApprovalRecord("delete_file", '{\n  "path": "<b>/tmp/x</b>"\n}', "Denied.")
+    assert repr(record).startswith("Approval for delete_file: Denied.")  # text/plain, what nbval compares
+    page = record._repr_html_()  # static HTML: shown by a reopened notebook without a kernel
+    assert "delete_file" in page and "Denied." in page and "&lt;b&gt;/tmp/x&lt;/b&gt;" in page
+    assert "<b>/tmp/x</b>" not in page
 
 
 async def test_outside_a_kernel_the_prompt_refuses_at_once(tools, monkeypatch):
@@ -310,10 +411,40 @@ async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
     while prompt.widget is None:
         await asyncio.sleep(0)
     decision.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(asyncio.CancelledError) as caught:  # cancellation still goes on up
         await decision
     assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Cancelled" in prompt.widget.children[2].value
+    assert "Interrupted: not run." in prompt.widget.children[2].value
+    assert prompt.record.verdict == "Interrupted: not run."
+    if isinstance(caught.value, widgets_module.ApprovalInterrupted):  # a task re-raises a fresh CancelledError
+        assert caught.value._render_traceback_() == ["Interrupted while waiting for approval of 'delete_file': not run."]
+
+
+def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel):
+    kernel = new_kernel()
+    client = kernel.blocking()
+    client.execute_interactive(
+        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
+        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
+        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
+        timeout=60)
+    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
+    errors, interrupted = [], False
+    while True:
+        message = client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != request:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "display_data" and not interrupted:
+            kernel.manager.interrupt_kernel()
+            interrupted = True
+        elif kind == "error":
+            errors.append(content)
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    (error,) = errors
+    assert error["traceback"] == ["Interrupted while waiting for approval of 'wipe': not run."]
+    assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
 
 
 def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real_kernel):

@@ -21,6 +21,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ToolCallError
+from ..extras import require_extra
 from ..tool import Tool
 from .background import serves_on_loop
 from .notify import LogMessage, Progress, default_sink, log_to_logging
@@ -385,6 +386,7 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
     come from the tool's annotations (only those the server sets to true), `returns` from its
     `outputSchema`.
     """
+    require_extra("mcp", "nbtools.mcp.connect()")
     return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog, token=token,
                       headers=headers, on_progress=on_progress, on_log=on_log, log_level=log_level)
 
