@@ -23,6 +23,7 @@ _LAZY = {
     "python": "interp", "python_async": "interp", "run_code": "interp", "ExecResult": "interp",
     "schema2sig": "inverse", "mk_tool": "inverse",
     "panel": "widgets",
+    "Chat": "chat",
 }
 
 
