@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import sys
 from pathlib import Path
@@ -71,32 +72,36 @@ def _no_nulls(value: Any, where: str = "body") -> None:
             _no_nulls(item, f"{where}[{index}]")
 
 
-def _validate(provider: str, body: dict) -> None:
-    """The request's conversation, checked with the SDK's own request types."""
+@functools.lru_cache(maxsize=None)
+def _adapters(provider: str) -> tuple[Any, Any]:
+    """The SDK's request types for the conversation and the tool definitions (built once: slow)."""
     from pydantic import ConfigDict, TypeAdapter
 
     forbid = ConfigDict(extra="forbid")
     if provider == "openai":
-        from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
-
-        TypeAdapter(List[ChatCompletionMessageParam], config=forbid).validate_python(body["messages"])
-        TypeAdapter(List[ChatCompletionToolUnionParam], config=forbid).validate_python(body["tools"])
+        from openai.types.chat import ChatCompletionMessageParam as Message
+        from openai.types.chat import ChatCompletionToolUnionParam as Definition
     elif provider == "responses":
-        from openai.types.responses import ResponseInputParam, ToolParam
-
-        TypeAdapter(ResponseInputParam, config=forbid).validate_python(body["input"])
-        TypeAdapter(List[ToolParam], config=forbid).validate_python(body["tools"])
-    elif provider == "anthropic":
-        from anthropic.types import MessageParam, ToolParam
-
-        TypeAdapter(List[MessageParam], config=forbid).validate_python(body["messages"])
-        TypeAdapter(List[ToolParam], config=forbid).validate_python(body["tools"])
+        from openai.types.responses import ResponseInputItemParam as Message
+        from openai.types.responses import ToolParam as Definition
     else:
+        from anthropic.types import MessageParam as Message
+        from anthropic.types import ToolParam as Definition
+    return TypeAdapter(List[Message], config=forbid), TypeAdapter(List[Definition], config=forbid)
+
+
+def _validate(provider: str, body: dict) -> None:
+    """The request's conversation, checked with the SDK's own request types."""
+    if provider == "gemini":
         from google.genai import types
 
         for content in body["contents"]:
             types.Content.model_validate_json(json.dumps(content))  # the model forbids extra keys
         types.Tool.model_validate_json(json.dumps(body["tools"][0]))
+        return
+    messages, definitions = _adapters(provider)
+    messages.validate_python(_conversation(provider, body))
+    definitions.validate_python(body["tools"])
 
 
 def _expected_turns(provider: str) -> list:
