@@ -65,24 +65,28 @@ def _folded(text: str) -> str:
 
 
 def call_output(step: Step, call: CallRecord) -> _Shown:
-    """One call of a step: name, arguments, result (an error marked as one)."""
+    """One call of a step: name, arguments, result (an error marked as one). A rich result is
+    summed up by its parts (the records themselves are displayed after it, see `rich_items`)."""
     arguments = call.arguments_text()
     label = "error" if call.is_error else "result"
-    text = f"step {step.number} · {call.name}({arguments})\n{label}: {call.text}"
+    parts = None if call.is_error or call.value is None else content_parts(call.value)
+    result = call.text if parts is None else "\n".join(
+        describe(item) if as_content(item) is not None else str(item) for item in parts)
+    text = f"step {step.number} · {call.name}({arguments})\n{label}: {result}"
     colour = "#b00020" if call.is_error else "inherit"
     markup = (f"<div class='nbtools-step' style='border-left: 3px solid #888; padding-left: 8px; margin: 4px 0'>"
               f"<b>step {step.number}</b> · <code>{html.escape(call.name)}</code>"
               f"(<code>{html.escape(arguments)}</code>)"
-              f"<div style='color: {colour}'>{label}:</div>{_folded(call.text)}</div>")
+              f"<div style='color: {colour}'>{label}:</div>{_folded(result)}</div>")
     return _Shown(text, markup)
 
 
 def rich_items(call: CallRecord) -> list[Any]:
-    """The content records a call's value holds (images shown as images; others as their text)."""
+    """The content records a call's value holds, converted (a PIL image or a matplotlib figure
+    becomes an `nbtools.Image`)."""
     if call.is_error or call.value is None:
         return []
-    parts = content_parts(call.value) or []
-    return [item for item in parts if as_content(item) is not None]
+    return [record for record in map(as_content, content_parts(call.value) or []) if record is not None]
 
 
 class StepView:
@@ -104,8 +108,8 @@ class StepView:
         for call in step.calls:
             self._display(call_output(step, call))
             for item in rich_items(call):
-                self._display(item if isinstance(item, Image) else _Shown(describe(item),
-                                                                         _folded(describe(item))))
+                if isinstance(item, Image):  # shown as the picture (its text form: "Image(image/png, N bytes)")
+                    self._display(item)
         if step.text:
             self._display(_Answer(step.text))
 
