@@ -114,14 +114,14 @@ class Chat:
         view, definitions, start = self._begin(prompt)
         for number in range(1, self.max_steps + 1):
             reply = self._send(create, definitions, start)
-            requests = self._receive(reply)
+            source, requests = self._receive(reply)
             if not requests:
                 return self._finish(reply, number, view)
             if number == self.max_steps:
                 break
             from ..call.results import run_reply_calls
 
-            self._answer(reply, number, requests, run_reply_calls(reply, self.tools)[1], view)
+            self._answer(reply, number, requests, run_reply_calls(source, self.tools)[1], view)
         return self._give_up(reply, requests, view)
 
     async def acall(self, prompt: str) -> str:
@@ -139,14 +139,14 @@ class Chat:
         view, definitions, start = self._begin(prompt)
         for number in range(1, self.max_steps + 1):
             reply = await self._asend(create, definitions, start)
-            requests = self._receive(reply)
+            source, requests = self._receive(reply)
             if not requests:
                 return self._finish(reply, number, view)
             if number == self.max_steps:
                 break
             from ..call.results import arun_reply_calls
 
-            self._answer(reply, number, requests, (await arun_reply_calls(reply, self.tools))[1], view)
+            self._answer(reply, number, requests, (await arun_reply_calls(source, self.tools))[1], view)
         return self._give_up(reply, requests, view)
 
     # -- the steps the two loops share ---------------------------------------------------------------
@@ -202,12 +202,14 @@ class Chat:
         if len(self.messages) == start + 1:
             del self.messages[start:]
 
-    def _receive(self, reply: Any) -> list[Any]:
-        """Record the reply (history, usage); the tool calls it asks for."""
+    def _receive(self, reply: Any) -> tuple[Any, list[Any]]:
+        """Record the reply (history, usage); where its tool calls are read from, and the calls."""
         dialect = self.endpoint.dialect
-        self.messages.extend(turns.assistant_turns(dialect, reply))
+        recorded = turns.assistant_turns(dialect, reply)
+        self.messages.extend(recorded)
         self.usage = self.usage + turns.reply_usage(dialect, reply)
-        return parse_reply(reply)[1]
+        source = turns.calls_source(dialect, recorded)
+        return source, ([] if source is None else parse_reply(source)[1])
 
     def _answer(self, reply: Any, number: int, requests: list[Any], outcomes: list[tuple[Any, Any]],
                 view: Any) -> None:

@@ -159,6 +159,16 @@ def assistant_turns(dialect: str, reply: Any) -> list:
     raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
+def calls_source(dialect: str, recorded: list) -> Any:
+    """What `parse_reply`/`run_tool_calls` read the calls from: the reply as `assistant_turns`
+    recorded it (plain dicts: the SDK object is not dumped again). None when nothing was recorded."""
+    if not recorded:
+        return None
+    if dialect == "responses":
+        return {"object": "response", "output": recorded}
+    return recorded[0]
+
+
 def result_turns(dialect: str, message: Any) -> list:
     """`run_tool_calls`' answer as history entries (a list in the OpenAI dialects, one message else)."""
     if not message:
@@ -228,4 +238,4 @@ def _gemini_content(reply: Any) -> Any:
 
 
 __all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "result_turns", "reply_text", "reply_usage"]
+           "calls_source", "result_turns", "reply_text", "reply_usage"]
