@@ -410,3 +410,17 @@ def test_a_rich_result_reaches_the_view_as_an_image():
         chat = _chat("openai", model.url, [plot])
         chat("plot")
         assert rich_items(chat.steps[0].calls[0]) == [png]
+
+
+def test_run_reply_calls_gives_each_result_with_the_value_run_tool_calls_sends():
+    from nbtools import run_tool_calls
+    from nbtools.call.results import arun_reply_calls, run_reply_calls
+    from nbtools.formats import result_message
+
+    reply = REPLIES["anthropic"]([("t1", "add", {"a": 1, "b": 2}), ("t2", "add", {"a": "x", "b": 2})])
+    registry = Registry([add])
+    dialect, outcomes = run_reply_calls(reply, registry)
+    assert dialect == "anthropic" and [value for _result, value in outcomes] == [3, None]
+    assert [result.is_error for result, _value in outcomes] == [False, True]
+    assert result_message(dialect, [result for result, _value in outcomes]) == run_tool_calls(reply, registry)
+    assert asyncio.run(arun_reply_calls(reply, registry))[1][0][1] == 3

@@ -22,6 +22,7 @@ import asyncio
 import functools
 from typing import Any, Callable
 
+from ..call.results import arun_reply_calls, run_reply_calls
 from ..errors import NbtoolsError
 from ..formats import ToolResult, parse_reply, result_message
 from ..formats import turns
@@ -76,7 +77,9 @@ class Chat:
             outside a notebook otherwise.
         show: show each step in the notebook (default: when running in one).
         **create_kwargs: forwarded to every create call (Anthropic needs `max_tokens`; for Gemini
-            they go into the request's `config`).
+            they go into the request's `config`). With the Responses API and `store=False`, pass
+            `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
+            stored responses the API can only read them from their encrypted content.
 
     Attributes: `messages` (the history, provider format), `usage` (tokens summed over every
     request), `steps` (the Steps of the last call).
@@ -119,8 +122,6 @@ class Chat:
                 return self._finish(reply, number, view)
             if number == self.max_steps:
                 break
-            from ..call.results import run_reply_calls
-
             self._answer(reply, number, requests, run_reply_calls(source, self.tools)[1], view)
         return self._give_up(reply, requests, view)
 
@@ -144,8 +145,6 @@ class Chat:
                 return self._finish(reply, number, view)
             if number == self.max_steps:
                 break
-            from ..call.results import arun_reply_calls
-
             self._answer(reply, number, requests, (await arun_reply_calls(source, self.tools))[1], view)
         return self._give_up(reply, requests, view)
 
