@@ -117,13 +117,15 @@ class Chat:
         view, definitions, start = self._begin(prompt)
         for number in range(1, self.max_steps + 1):
             reply = self._send(create, definitions, start)
-            source, requests = self._receive(reply)
-            if not requests:
-                return self._finish(reply, number, view)
-            if number == self.max_steps:
-                break
-            self._answer(reply, number, requests, run_reply_calls(source, self.tools)[1], view)
-        return self._give_up(reply, requests, view)
+            source, usage = self._receive(reply)
+            if source is not None and number < self.max_steps:
+                outcomes = run_reply_calls(source, self.tools)[1]
+            else:
+                outcomes = self._not_run(source)
+            if not outcomes:
+                return self._finish(reply, number, usage, view)
+            self._answer(reply, number, usage, outcomes, view)
+        raise self._gave_up()
 
     async def acall(self, prompt: str) -> str:
         """`chat(prompt)` for an event loop: awaits an async client (a sync one's requests run in a
@@ -140,13 +142,15 @@ class Chat:
         view, definitions, start = self._begin(prompt)
         for number in range(1, self.max_steps + 1):
             reply = await self._asend(create, definitions, start)
-            source, requests = self._receive(reply)
-            if not requests:
-                return self._finish(reply, number, view)
-            if number == self.max_steps:
-                break
-            self._answer(reply, number, requests, (await arun_reply_calls(source, self.tools))[1], view)
-        return self._give_up(reply, requests, view)
+            source, usage = self._receive(reply)
+            if source is not None and number < self.max_steps:
+                outcomes = (await arun_reply_calls(source, self.tools))[1]
+            else:
+                outcomes = self._not_run(source)
+            if not outcomes:
+                return self._finish(reply, number, usage, view)
+            self._answer(reply, number, usage, outcomes, view)
+        raise self._gave_up()
 
     # -- the steps the two loops share ---------------------------------------------------------------
     def _method(self, path: tuple[str, ...]) -> Callable[..., Any]:
@@ -201,25 +205,30 @@ class Chat:
         if len(self.messages) == start + 1:
             del self.messages[start:]
 
-    def _receive(self, reply: Any) -> tuple[Any, list[Any]]:
-        """Record the reply (history, usage); where its tool calls are read from, and the calls."""
+    def _receive(self, reply: Any) -> tuple[Any, Usage]:
+        """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
+        the SDK object is not dumped again; None when the reply had no content), and its usage."""
         dialect = self.endpoint.dialect
         recorded = turns.assistant_turns(dialect, reply)
         self.messages.extend(recorded)
-        self.usage = self.usage + turns.reply_usage(dialect, reply)
-        source = turns.calls_source(dialect, recorded)
-        return source, ([] if source is None else parse_reply(source)[1])
+        usage = turns.reply_usage(dialect, reply)
+        self.usage = self.usage + usage
+        return turns.calls_source(dialect, recorded), usage
 
-    def _answer(self, reply: Any, number: int, requests: list[Any], outcomes: list[tuple[Any, Any]],
-                view: Any) -> None:
+    def _not_run(self, source: Any) -> list[tuple[Any, Any]]:
+        """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
+        requests = [] if source is None else parse_reply(source)[1]
+        text = f"not run: the loop reached max_steps={self.max_steps} before this call; ask again to continue"
+        return [(ToolResult(request, text, text, True), None) for request in requests]
+
+    def _answer(self, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]], view: Any) -> None:
         """Append the results of one step's calls; record and show the step."""
+        dialect = self.endpoint.dialect
         results = [result for result, _value in outcomes]
-        self.messages.extend(turns.result_turns(self.endpoint.dialect,
-                                                result_message(self.endpoint.dialect, results)))
+        self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
                                  result.content, result.is_error, value) for result, value in outcomes)
-        self._record(Step(number, turns.reply_text(self.endpoint.dialect, reply), calls,
-                          turns.reply_usage(self.endpoint.dialect, reply)), view)
+        self._record(Step(number, turns.reply_text(dialect, reply), calls, usage), view)
 
     def _record(self, step: Step, view: Any) -> None:
         self.steps.append(step)
@@ -229,23 +238,19 @@ class Chat:
         if view is not None:
             view.step(step)
 
-    def _finish(self, reply: Any, number: int, view: Any) -> str:
+    def _finish(self, reply: Any, number: int, usage: Usage, view: Any) -> str:
         text = turns.reply_text(self.endpoint.dialect, reply)
-        self.steps.append(Step(number, text, (), turns.reply_usage(self.endpoint.dialect, reply)))
+        self.steps.append(Step(number, text, (), usage))
         if view is not None:
             view.final(text, self.usage)
         return text
 
-    def _give_up(self, reply: Any, requests: list[Any], view: Any) -> str:
-        """`max_steps` reached with calls pending: answer them "not run", record, raise."""
-        text = (f"not run: the loop reached max_steps={self.max_steps} before this call; ask again to "
-                "continue")
-        self._answer(reply, self.max_steps, requests,
-                     [(ToolResult(request, text, text, True), None) for request in requests], view)
-        error = MaxStepsReached(self.max_steps, turns.reply_text(self.endpoint.dialect, reply), list(self.steps))
+    def _gave_up(self) -> MaxStepsReached:
+        """`max_steps` reached with calls pending (answered "not run" by `_not_run`)."""
+        error = MaxStepsReached(self.max_steps, self.steps[-1].text, list(self.steps))
         if self.trace is not None:
             self.trace(str(error))
-        raise error
+        return error
 
 
 __all__ = ["Chat", "MaxStepsReached"]
