@@ -25,6 +25,7 @@ _LAZY = {
     "panel": "widgets",
     "ToolContext": "context", "Elicitation": "context",
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
+    "Chat": "chat",
 }
 
 

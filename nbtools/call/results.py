@@ -111,26 +111,26 @@ def rich_parts(value: Any, max_chars: int) -> tuple | None:
     return tuple(part if isinstance(part, Content) else rendered(part, max_chars)[1] for part in parts)
 
 
-async def _run_one_async(request: Any, ns: Any, max_chars: int) -> Any:
+async def _run_one_async(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
     try:
         value = await call_func_async(request.name, request.arguments, ns=ns)
     except Exception as error:  # a failing call is an answer for the model, not a lost batch
-        return _result_for(request, None, error, max_chars)
+        return _result_for(request, None, error, max_chars), None
     try:
-        return _result_for(request, value, None, max_chars)
+        return _result_for(request, value, None, max_chars), value
     except Exception as error:
-        return _result_for(request, None, error, max_chars)
+        return _result_for(request, None, error, max_chars), None
 
 
-def _run_one(request: Any, ns: Any, max_chars: int) -> Any:
+def _run_one(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
     try:
         value = call_func(request.name, request.arguments, ns=ns)
     except Exception as error:
-        return _result_for(request, None, error, max_chars)
+        return _result_for(request, None, error, max_chars), None
     try:
-        return _result_for(request, value, None, max_chars)
+        return _result_for(request, value, None, max_chars), value
     except Exception as error:
-        return _result_for(request, None, error, max_chars)
+        return _result_for(request, None, error, max_chars), None
 
 
 def _is_async_call(request: Any, ns: Any) -> bool:
@@ -147,13 +147,23 @@ async def arun_tool_calls(reply: Any, ns: Any = None) -> Any:
     Anthropic message/content list or a Gemini response/content, as dicts or SDK objects. Each
     failing call becomes an error result (`is_error`) carrying the text for the model.
     """
-    from ..formats import parse_reply, result_message
+    from ..formats import result_message
+
+    dialect, outcomes = await arun_reply_calls(reply, ns)
+    return result_message(dialect, [result for result, _value in outcomes])
+
+
+async def arun_reply_calls(reply: Any, ns: Any = None) -> tuple[str, list[tuple[Any, Any]]]:
+    """`arun_tool_calls` before its message is built: the reply's dialect and, per call in order,
+    (its `formats.ToolResult`, what the tool returned or None when it failed), for a caller that
+    also shows the values (the agent loop's step display)."""
+    from ..formats import parse_reply
 
     check_namespace(ns)
     limits = settings(ns, {})[0]
     dialect, requests = parse_reply(reply)
-    results = await asyncio.gather(*(_run_one_async(request, ns, limits.max_result_chars) for request in requests))
-    return result_message(dialect, list(results))
+    outcomes = await asyncio.gather(*(_run_one_async(request, ns, limits.max_result_chars) for request in requests))
+    return dialect, list(outcomes)
 
 
 def run_tool_calls(reply: Any, ns: Any = None) -> Any:
@@ -167,23 +177,31 @@ def run_tool_calls(reply: Any, ns: Any = None) -> Any:
     (a private loop in a worker thread when this thread's loop is running, as in a notebook cell).
     See `arun_tool_calls` for the accepted replies.
     """
-    from ..formats import parse_reply, result_message
+    from ..formats import result_message
+
+    dialect, outcomes = run_reply_calls(reply, ns)
+    return result_message(dialect, [result for result, _value in outcomes])
+
+
+def run_reply_calls(reply: Any, ns: Any = None) -> tuple[str, list[tuple[Any, Any]]]:
+    """`run_tool_calls` before its message is built (see `arun_reply_calls`)."""
+    from ..formats import parse_reply
 
     check_namespace(ns)
     limits = settings(ns, {})[0]
     dialect, requests = parse_reply(reply)
-    results: list[Any] = [None] * len(requests)
+    outcomes: list[Any] = [None] * len(requests)
     waiting = []
     for index, request in enumerate(requests):
         if _is_async_call(request, ns):
             waiting.append(index)
         else:
-            results[index] = _run_one(request, ns, limits.max_result_chars)
+            outcomes[index] = _run_one(request, ns, limits.max_result_chars)
     if waiting:
         async def run_waiting() -> list[Any]:
             return await asyncio.gather(*(_run_one_async(requests[index], ns, limits.max_result_chars)
                                           for index in waiting))
 
-        for index, result in zip(waiting, run_awaitable(run_waiting())):
-            results[index] = result
-    return result_message(dialect, results)
+        for index, outcome in zip(waiting, run_awaitable(run_waiting())):
+            outcomes[index] = outcome
+    return dialect, outcomes

@@ -1,0 +1,69 @@
+"""What one step of the agent loop did, as small immutable records, and its plain-text trace.
+
+A step is one request to the model and the tool calls its reply asked for. The records carry
+what a display needs: each call's name and arguments as the model sent them, the text the model
+got back, whether it was an error, and the value the tool returned (rich values, such as
+`nbtools.Image`, are shown as themselves by the notebook view).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..formats.turns import Usage
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One tool call of a step. `value` is what the tool returned (None when it failed or was not run)."""
+
+    id: str | None
+    name: str
+    arguments: Any
+    text: str
+    is_error: bool
+    value: Any = field(default=None, repr=False, compare=False)
+
+    def arguments_text(self) -> str:
+        """The arguments as compact JSON text (as sent, when the model sent text)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        try:
+            return json.dumps(self.arguments, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return repr(self.arguments)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One model request: its number (from 1), the reply's text, its tool calls and its usage."""
+
+    number: int
+    text: str
+    calls: tuple[CallRecord, ...]
+    usage: Usage
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """`text` on one line, cut to `limit` characters with a marker saying how much was left out."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit]}… [{len(flat) - limit} more characters]"
+
+
+def trace_lines(step: Step) -> list[str]:
+    """The plain-text trace of a step (what `trace=print` prints): one line per call, then the text."""
+    lines = []
+    for call in step.calls:
+        marker = "error" if call.is_error else "result"
+        lines.append(f"[step {step.number}] {call.name}({shorten(call.arguments_text(), 120)}) "
+                     f"-> {marker}: {shorten(call.text)}")
+    if step.text and step.calls:
+        lines.append(f"[step {step.number}] said: {shorten(step.text)}")
+    return lines
+
+
+__all__ = ["CallRecord", "Step", "Usage", "shorten", "trace_lines"]

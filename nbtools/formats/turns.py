@@ -1,0 +1,241 @@
+"""Conversation turns per provider: what the agent loop (`nbtools.chat`) sends and keeps.
+
+The loop itself is provider-neutral; every shape it needs lives here, as pure functions of plain
+data and SDK objects (read through `model_dump`, never imported):
+
+| dialect   | client                            | request                                     | history kept                                  |
+|-----------|-----------------------------------|---------------------------------------------|-----------------------------------------------|
+| openai    | `openai.OpenAI`/`AsyncOpenAI`     | `chat.completions.create(model, messages, tools)` | system message first; the assistant message with its `tool_calls`, then one `role: tool` message per call |
+| responses | the same, `api="responses"`       | `responses.create(model, input, tools)`     | system message first; every output item (`function_call`, reasoning, message) echoed before the `function_call_output` items |
+| anthropic | `anthropic.Anthropic`/`AsyncAnthropic` | `messages.create(model, system, messages, tools, max_tokens)` | the assistant message with every content block, then one user message answering every `tool_use` |
+| gemini    | `google.genai.Client` (`.aio`)    | `models.generate_content(model, contents, config)` | the model's Content whole (thought signatures included), then one user Content with every `function_response` (ids echoed) |
+
+Echoed SDK objects are dumped without their None fields (`"tool_calls": null`, `"citations": null`
+are refused by the APIs and by the SDKs' own request types); fields that exist only in responses
+(OpenAI's message `annotations`) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import DIALECTS
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a model reported: `input_tokens` read (cache reads and writes included), `output_tokens`
+    written (reasoning/thinking included). Records add up with `+`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a client's requests go: the dialect, the tool-definition format, the attribute path of
+    the create function on the client, and whether that function returns an awaitable."""
+
+    dialect: str
+    fmt: str
+    method: tuple[str, ...]
+    is_async: bool
+    async_method: tuple[str, ...] | None = None  # an awaitable twin on a synchronous client (Gemini's `aio`)
+
+
+_METHODS = {"openai": ("chat", "completions", "create"), "responses": ("responses", "create"),
+            "anthropic": ("messages", "create"), "gemini": ("models", "generate_content")}
+
+
+def endpoint(client: Any, api: str | None = None) -> Endpoint:
+    """The `Endpoint` of an SDK client, told from its class (the SDK is not imported).
+
+    `api`: None, or "chat"/"responses" for OpenAI clients. Raises TypeError for a client of no
+    supported SDK, ValueError for an `api` the client has not.
+    """
+    cls = type(client)
+    module, name = cls.__module__ or "", cls.__name__
+    root = module.split(".", 1)[0]
+    if root == "openai":
+        if api not in (None, "chat", "chat.completions", "responses"):
+            raise ValueError(f"api={api!r}: an OpenAI client offers api='chat' (the default, Chat "
+                             "Completions) or api='responses' (the Responses API)")
+        dialect = "responses" if api == "responses" else "openai"
+        return Endpoint(dialect, dialect, _METHODS[dialect], name.startswith("Async"))
+    if api is not None:
+        raise ValueError(f"api={api!r} is for OpenAI clients; a {module}.{name} has one API")
+    if root == "anthropic":
+        return Endpoint("anthropic", "anthropic", _METHODS["anthropic"], name.startswith("Async"))
+    if module.startswith("google.genai"):
+        if name == "AsyncClient":  # `client.aio`
+            return Endpoint("gemini", "gemini", _METHODS["gemini"], True)
+        return Endpoint("gemini", "gemini", _METHODS["gemini"], False, ("aio", *_METHODS["gemini"]))
+    raise TypeError(f"Chat needs a provider SDK client: openai.OpenAI/AsyncOpenAI, anthropic.Anthropic/"
+                    f"AsyncAnthropic or google.genai.Client; got a {module}.{name}")
+
+
+def _plain(value: Any) -> Any:
+    """An SDK object as plain data without its None fields; dicts and lists with theirs dropped too."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+# -- what is sent -----------------------------------------------------------------------------------
+def user_turn(dialect: str, text: str) -> dict:
+    """The user's prompt as one history entry."""
+    if dialect == "gemini":
+        return {"role": "user", "parts": [{"text": text}]}
+    return {"role": "user", "content": text}
+
+
+def system_turns(dialect: str, system: str | None) -> list[dict]:
+    """History entries that open a conversation: OpenAI's system message (Anthropic and Gemini take
+    the system prompt as a request parameter instead, see `request`)."""
+    if system is None or dialect not in ("openai", "responses"):
+        return []
+    return [{"role": "system", "content": system}]
+
+
+def request(dialect: str, model: str, history: list, system: str | None, tools: list[dict],
+            options: dict) -> dict:
+    """The keyword arguments of one create call. `options` (the user's extra arguments) are
+    forwarded; for Gemini they go into the `config` (merged into a `config=` the user gave)."""
+    if dialect == "openai":
+        return {"model": model, "messages": history, **({"tools": tools} if tools else {}), **options}
+    if dialect == "responses":
+        return {"model": model, "input": history, **({"tools": tools} if tools else {}), **options}
+    if dialect == "anthropic":
+        extra = {"system": system} if system is not None else {}
+        return {"model": model, "messages": history, **extra, **({"tools": tools} if tools else {}), **options}
+    if dialect == "gemini":
+        options = dict(options)
+        config = _plain(options.pop("config", None)) or {}
+        config = {**config, **options}
+        if system is not None:
+            config["system_instruction"] = system
+        if tools:
+            config["tools"] = [*config.get("tools", ()), {"function_declarations": tools}]
+        return {"model": model, "contents": history, **({"config": config} if config else {})}
+    raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+
+
+# -- what comes back --------------------------------------------------------------------------------
+_OPENAI_ASSISTANT_KEYS = ("role", "content", "refusal", "tool_calls", "function_call", "audio", "name")
+
+
+def assistant_turns(dialect: str, reply: Any) -> list:
+    """The history entries that record the model's reply (what the next request must echo)."""
+    if dialect == "openai":
+        choices = _field(reply, "choices") or []
+        if not choices:
+            return []
+        message = _plain(_field(choices[0], "message"))
+        kept = {key: message[key] for key in _OPENAI_ASSISTANT_KEYS if key in message}
+        if isinstance(kept.get("audio"), dict):  # a previous audio answer is referred to by its id
+            kept["audio"] = {"id": kept["audio"]["id"]}
+        kept["role"] = "assistant"
+        return [kept]
+    if dialect == "responses":
+        return [_plain(item) for item in (_field(reply, "output") or [])]
+    if dialect == "anthropic":
+        return [{"role": "assistant", "content": [_plain(block) for block in _field(reply, "content") or []]}]
+    if dialect == "gemini":
+        content = _gemini_content(reply)
+        if content is None:
+            return []
+        content = _plain(content)
+        content.setdefault("role", "model")
+        return [content]
+    raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+
+
+def calls_source(dialect: str, recorded: list) -> Any:
+    """What `parse_reply`/`run_tool_calls` read the calls from: the reply as `assistant_turns`
+    recorded it (plain dicts: the SDK object is not dumped again). None when nothing was recorded."""
+    if not recorded:
+        return None
+    if dialect == "responses":
+        return {"object": "response", "output": recorded}
+    return recorded[0]
+
+
+def result_turns(dialect: str, message: Any) -> list:
+    """`run_tool_calls`' answer as history entries (a list in the OpenAI dialects, one message else)."""
+    if not message:
+        return []
+    return list(message) if dialect in ("openai", "responses") else [message]
+
+
+def reply_text(dialect: str, reply: Any) -> str:
+    """The text of a reply (its final answer when it called no tool); "" when it has none."""
+    texts: list[str] = []
+    if dialect == "openai":
+        choices = _field(reply, "choices") or []
+        if choices:
+            message = _field(choices[0], "message")
+            texts.append(_field(message, "content") or _field(message, "refusal") or "")
+    elif dialect == "responses":
+        for item in _field(reply, "output") or []:
+            if _field(item, "type") == "message":
+                for part in _field(item, "content") or []:
+                    kind = _field(part, "type")
+                    if kind == "output_text":
+                        texts.append(_field(part, "text") or "")
+                    elif kind == "refusal":
+                        texts.append(_field(part, "refusal") or "")
+    elif dialect == "anthropic":
+        texts = [_field(block, "text") or "" for block in _field(reply, "content") or []
+                 if _field(block, "type") == "text"]
+    elif dialect == "gemini":
+        content = _gemini_content(reply)
+        texts = [_field(part, "text") for part in (_field(content, "parts") or []) if content is not None
+                 and _field(part, "text") and not _field(part, "thought")]
+    return "".join(texts)
+
+
+def reply_usage(dialect: str, reply: Any) -> Usage:
+    """The tokens the provider reported for one reply (zeros when it reported none)."""
+    if dialect == "gemini":
+        usage = _field(reply, "usage_metadata")
+        return Usage(_int(usage, "prompt_token_count"),
+                     _int(usage, "candidates_token_count") + _int(usage, "thoughts_token_count"))
+    usage = _field(reply, "usage")
+    if dialect == "openai":
+        return Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"))
+    if dialect == "anthropic":
+        return Usage(_int(usage, "input_tokens") + _int(usage, "cache_creation_input_tokens")
+                     + _int(usage, "cache_read_input_tokens"), _int(usage, "output_tokens"))
+    return Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens"))
+
+
+def _field(value: Any, name: str) -> Any:
+    """`value.name` of an SDK object or `value[name]` of a dict (None when absent)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _int(value: Any, name: str) -> int:
+    number = _field(value, name)
+    return number if isinstance(number, int) else 0
+
+
+def _gemini_content(reply: Any) -> Any:
+    candidates = _field(reply, "candidates") or []
+    return _field(candidates[0], "content") if candidates else None
+
+
+__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
+           "calls_source", "result_turns", "reply_text", "reply_usage"]
