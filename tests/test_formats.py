@@ -715,7 +715,7 @@ def test_strict_typed_maps_render_as_closed_pairs_the_providers_accept(fmt):
     provider = "anthropic" if fmt == "anthropic" else "openai"
     parameters = parameters_of(get_schema(ledger, fmt, strict=True), fmt)
     check_strict(parameters, provider)
-    from corpus import anthropic_strict_violations, openai_strict_violations
+    from providers import anthropic_strict_violations, openai_strict_violations
 
     violations = (anthropic_strict_violations if provider == "anthropic" else openai_strict_violations)(parameters)
     assert violations == []

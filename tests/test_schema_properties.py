@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+import corpus
 import providers
 from nbtools import SchemaError, Tool, get_schema, type_schema
 
@@ -235,7 +236,7 @@ def test_every_format_is_valid_or_refused_naming_the_parameter(typed: Typed, dat
             # strict may relax (constraints move into descriptions) but never reject a valid value
             # (a typed map is sent the strict way, as key/value pairs)
             sent = corpus.as_pairs(neutral, arguments, neutral.get("$defs", {}), root=True) \
-                if strict and fmt in corpus.STRICT_FORMATS else arguments
+                if strict and fmt in providers.STRICT_FORMATS else arguments
             errors = [error.message for error in _validator(parameters).iter_errors(sent)]
             assert errors == [], (fmt, strict, parameters, arguments)
 

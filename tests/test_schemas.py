@@ -828,7 +828,7 @@ def test_point7_typeddict_tools_readonly_items_and_self_returns() -> None:
         call_func("Movie", {"title": "Heat", "seen": True, "extra": 1}, [Movie])
     assert get_schema(rate_movie, "mcp")["outputSchema"]["required"] == ["title", "seen"]
     assert get_schema(Tally().bump, "mcp")["outputSchema"] == {
-        "type": "object", "properties": {"count": {"type": "integer", "default": 0}}, "additionalProperties": False}
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"count": {"type": "integer", "default": 0}}, "additionalProperties": False}
 
 
 class Thermostat:

@@ -319,7 +319,7 @@ def enter(shell: Any) -> None:
             if publisher is not None and type(publisher) is not DisplayRouter:
                 shell.display_pub = DisplayRouter(publisher)
                 _routed_shell, _publisher_before = shell, publisher
-                if "ask_exit" not in vars(shell):
+                if "ask_exit" not in vars(shell) and hasattr(shell, "ask_exit"):
                     shell.ask_exit = _guarded_ask_exit(shell.ask_exit)
         _users += 1
         if threading.get_ident() == timeouts.main_ident:
