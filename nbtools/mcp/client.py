@@ -24,7 +24,8 @@ from ..errors import ToolCallError
 from ..extras import require_extra
 from ..tool import Tool
 from .background import serves_on_loop
-from .notify import LogMessage, Progress, default_sink, log_to_logging
+from .access import http_headers, http_transport, refused_status
+from .notify import LogMessage, Progress, default_sink, deliver, log_to_logging, show
 from .results import remote_error, result_value, unwrapped_output
 from .web import MCP_PATH
 
@@ -76,7 +77,7 @@ class Connection(list):
             _refuse_own_loop_server(self._url)
         if self._url is None and (token is not None or headers):
             raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
-        self._headers = _http_headers(token, headers) if self._url is not None else {}
+        self._headers = http_headers(token, headers) if self._url is not None else {}
         transport = self._transport(target, env, cwd, errlog)  # nothing runs until the session enters it
         self._session: Any = None
         self._closing: asyncio.Event | None = None
@@ -96,7 +97,7 @@ class Connection(list):
                           else f"no answer to `initialize` within {timeout} s")
             elif self._url is not None and reason.endswith("Not Found"):
                 reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
-            elif self._url is not None and (_refused_status(self._url, self._headers) == 401 or "401" in reason):
+            elif self._url is not None and (refused_status(self._url, self._headers) == 401 or "401" in reason):
                 reason = "401 Unauthorized" + (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
                            "nbtools prints it when it starts serving)" if "authorization" not in
                            {key.lower() for key in self._headers} else " (the token was refused)")
@@ -126,7 +127,7 @@ class Connection(list):
 
             _quiet_unreachable_session_end()
 
-            return _http_transport(self._url, self._headers)
+            return http_transport(self._url, self._headers)
         from mcp import StdioServerParameters, stdio_client
 
         argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
@@ -205,7 +206,7 @@ class Connection(list):
                     raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
                 if event is None:
                     break
-                _show(event, on_progress, on_log)
+                show(event, on_progress, on_log)
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
             raise
@@ -215,7 +216,7 @@ class Connection(list):
         while not events.empty():
             event = events.get_nowait()
             if event is not None:
-                _show(event, on_progress, on_log)
+                show(event, on_progress, on_log)
         return future.result()
 
     def _sinks(self, name: str) -> tuple[Callable[[Progress], Any], Callable[[LogMessage], Any]]:
@@ -229,7 +230,7 @@ class Connection(list):
         if waiting:
             waiting[0].put(message)
         else:  # between calls: nobody's cell to show it in
-            _deliver(self.on_log or log_to_logging, message)
+            deliver(self.on_log or log_to_logging, message)
 
     async def _acall(self, name: str, arguments: dict, events: queue.SimpleQueue | None = None) -> Any:
         session = self._session
@@ -391,41 +392,6 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
                       headers=headers, on_progress=on_progress, on_log=on_log, log_level=log_level)
 
 
-def _http_headers(token: str | None, headers: dict[str, str] | None) -> dict[str, str]:
-    """The headers of every request: `headers`, plus the bearer token (given, else from the environment)."""
-    from .access import TOKEN_ENV
-
-    out = {str(key): str(value) for key, value in (headers or {}).items()}
-    if token is None:
-        token = os.environ.get(TOKEN_ENV) or None
-    if token is not None and "authorization" not in {key.lower() for key in out}:
-        out["Authorization"] = f"Bearer {token}"
-    return out
-
-
-def _refused_status(url: str, headers: dict[str, str]) -> int | None:
-    """After a failed connect: the HTTP status a plain request gets (the SDK's error hides a 401)."""
-    try:
-        import httpx2
-
-        return httpx2.post(url, headers={**headers, "Content-Type": "application/json",
-                                         "Accept": "application/json, text/event-stream"},
-                           content=b'{"jsonrpc":"2.0","id":0,"method":"ping"}', timeout=5).status_code
-    except Exception:  # unreachable, or no httpx2: the original reason stands
-        return None
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> Any:
-    """The streamable HTTP transport with `headers` on every request (the SDK's client, our headers)."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with create_mcp_http_client(headers=headers) as http_client:
-        async with streamable_http_client(url, http_client=http_client) as streams:
-            yield streams
-
-
 async def _list_all_tools(session: Any) -> list:
     import mcp_types as types
 
@@ -462,20 +428,6 @@ def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
     if "read-only" in hints:
         hints.discard("destructive")
     return frozenset(hints)
-
-
-def _show(event: Progress | LogMessage, on_progress: Callable[[Progress], Any],
-          on_log: Callable[[LogMessage], Any]) -> None:
-    _deliver(on_progress if isinstance(event, Progress) else on_log, event)
-
-
-def _deliver(callback: Callable[[Any], Any], event: Any) -> None:
-    """Hand a notification to its callback; a failing callback warns instead of losing the call."""
-    try:
-        callback(event)
-    except Exception as error:  # the call's result matters more than showing its progress
-        warnings.warn(f"MCP notification callback {callback!r} failed: {type(error).__name__}: {error}",
-                      stacklevel=2)
 
 
 def _is_url(target: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -116,3 +117,18 @@ def in_kernel() -> bool:
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def show(event: Progress | LogMessage, on_progress: Callable[[Progress], Any],
+          on_log: Callable[[LogMessage], Any]) -> None:
+    """Hand a notification to the callback for its kind."""
+    deliver(on_progress if isinstance(event, Progress) else on_log, event)
+
+
+def deliver(callback: Callable[[Any], Any], event: Any) -> None:
+    """Hand a notification to its callback; a failing callback warns instead of losing the call."""
+    try:
+        callback(event)
+    except Exception as error:  # the call's result matters more than showing its progress
+        warnings.warn(f"MCP notification callback {callback!r} failed: {type(error).__name__}: {error}",
+                      stacklevel=2)
