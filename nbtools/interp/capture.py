@@ -117,11 +117,16 @@ class Capture:
             self.displays.append(bundle)
 
     def text(self, stream: str | None = None) -> str:
-        head = "".join(text for name, text in self.chunks if stream is None or name == stream)
+        head = "".join(text for name, text in self.chunks if stream is None or name == stream)[:OUTPUT_HEAD]
         if self.tail is None:
             return head
         dropped = sum(self.dropped.values()) if stream is None else self.dropped.get(stream, 0)
         tail = "".join(text for name, text in self.tail if stream is None or name == stream)
+        if len(tail) > OUTPUT_TAIL:
+            # a time-out raised inside `add` (signals and the watchdog can interrupt any bytecode)
+            # may leave one piece untrimmed: the bound holds when the text is read, whatever happened
+            dropped += len(tail) - OUTPUT_TAIL
+            tail = tail[len(tail) - OUTPUT_TAIL:]
         if not dropped:
             return head + tail
         return f"{head}\n[... {dropped:,} characters of output not kept ...]\n{tail}"
