@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..extras import require_extra
+from ..formats.mcp import MCP_HINTS
 from ..tool import Tool
 from .background import serves_on_loop
 from .access import http_headers, http_transport, refused_status
@@ -32,13 +33,8 @@ from .web import MCP_PATH
 if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
     import mcp_types
 
-# MCP tool annotations <-> nbtools hints.
-HINT_ANNOTATIONS = {
-    "read-only": "readOnlyHint",
-    "destructive": "destructiveHint",
-    "idempotent": "idempotentHint",
-    "open-world": "openWorldHint",
-}
+# MCP tool annotations <-> nbtools hints: one table, owned by the MCP rendering (formats/mcp.py).
+HINT_ANNOTATIONS = MCP_HINTS
 
 
 class Connection(list):

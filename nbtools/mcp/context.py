@@ -172,14 +172,7 @@ def _sampling_messages(messages: Any) -> list:
 
 
 def _reply_value(content: Any) -> Any:
-    """A sampling reply's content: its text, or an Image/Audio record."""
-    from ..content import Audio, Image
+    """A sampling reply's content: its text, or an Image/Audio record (read as a tool result's blocks are)."""
+    from .results import content_part
 
-    kind = getattr(content, "type", None)
-    if kind == "text":
-        return content.text
-    if kind == "image":
-        return Image.from_base64(content.data, content.mime_type)
-    if kind == "audio":
-        return Audio.from_base64(content.data, content.mime_type)
-    return content
+    return content_part(content) if getattr(content, "type", None) in ("text", "image", "audio") else content
