@@ -5,6 +5,9 @@
   files share it instead of each starting its own. What tests define stays in its namespace.
 - `nbtools_kernel` (function): the shared kernel with the extension loaded, an empty registry and
   no MCP server running (servers the test started are stopped after it too).
+- `sigint_raises` (function): Python's own SIGINT handler for the test's duration. A test that sends
+  itself SIGINT (a person's interrupt) needs it: a shell starts background jobs with SIGINT
+  ignored, and Python then keeps it ignored (CI's runner may be such a job).
 - `new_kernel` (function): a factory, `new_kernel(kernel_name="python3")`, for a test that needs a
   kernel of its own (another kernelspec, or process-wide state the shared one must keep); every
   kernel it started is shut down after the test.
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from typing import Callable, Iterator
 
 import pytest
@@ -63,3 +67,12 @@ def new_kernel() -> Iterator[Callable[..., RealKernel]]:
     finally:
         for kernel in started:
             kernel.shutdown()
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

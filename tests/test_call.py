@@ -491,6 +491,7 @@ def test_interrupts_raised_by_the_tool_are_its_error(exception):
     assert f"the tool raised {exception.__name__}" in text
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_a_persons_interrupt_passes_through():
     import signal
 

@@ -790,6 +790,7 @@ def test_keyboard_interrupt_raised_by_the_code_comes_back_as_text():
     assert python("try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt:\n    seen = 1\nseen", {}) == 1
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_keyboard_interrupt_propagates():
     namespace: dict = {}
     # A real interrupt (what a kernel interrupt sends) during a sleep, even with a bare except:
