@@ -325,3 +325,28 @@ def test_escalation_alone_stops_a_swallowing_loop_and_restores_trace_and_profile
     except subprocess.TimeoutExpired:
         pytest.fail("the swallowing loop was never stopped")
     assert done.stdout.split() == ["True", "True", "True"], done.stderr[-3000:]
+
+
+def test_escalation_still_works_after_a_worker_threads_time_out():
+    # The watchdog stops a worker thread's run with an asynchronous exception. Clearing one that
+    # was already delivered (`PyThreadState_SetAsyncExc(id, NULL)`) left CPython 3.11's "pending"
+    # flag set for good: every call in the process took the slow path, and a traced function
+    # entry spun, so the next escalated run on the main thread only ended at the backstop (here
+    # disabled: never).
+    script = textwrap.dedent(f"""\
+        import resource, threading, time
+        resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))
+        from nbtools.interp import run_code, timeouts
+        worker = threading.Thread(target=lambda: print(run_code("while True: pass", {{}}, timeout=0.05).timed_out))
+        worker.start(); worker.join()
+        timeouts.main_backstop = False
+        code = "import contextlib\\nwhile True:\\n    with contextlib.suppress(BaseException):\\n        while True: pass"
+        started = time.monotonic()
+        result = run_code(code, {{}}, timeout=0.1)
+        print(result.timed_out, time.monotonic() - started < 2)
+        """)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WALL_LIMIT)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the swallowing loop was never stopped after a worker thread's time-out")
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr[-3000:]

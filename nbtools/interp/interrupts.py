@@ -63,7 +63,7 @@ def _on_sigint(signum: int, frame: Any) -> None:
 
 def enter() -> None:
     """A run begins on the main thread."""
-    global _depth, _saved_mask, _previous_sigint
+    global _depth, _previous_sigint
     _depth += 1
     if _depth > 1:
         return

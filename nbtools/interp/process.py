@@ -329,30 +329,25 @@ def enter(shell: Any) -> None:
 def leave() -> None:
     """A run ends: when it was the last active one, put the streams and the publisher back (and
     carry out an uninstall that was asked for meanwhile)."""
-    on_main = threading.get_ident() == timeouts.main_ident
+    global _users, _routed_shell, _publisher_before, _streams_before
     try:
-        _leave_locked()
+        with _lock:
+            _users -= 1
+            if _users:
+                return
+            sys.stdout, sys.stderr, sys.stdin = _streams_before
+            _streams_before = (None, None, None)
+            if _routed_shell is not None:
+                shell, publisher = _routed_shell, _publisher_before
+                _routed_shell = _publisher_before = None
+                if type(getattr(shell, "display_pub", None)) is DisplayRouter:
+                    shell.display_pub = publisher
+                if getattr(vars(shell).get("ask_exit"), "__nbtools_guard__", False):
+                    del shell.ask_exit
+            if _uninstall_pending:
+                _uninstall_locked()
     finally:
         # Last: putting the mask back may deliver a person's interrupt that waited while the code
         # blocked SIGINT; it propagates from here, after everything else is back in place.
-        if on_main:
+        if threading.get_ident() == timeouts.main_ident:
             interrupts.leave()
-
-
-def _leave_locked() -> None:
-    global _users, _routed_shell, _publisher_before, _streams_before
-    with _lock:
-        _users -= 1
-        if _users:
-            return
-        sys.stdout, sys.stderr, sys.stdin = _streams_before
-        _streams_before = (None, None, None)
-        if _routed_shell is not None:
-            shell, publisher = _routed_shell, _publisher_before
-            _routed_shell = _publisher_before = None
-            if type(getattr(shell, "display_pub", None)) is DisplayRouter:
-                shell.display_pub = publisher
-            if getattr(vars(shell).get("ask_exit"), "__nbtools_guard__", False):
-                del shell.ask_exit
-        if _uninstall_pending:
-            _uninstall_locked()

@@ -26,8 +26,8 @@ from . import process
 from .capture import Capture, claim_for_child, current_capture, ipython_shell
 from .compiling import Compiled, compile_source, defines_code, new_filename
 from .isolated import run_isolated
-from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt
-from .timeouts import Run, Waker, arm, check_timeout, deactivate, disarm
+from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, quiet_result
+from .timeouts import Run, Waker, arm, check_timeout, disarm
 from .tracebacks import format_error
 
 _INTERNAL_MODULES = ("nbtools", "threading", "asyncio", "concurrent", "contextvars", "functools")
@@ -139,7 +139,7 @@ class _Execution:
         duration = time.perf_counter() - self.started
         if not capture.chunks:  # the common case, kept cheap
             value = None if self.exception is not None else self.value
-            return ExecResult(value, "", "", "", error, self.timed_out, duration, (), self.exception)
+            return quiet_result(value, error, self.timed_out, duration, self.exception)
         return ExecResult(
             value=None if self.exception is not None else self.value,
             stdout=capture.text("stdout"),
@@ -198,12 +198,9 @@ def _execute(execution: _Execution) -> None:
         finally:
             if run is not None:
                 run.active = False  # first, before any call: no time-out is raised after this
-                deactivate(run)
+                disarm(run)
     except BaseException as exc:
         execution.caught(exc)
-    finally:
-        if run is not None:
-            disarm(run)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -270,12 +267,9 @@ def _stepped_call(step: Any, run: Run | None) -> Any:
     arm(run)
     try:
         run.active = True
-        try:
-            return step()
-        finally:
-            run.active = False  # first, before any call: no time-out is raised after this
-            deactivate(run)
+        return step()
     finally:
+        run.active = False  # first, before any call: no time-out is raised after this
         disarm(run)
 
 

@@ -53,21 +53,21 @@ class Run:
     so a time-out is never raised inside the runner's bookkeeping; `fired` records that the
     time-out was raised for this run (which tells nested runs whose time-out it is)."""
 
-    __slots__ = ("timeout", "deadline", "fired", "active", "thread_id", "on_main", "watch_at",
-                 "watched", "async_fired", "tracing", "saved_trace")
+    # No __slots__: the class attributes below are the defaults, so a run pays only for the two
+    # attributes every run sets (most runs end before anything else changes).
+    fired = False
+    active = False
+    thread_id = 0
+    on_main = False
+    watch_at = math.inf   # when the watchdog acts (the deadline, or the main-thread backstop)
+    watched = False       # known to the watchdog
+    async_fired = False   # the watchdog raised the time-out in the run's thread
+    tracing = False       # escalated: our trace function is installed in the run's thread
+    saved_trace: Any = None  # the trace and profile functions that were there before
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
-        self.fired = False
-        self.active = False
-        self.thread_id = 0
-        self.on_main = False
-        self.watch_at = math.inf   # when the watchdog acts (the deadline, or the main-thread backstop)
-        self.watched = False       # known to the watchdog
-        self.async_fired = False   # the watchdog raised the time-out in the run's thread
-        self.tracing = False       # escalated: our trace function is installed in the run's thread
-        self.saved_trace = None    # the trace and profile functions that were there before
 
 
 class _ForeignTimer:
@@ -361,9 +361,15 @@ class _Watchdog:
                     if run.watched:
                         run.watched = False
                         self.runs.remove(run)
-                if run.async_fired and self.raise_in is not None:
+                if run.async_fired:
+                    # One still on its way arrives here and is caught below. Not cleared with
+                    # `PyThreadState_SetAsyncExc(id, NULL)`: in CPython 3.11 that leaves the
+                    # interpreter's "async exception pending" flag set for good, so every call in
+                    # every thread then takes the slow path (~12%), and a traced function entry
+                    # spins until another async exception arrives (an escalated run overran by
+                    # the watchdog's BACKSTOP, not REPEAT).
                     run.async_fired = False
-                    self.raise_in(run.thread_id, None)
+                    _let_async_exception_arrive()
                 return
             except TimeoutInterrupt:
                 continue  # delivered during this clean-up: the run is over; finish cleaning up
@@ -393,6 +399,11 @@ class _Watchdog:
                 else:
                     self.wake_at = soonest
                     self.condition.wait(soonest - now)
+
+
+def _let_async_exception_arrive() -> None:
+    """A Python call checks for pending asynchronous exceptions on entry: one raised for this
+    thread is raised here."""
 
 
 def _innermost_main_active() -> bool:
