@@ -35,6 +35,7 @@ _ONE = frozenset({"additionalProperties", "not", "if", "then", "else", "contains
 _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
 _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 _DEFS = ("$defs", "definitions")
+_KIND = {**{key: _ONE for key in _ONE | _LIST}, **{key: _MAP for key in _MAP}}  # one lookup per key
 # What a moved resource's old place keeps beside the `$ref` (words about this use of it).
 _KEPT_IN_PLACE = ("description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly")
 # The base URI of a document without an absolute `$id` (RFC 3986 §5.1.4: the application's
@@ -60,20 +61,38 @@ def _children(node: dict):
 
 def has_embedded(root: Any) -> bool:
     """True when `root` has something `bundle` rewrites: a subschema with its own `$id`, an
-    `$anchor` (or draft-07 `"$id": "#name"`), or a reference by URI in a document with an `$id`."""
+    `$anchor` (or draft-07 `"$id": "#name"`), or a reference by URI in a document with an `$id`.
+    Run on every schema read, so written as one tight loop over the subschemas."""
     if not isinstance(root, dict):
         return False
     rooted = isinstance(root.get("$id"), str)
-    stack: list[tuple[Any, bool]] = [(root, True)]
+    if "$anchor" in root or (isinstance(root.get("$id"), str) and root["$id"].startswith("#")):
+        return True
+    stack: list[Any] = [root]
+    first = True
     while stack:
-        node, top = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        if "$anchor" in node or (not top and isinstance(node.get("$id"), str)):
+        node = stack.pop()
+        if first:
+            first = False
+        elif ("$id" in node and isinstance(node["$id"], str)) or "$anchor" in node:
             return True
         if rooted and isinstance(node.get("$ref"), str) and not node["$ref"].startswith("#"):
             return True
-        stack.extend((sub, False) for _, sub in _children(node))
+        for key, value in node.items():
+            kind = _KIND.get(key)
+            if kind is None:
+                continue
+            if type(value) is dict:
+                if kind is _MAP:
+                    for sub in value.values():
+                        if type(sub) is dict:
+                            stack.append(sub)
+                elif key in _ONE:
+                    stack.append(value)
+            elif type(value) is list and key in _LIST:
+                for sub in value:
+                    if type(sub) is dict:
+                        stack.append(sub)
     return False
 
 
