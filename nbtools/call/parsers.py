@@ -82,7 +82,7 @@ def parse_pattern(text: str) -> re.Pattern:
     try:
         return re.compile(text)
     except re.error as error:
-        raise ValueError(f"not a valid regular expression: {error}") from None
+        raise ValueError(str(error)) from None  # the words say "a valid regular expression" already
 
 
 _STRING_PARSERS: dict[type, Callable[[str], Any]] = {

@@ -15,7 +15,7 @@ from .. import ir
 from ..errors import SchemaError
 from ..policy import Limits
 from .parsers import PARSE_FAILURES, string_parser
-from .words import ConversionError, describe, got, mismatch
+from .words import ConversionError, got, mismatch, unparsable
 
 Converter = Callable[[Any, str], Any]
 """A compiled converter: `(json_value, path) -> python_value`; raises `ConversionError`."""
@@ -124,7 +124,7 @@ def string(node: ir.Str, limits: Limits) -> Converter:
             return parse(text)
         except PARSE_FAILURES as error:
             reason = str(error).strip() or type(error).__name__
-            raise ConversionError(path, f"expected {describe(node)}, got {got(value)} ({reason})") from None
+            raise unparsable(node, text, path, reason) from None
 
     return convert_parsed
 

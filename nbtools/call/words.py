@@ -78,22 +78,31 @@ def exception_text(error: BaseException, limit: int = 300) -> str:
 # ==================================================================================================
 # What a node accepts, in words: one entry per node class
 # ==================================================================================================
-_STRING_WORDS: dict[type, str] = {
-    dt.datetime: 'an ISO 8601 date-time string (e.g. "2024-05-01T13:30:00")',
-    dt.date: 'an ISO 8601 date string (e.g. "2024-05-01")',
-    dt.time: 'an ISO 8601 time string (e.g. "13:30:00")',
-    dt.timedelta: 'an ISO 8601 duration string (e.g. "PT1H30M" or "P2D")',
-    uuid.UUID: 'a UUID string (e.g. "12345678-1234-5678-1234-567812345678")',
-    decimal.Decimal: 'a decimal number written as a string (e.g. "12.50")',
-    bytes: "a base64-encoded string",
-    bytearray: "a base64-encoded string",
+# Strings that convert to a Python type: the words, and an example of a good one.
+_STRING_WORDS: dict[type, tuple[str, str | None]] = {
+    dt.datetime: ("an ISO 8601 date-time string", '"2024-05-01T13:30:00"'),
+    dt.date: ("an ISO 8601 date string", '"2024-05-01"'),
+    dt.time: ("an ISO 8601 time string", '"13:30:00"'),
+    dt.timedelta: ("an ISO 8601 duration string", '"PT1H30M" or "P2D"'),
+    uuid.UUID: ("a UUID string", '"12345678-1234-5678-1234-567812345678"'),
+    decimal.Decimal: ("a decimal number written as a string", '"12.50"'),
+    bytes: ("a base64-encoded string", None),
+    bytearray: ("a base64-encoded string", None),
+    re.Pattern: ("a valid regular expression", '"^[a-z]+$"'),
 }
 
 
 def _describe_str(node: ir.Str) -> str:
+    """The string's kind in words, naming its `format` (what the schema the model read says), with
+    an example when the text must parse: 'an ISO 8601 date string (format "date", e.g. ...)'."""
     if isinstance(node.py, type) and issubclass(node.py, pathlib.PurePath):
-        return "a file path string"
-    return _STRING_WORDS.get(node.py, "a string")
+        words, example = "a file path string", None
+    else:
+        words, example = _STRING_WORDS.get(node.py, ("a string", None))
+    notes = [f"format {json.dumps(short(node.format, 60), ensure_ascii=False)}"] if node.format else []
+    if example:
+        notes.append(f"e.g. {example}")
+    return f"{words} ({', '.join(notes)})" if notes else words
 
 
 def _describe_choices(node: ir.Literal | ir.Enum) -> str:
@@ -252,6 +261,12 @@ def hint(node: ir.Node, value: Any) -> str:
 def mismatch(node: ir.Node, value: Any, path: str) -> ConversionError:
     """The error for a value of the wrong kind: what was expected, what arrived, and advice."""
     return ConversionError(path, f"expected {describe(node)}, got {got(value)}{hint(node, value)}")
+
+
+def unparsable(node: ir.Str, value: str, path: str, reason: str) -> ConversionError:
+    """The error for a string that does not parse as its node's type: what was expected (naming the
+    format), what arrived, and the parser's reason (e.g. the regular expression's own error)."""
+    return ConversionError(path, f"expected {describe(node)}, got {got(value)}: {reason}")
 
 
 def did_you_mean(key: Any, names: Iterable[str]) -> str:

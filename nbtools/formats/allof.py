@@ -4,14 +4,15 @@ Neither strict mode nor Gemini's OpenAPI subset carries `allOf` or keywords besi
 transforms ask here for one schema with the same meaning: the intersection of the parts. Where it
 cannot be written faithfully (parts that disagree, a closed object another part adds keys to, a
 recursive type that would have to be copied into itself) the answer is None, and the transform
-refuses the schema by name; it never guesses. Also here: `bundle`, which moves the `$defs` of
-embedded resources (subschemas with their own `$id`) to the root, so every `$ref` is resolved
-against the resource it was written in.
+refuses the schema by name; it never guesses. (`bundle`, which makes the references of embedded
+resources root-relative, lives in `schema.bundle`, shared with the schema reader; re-exported here.)
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from ..schema.bundle import bundle
 
 __all__ = ["ANNOTATIONS", "is_annotation_only", "intersect", "bundle"]
 
@@ -93,56 +94,3 @@ def _both(key: str, mine: Any, theirs: Any, out: dict, part: dict) -> tuple[Any,
     if key == "additionalProperties" and (mine is False or theirs is False):
         return False, ""
     return None, f"the parts disagree on {key} ({mine!r} and {theirs!r})"
-
-
-def bundle(root: dict) -> dict:
-    """`root` with the `$defs`/`definitions` of embedded resources (subschemas that have their own
-    `$id`) moved into the root's `$defs` under fresh names, and the references inside each resource
-    rewritten to them. The input is not changed; without such resources it is returned as is."""
-    taken = set(root.get("$defs") or {}) | set(root.get("definitions") or {})
-    moved: dict[str, Any] = {}
-
-    def walk(node: Any, scope: dict[str, str], top: bool) -> Any:
-        if isinstance(node, list):
-            return [walk(item, scope, False) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if not top and "$id" in node and ("$defs" in node or "definitions" in node):
-            local = {**(node.get("definitions") or {}), **(node.get("$defs") or {})}
-            scope = dict(scope)
-            for name in local:  # fresh root names for this resource's definitions
-                fresh, counter = name, 2
-                while fresh in taken:
-                    fresh, counter = f"{name}_{counter}", counter + 1
-                taken.add(fresh)
-                scope[name] = fresh
-            for name, body in local.items():
-                moved[scope[name]] = walk(body, scope, False)
-            node = {key: value for key, value in node.items() if key not in ("$defs", "definitions")}
-        out = {}
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and scope:
-                for prefix in ("#/$defs/", "#/definitions/"):
-                    if value.startswith(prefix) and value[len(prefix):] in scope:
-                        value = "#/$defs/" + scope[value[len(prefix):]]
-            if key in ("$defs", "definitions") and top and isinstance(value, dict):
-                out[key] = {name: walk(body, scope, False) for name, body in value.items()}
-            else:
-                out[key] = walk(value, scope, False)
-        return out
-
-    if not _has_embedded(root, True):
-        return root
-    bundled = walk(root, {}, True)
-    bundled["$defs"] = {**(bundled.get("$defs") or {}), **moved}
-    return bundled
-
-
-def _has_embedded(node: Any, top: bool) -> bool:
-    if isinstance(node, list):
-        return any(_has_embedded(item, False) for item in node)
-    if not isinstance(node, dict):
-        return False
-    if not top and "$id" in node and ("$defs" in node or "definitions" in node):
-        return True
-    return any(_has_embedded(value, False) for value in node.values() if isinstance(value, (dict, list)))

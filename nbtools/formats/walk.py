@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..errors import SchemaError
-from .allof import ANNOTATIONS, bundle, intersect, is_annotation_only
+from ..schema.bundle import bundle
+from .allof import ANNOTATIONS, intersect, is_annotation_only
 
 MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
 IN_PROGRESS: Any = type("_InProgress", (), {"__repr__": lambda self: "IN_PROGRESS"})()
@@ -142,7 +143,10 @@ class Walker(ABC):
         self.extras_name = extras_name
         self.varargs_name = varargs_name
         # embedded resources' definitions moved to the root, so each $ref means what it meant
-        self.source: Any = bundle(root) if isinstance(root, dict) else root
+        try:
+            self.source: Any = bundle(root) if isinstance(root, dict) else root
+        except SchemaError as error:
+            raise SchemaError(tool_name, None, error.reason) from None
         self.source_defs: dict = {}
         for keyword in ("definitions", "$defs"):  # draft-07 and 2020-12 spellings; $defs wins a tie
             defs = self.source.get(keyword) if isinstance(self.source, dict) else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import ir
 from ..errors import SchemaError
+from .bundle import bundle, has_embedded
 from .unions import union
 
 __all__ = ["schema_to_ir", "check_json_depth", "json_types", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES",
@@ -44,6 +45,10 @@ def schema_to_ir(schema: dict | bool, defs: dict | None = None) -> ir.Node:
     keywords (kept in `constraints`). `description` goes on the node, except a property's, which goes
     on its `ir.Field` together with its `default`.
 
+    A `$ref` written inside an embedded resource (a subschema with its own `$id`) means that
+    resource's definition, and a resource may be named by its `$id` URI or an `$anchor`
+    (`schema.bundle`); a reference there that points to nothing is a SchemaError.
+
     `defs` resolves references when `schema` is a fragment of a larger document: a mapping of
     definition name -> schema, consulted after the schema's own `$defs`/`definitions`.
     Unknown keywords and unresolvable references are ignored (looser validation, never an error).
@@ -54,6 +59,8 @@ def schema_to_ir(schema: dict | bool, defs: dict | None = None) -> ir.Node:
     walks the expanded form). Reading takes time linear in the expanded size.
     """
     check_json_depth(schema, "schema")
+    if isinstance(schema, dict) and has_embedded(schema):  # a compound document: refs made root-relative
+        schema = bundle(schema)
     return _Reader(schema, defs or {}).read(schema, pointer="#")
 
 
