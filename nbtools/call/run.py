@@ -86,6 +86,17 @@ def _tool_failure(tool: Tool, error: BaseException) -> ToolCallError:
     return ToolCallError(tool.name, problem)
 
 
+def _raised_by_the_tool(tool: Tool, error: BaseException) -> BaseException:
+    """What a call raises when the tool's function raised `error`: a ToolCallError of its own and
+    what must end the run (`_stops_the_run`) pass through as they are; anything else becomes the
+    tool's failure, caused by `error`."""
+    if isinstance(error, ToolCallError) or (not isinstance(error, Exception) and _stops_the_run(error)):
+        return error
+    failure = _tool_failure(tool, error)
+    failure.__cause__, failure.__suppress_context__ = error, True  # as `raise failure from error`
+    return failure
+
+
 def _refused(tool: Tool, reason: str) -> ToolCallError:
     return ToolCallError(tool.name, f"refused: {reason}")
 
@@ -204,14 +215,8 @@ def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destruct
             if inspect.isasyncgen(result):  # read only as far as the result can show
                 result = aread_items(result, limits.max_result_chars)
             result = run_awaitable(result)
-    except ToolCallError:
-        raise
-    except Exception as error:
-        raise _tool_failure(tool, error) from error
     except BaseException as error:
-        if _stops_the_run(error):
-            raise
-        raise _tool_failure(tool, error) from error
+        raise _raised_by_the_tool(tool, error)
     return result
 
 
@@ -264,14 +269,8 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_d
                 result = await result
             elif inspect.isasyncgen(result):  # read only as far as the result can show
                 result = await aread_items(result, limits.max_result_chars)
-    except ToolCallError:
-        raise
-    except Exception as error:
-        raise _tool_failure(tool, error) from error
     except BaseException as error:
-        if _stops_the_run(error):
-            raise
-        raise _tool_failure(tool, error) from error
+        raise _raised_by_the_tool(tool, error)
     return result
 
 
