@@ -299,7 +299,9 @@ async def test_approval_time_out_refuses_and_tells_the_model_it_timed_out(tools)
     assert prompt.approve_button.disabled
     guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=0.05))
     text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
-    assert "no answer within 0.05 s (timed out)" in text and "denied" not in text  # what the model reads
+    # What the model reads: nobody answered (not a denial), the call did not run, what to do.
+    assert "refused: nobody approved this call in time (no answer within 0.05 s (timed out)); it did not run" in text
+    assert "denied" not in text and "ApprovalTimedOut" not in text
 
 
 async def test_the_prompt_shows_the_description_and_the_time_left(tools):

@@ -178,6 +178,9 @@ def arguments_as_run(fn: Callable, positional: tuple, kwargs: dict, raw: Any) ->
 
 
 def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
+    if isinstance(error, TimeoutError):  # e.g. widgets.ApprovalTimedOut: nobody clicked in time
+        return _refused(tool, f"nobody approved this call in time ({short(str(error), 200)}); "
+                              "it did not run: ask the user before trying again")
     return _refused(tool, f"the approval check failed ({type(error).__name__}: {short(str(error), 200)})")
 
 
