@@ -143,6 +143,29 @@ def test_a_tool_annotated_to_return_an_image_has_no_output_schema():
     assert described.returns is None and "outputSchema" not in described.schema("mcp")
 
 
+async def test_images_in_a_declared_list_come_with_the_structured_content_its_schema_requires():
+    # `-> list` advertises an outputSchema, so a client rejects a result without structuredContent:
+    # the image goes as a block for the model and, as JSON, in the structured value.
+    local = Registry()
+
+    @tool(registry=local)
+    def gallery() -> list:
+        "A caption and a picture."
+        return ["Look:", Image(PNG)]
+
+    @tool(registry=local)
+    def counts() -> dict[str, int]:
+        "Declares counts, returns a picture."
+        return [Image(PNG)]  # type: ignore[return-value]
+
+    async with session_for(local) as session:
+        result = await session.call_tool("gallery", {})  # the SDK validates it against the outputSchema
+        assert not result.is_error and [block.type for block in result.content] == ["text", "image"]
+        assert result.structured_content == {"result": ["Look:", {"data": Image(PNG).base64(), "mime": "image/png"}]}
+        wrong = await session.call_tool("counts", {})
+    assert wrong.is_error and "does not match its declared return type" in wrong.content[0].text
+
+
 # ------------------------------------------------------------------------------------------------
 # Served: progress, log levels, sampling, elicitation, list_changed, unknown tools, threads
 # ------------------------------------------------------------------------------------------------

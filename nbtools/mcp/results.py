@@ -64,32 +64,51 @@ def success_result(tool: Tool | None, value: Any, max_chars: int) -> "mcp_types.
 
     parts = content_parts(value)
     if parts is not None:
-        return types.CallToolResult(content=content_blocks(parts, max_chars))
+        blocks = content_blocks(parts, max_chars)
+        if tool is None or tool.returns is None or tool.schema("mcp").get("outputSchema") is None:
+            return types.CallToolResult(content=blocks)
+        # Declared as e.g. `-> list` and returned with images in it: blocks for the model, and the
+        # structuredContent its outputSchema makes required (clients reject a result without it).
+        structured = _declared_result(tool, to_json(value), max_chars, check_size=True)
+        if isinstance(structured, types.CallToolResult):
+            return structured  # the error result
+        return types.CallToolResult(content=blocks, structured_content=structured)
     data, text = rendered(value, max_chars, tool.name if tool is not None else None)
     cut = len(text) > max_chars  # only cut text grows past the limit (it carries a marker)
     structured = None
     if tool is not None and tool.returns is not None:
         # the text for the model and `values.to_json` (lenient: text stands in for what JSON
         # cannot hold) are the same JSON unless the text was cut
-        structured = to_json(value) if cut else data
-        if mcp_wraps_result(tool):
-            structured = {"result": structured}
-        size = _json_size(structured, max_chars) if cut or 2 * len(text) + 32 > max_chars else 0
-        if size > max_chars:
-            return error_result(ToolCallError(tool.name, (
-                f"it ran, but its result is {size} characters of JSON, over this server's limit of "
-                f"{max_chars} (max_result_chars), and its declared return type requires the whole value as "
-                "structuredContent. Ask for less (e.g. a narrower query), or raise the registry's "
-                "Limits(max_result_chars=...)")))
-        problem = _output_problem(tool, structured)
-        if problem is not None:
-            # The tool did run (it may have changed something): say so, and show what it returned.
-            return error_result(ToolCallError(tool.name, "it ran, but returned a value that does not match its "
-                                                         f"declared return type: {problem}. It returned: {text}"))
+        structured = _declared_result(tool, to_json(value) if cut else data, max_chars,
+                                      check_size=cut or 2 * len(text) + 32 > max_chars, text=text)
+        if isinstance(structured, types.CallToolResult):
+            return structured  # the error result
     elif not cut and isinstance(data, dict) and _json_size(data, max_chars) <= max_chars:
         structured = data
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=structured)
+
+
+def _declared_result(tool: Tool, data: Any, max_chars: int, *, check_size: bool,
+                     text: str | None = None) -> Any:
+    """The structuredContent of a tool with a declared return type (wrapped as `{"result": value}`
+    when that type is not an object), or the error result (a CallToolResult) when it is over
+    `max_chars` or does not match the advertised outputSchema."""
+    structured = {"result": data} if mcp_wraps_result(tool) else data
+    size = _json_size(structured, max_chars) if check_size else 0
+    if size > max_chars:
+        return error_result(ToolCallError(tool.name, (
+            f"it ran, but its result is {size} characters of JSON, over this server's limit of "
+            f"{max_chars} (max_result_chars), and its declared return type requires the whole value as "
+            "structuredContent. Ask for less (e.g. a narrower query), or raise the registry's "
+            "Limits(max_result_chars=...)")))
+    problem = _output_problem(tool, structured)
+    if problem is not None:
+        # The tool did run (it may have changed something): say so, and show what it returned.
+        shown = text if text is not None else rendered(data, max_chars)[1]
+        return error_result(ToolCallError(tool.name, "it ran, but returned a value that does not match its "
+                                                     f"declared return type: {problem}. It returned: {shown}"))
+    return structured
 
 
 def _json_size(value: Any, max_chars: int) -> int:
