@@ -499,6 +499,9 @@ def test_ctrl_c_ends_a_stdio_server_in_a_terminal(tmp_path):
     pid, terminal = pty.fork()  # the server gets a real terminal: Ctrl+C there is what a person types
     if pid == 0:
         os.chdir(tmp_path)
+        # A person's terminal delivers SIGINT; a background job (CI's runner may be one) starts
+        # with it ignored, and an ignored signal stays ignored across exec.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(sys.executable, [sys.executable, "-m", "nbtools.cli", "serve", "one.py"])
     seen = b""
 
