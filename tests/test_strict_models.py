@@ -158,11 +158,16 @@ def test_plain_objects_and_mixed_forms_keep_working():
     assert received_once()["basket"] == Basket(order=Order(counts={}))
 
 
-def refusal(arguments: dict) -> str:
+def refusal_of(fn, arguments: dict) -> str:
+    """The first line of the error `fn` gets for `arguments` (the function never ran)."""
     with pytest.raises(ToolCallError) as info:
-        call_func("place", arguments, [place])
+        call_func(fn.__name__, arguments, [fn])
     assert RECEIVED == []
     return str(info.value).splitlines()[0]
+
+
+def refusal(arguments: dict) -> str:
+    return refusal_of(place, arguments)
 
 
 def test_bad_pairs_in_a_model_are_refused_naming_the_field():
@@ -259,3 +264,36 @@ def test_dataclass_and_typeddict_map_fields_take_the_pair_form(fmt):
                                "more": [Stock(levels={}, label="spare")]}
     with pytest.raises(ToolCallError, match=r"'stock\.levels\[1\]'.*given twice"):
         call_func("restock", {**sent, "stock": {"levels": pairs({"a": 1}) * 2}}, [restock])
+
+
+# -- a recursive model, and a root model that is itself a map -------------------------------------
+
+class Tree(pydantic.BaseModel):
+    weights: dict[str, float]
+    children: list["Tree"] = []
+
+
+Counts = pydantic.RootModel[dict[str, int]]
+
+
+def grow(tree: Tree, counts: Counts) -> str:
+    """Grow a tree."""
+    RECEIVED.append({"tree": tree, "counts": counts})
+    return "grown"
+
+
+def test_recursive_models_and_root_model_maps_read_pairs_at_every_level():
+    parameters = parameters_of(get_schema(grow, "openai", strict=True), "openai")
+    check_strict(parameters, "openai")
+    sent = {"tree": {"weights": pairs({"a": 1.5}),
+                     "children": [{"weights": pairs({"b": 2.0}),
+                                   "children": [{"weights": [], "children": None}]}]},
+            "counts": pairs({"x": 3})}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+    assert call_func("grow", sent, [grow]) == "grown"
+    assert received_once() == {
+        "tree": Tree(weights={"a": 1.5}, children=[Tree(weights={"b": 2.0}, children=[Tree(weights={})])]),
+        "counts": Counts({"x": 3})}
+    text = refusal_of(grow, {**sent, "tree": {"weights": [], "children": [{"weights": pairs({"b": 1}) * 2}]}})
+    assert "'tree.children[0].weights[1]'" in text and "given twice" in text
+

@@ -151,16 +151,39 @@ class _Decoders:
         if not decoders and extra is None and not absent:
             return None
 
+        named = tuple(decoders.items())
+
         def decode_object(value: Any, path: str) -> Any:
             if type(value) is not dict:
                 return value
-            out = {}
-            for key, item in value.items():
-                if item is None and key in absent:
-                    continue  # OpenAI strict's "left out": the model's own default applies
-                decode = decoders.get(key) if key in fields else extra
-                out[key] = item if decode is None else _inside(decode, item, path, key_segment(key))
-            return out
+            out = None  # copied on the first change: the caller's data is never rewritten
+            for key in absent:
+                if key in value and value[key] is None:  # OpenAI strict's "left out": the default applies
+                    if out is None:
+                        out = dict(value)
+                    del out[key]
+            # only the fields that can hold a strict form are visited (a plain object costs little)
+            for key, decode in named:
+                item = value.get(key)
+                if item is not None:
+                    try:
+                        new = decode(item, path)
+                    except ConversionError as error:
+                        error.segments.append(key_segment(key))
+                        raise
+                    if new is not item:
+                        if out is None:
+                            out = dict(value)
+                        out[key] = new
+            if extra is not None:
+                for key, item in value.items():
+                    if key not in fields:
+                        new = _inside(extra, item, path, key_segment(key))
+                        if new is not item:
+                            if out is None:
+                                out = dict(value)
+                            out[key] = new
+            return value if out is None else out
 
         cell[0] = decode_object
         return decode_object
@@ -173,7 +196,8 @@ class _Decoders:
         def decode_array(value: Any, path: str) -> Any:
             if type(value) is not list:
                 return value
-            return [_inside(item_of, item, path, f"[{index}]") for index, item in enumerate(value)]
+            out = [_inside(item_of, item, path, f"[{index}]") for index, item in enumerate(value)]
+            return value if all(new is item for new, item in zip(out, value)) else out
 
         return decode_array
 
