@@ -643,6 +643,10 @@ def as_pairs(schema: dict, value, defs: dict, root: bool = False):
                                                       extras, defs)
                 return out
         return value
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [as_pairs(schema["items"], item, defs) for item in value]
+    if isinstance(value, list):  # an array, also one option of a union (Optional[list[dict[str, int]]])
+        for option in [schema] + list(schema.get("anyOf", ()) or schema.get("oneOf", ())):
+            while "$ref" in option:
+                option = defs[option["$ref"].removeprefix("#/$defs/")]
+            if isinstance(option.get("items"), dict):
+                return [as_pairs(option["items"], item, defs) for item in value]
     return value

@@ -19,16 +19,8 @@ from ..policy import DEFAULT_LIMITS, Limits
 from . import scalars
 from .constraints import with_constraints
 from .scalars import Converter
+from .strictform import model_decoder, null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch, short
-
-
-def null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
-    """Optional fields that cannot hold null: a null for them means "left out" (the default applies).
-
-    That is what OpenAI's strict mode makes a model send for an optional property (every property
-    required, optional ones nullable); a null for a required field is still refused.
-    """
-    return frozenset(item.name for item in fields if not item.required and not ir.accepts_null(item.type))
 
 
 def compile_converter(node: ir.Node, limits: Limits = DEFAULT_LIMITS) -> Converter:
@@ -293,7 +285,13 @@ class Compiler:
         if cls is None or not hasattr(cls, "model_validate_json"):
             raise SchemaError(None, None, f"{cls!r} is not a pydantic v2 model")
 
+        # the strict form (maps as key/value pairs, null for a left-out field) read back along the
+        # model's own schema, before pydantic, which knows neither
+        decode = model_decoder(cls, self.limits.max_items)
+
         def convert_model(value: Any, path: str) -> Any:
+            if decode is not None:
+                value = decode(value, path)
             if not isinstance(value, dict):
                 raise mismatch(node, value, path)
             try:
@@ -366,38 +364,6 @@ def _locate_item(convert: Converter, items: Any, path: str) -> None:
         except ConversionError as error:
             error.segments.append(f"[{index}]")
             raise
-
-
-def pairs_object(pairs: list, path: str, max_items: int) -> dict:
-    """The object a map's strict form stands for: `[{"key": k, "value": v}, ...]` -> `{k: v, ...}`.
-
-    Each item must be an object of exactly "key" and "value"; a key given twice is refused (an
-    object cannot hold it twice either). Keys are converted by the map's key converter afterwards.
-    """
-    if len(pairs) > max_items:
-        raise ConversionError(path, f"the array is too long: {len(pairs)} items, the limit is {max_items}")
-    out: dict = {}
-    for index, pair in enumerate(pairs):
-        if type(pair) is not dict or len(pair) != 2 or "key" not in pair or "value" not in pair:
-            error = ConversionError(path, 'expected an object or an array of {"key": ..., "value": ...} '
-                                          f"pairs, got {got(pair)} as an item")
-            error.segments.append(f"[{index}]")
-            raise error
-        key = pair["key"]
-        try:
-            hash(key)
-        except TypeError:
-            key = None  # a list or object as a key: the key converter refuses it below
-        if key is None or isinstance(key, (bool, float)):
-            error = ConversionError(path, f"a key must be a string, got {got(pair['key'])}")
-            error.segments.append(f"[{index}]")
-            raise error
-        if key in out:
-            error = ConversionError(path, f"the key {key_text(key)} is given twice; each key at most once")
-            error.segments.append(f"[{index}]")
-            raise error
-        out[key] = pair["value"]
-    return out
 
 
 _CANONICAL_INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # ASCII digits only, as the schema's ^-?[0-9]+$ says

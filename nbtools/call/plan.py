@@ -20,7 +20,8 @@ from ..records import Factory
 from ..tool import Tool
 from .arguments import check_limits, check_size, count_keys, parse_arguments, scan_json
 from .constraints import with_constraints
-from .convert import Compiler, null_means_absent, pairs_object
+from .convert import Compiler
+from .strictform import null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
 
 

@@ -1,0 +1,299 @@
+"""Strict mode for typed maps inside records: a strict model can call the tool, the function gets its types.
+
+Strict rendering writes a typed map as an array of `{"key", "value"}` pairs and (OpenAI) an optional
+property as required-but-nullable, also inside a pydantic model's own schema. These tests render
+such tools strictly, check the result with the independent strict checker, write the arguments a
+strict model would send (validated against the rendered schema), send them through `call_func`
+and `run_tool_calls`, and check the function receives models / dataclasses / TypedDicts whose map
+fields are dicts. The plain-object form keeps working; bad pairs are refused naming the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal, Optional, TypedDict, Union
+
+import jsonschema
+import pydantic
+import pytest
+
+from nbtools import Registry, call_func, get_schema, run_tool_calls
+from nbtools.errors import ToolCallError
+from providers import (
+    STRICT_FORMATS, anthropic_message, check_strict, openai_completion, parameters_of, responses_response,
+)
+
+
+class Order(pydantic.BaseModel):
+    counts: dict[str, int]
+    note: str = ""
+
+
+class Basket(pydantic.BaseModel):
+    order: Order  # a model inside a model
+    tags: Optional[dict[str, list[int]]] = None
+    by_day: dict[str, Order] = {}  # a map of models, each with its own map
+
+
+RECEIVED: list[dict] = []
+
+
+def place(order: Order, orders: list[Order], basket: Basket, maybe: Optional[Order] = None) -> str:
+    """Place an order."""
+    RECEIVED.append({"order": order, "orders": orders, "basket": basket, "maybe": maybe})
+    return "placed"
+
+
+def pairs(mapping: dict) -> list[dict]:
+    return [{"key": key, "value": value} for key, value in mapping.items()]
+
+
+# What a strict model sends, by provider: OpenAI sends every property (null for one left out),
+# Anthropic leaves optional ones out. Written by hand from the strict form's description.
+OPENAI_CALL = {
+    "order": {"counts": pairs({"apples": 3, "pears": 0}), "note": None},
+    "orders": [{"counts": pairs({"figs": 1}), "note": "second"}, {"counts": [], "note": None}],
+    "basket": {"order": {"counts": pairs({"kiwis": 2}), "note": None},
+               "tags": pairs({"red": [1, 2]}),
+               "by_day": pairs({"mon": {"counts": pairs({"plums": 5}), "note": "early"}})},
+    "maybe": {"counts": pairs({"limes": 7}), "note": None},
+}
+ANTHROPIC_CALL = {
+    "order": {"counts": pairs({"apples": 3, "pears": 0})},
+    "orders": [{"counts": pairs({"figs": 1}), "note": "second"}, {"counts": []}],
+    "basket": {"order": {"counts": pairs({"kiwis": 2})}, "tags": pairs({"red": [1, 2]}),
+               "by_day": pairs({"mon": {"counts": pairs({"plums": 5}), "note": "early"}})},
+    "maybe": {"counts": pairs({"limes": 7})},
+}
+PLAIN_CALL = {
+    "order": {"counts": {"apples": 3, "pears": 0}},
+    "orders": [{"counts": {"figs": 1}, "note": "second"}, {"counts": {}}],
+    "basket": {"order": {"counts": {"kiwis": 2}}, "tags": {"red": [1, 2]},
+               "by_day": {"mon": {"counts": {"plums": 5}, "note": "early"}}},
+    "maybe": {"counts": {"limes": 7}},
+}
+EXPECTED = {
+    "order": Order(counts={"apples": 3, "pears": 0}),
+    "orders": [Order(counts={"figs": 1}, note="second"), Order(counts={})],
+    "basket": Basket(order=Order(counts={"kiwis": 2}), tags={"red": [1, 2]},
+                     by_day={"mon": Order(counts={"plums": 5}, note="early")}),
+    "maybe": Order(counts={"limes": 7}),
+}
+
+
+def call_of(fmt: str) -> dict:
+    return ANTHROPIC_CALL if fmt == "anthropic" else OPENAI_CALL
+
+
+def received_once() -> dict:
+    assert len(RECEIVED) == 1, RECEIVED
+    return RECEIVED.pop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    RECEIVED.clear()
+    yield
+    RECEIVED.clear()
+
+
+@pytest.mark.parametrize("fmt", STRICT_FORMATS)
+def test_strict_model_fields_render_as_pairs_a_strict_model_can_send(fmt):
+    provider = "anthropic" if fmt == "anthropic" else "openai"
+    parameters = parameters_of(get_schema(place, fmt, strict=True), fmt)
+    check_strict(parameters, provider)
+    counts = parameters["properties"]["order"]["properties"]["counts"]
+    assert counts["type"] == "array" and counts["items"]["required"] == ["key", "value"]
+    # the call written above is one the strict schema accepts (and so one a strict model may send)
+    jsonschema.Draft202012Validator(parameters).validate(call_of(fmt))
+    # ... and not the plain form: strict models cannot send open objects
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(parameters).validate({**call_of(fmt), "order": PLAIN_CALL["order"]})
+
+
+@pytest.mark.parametrize("fmt", STRICT_FORMATS)
+def test_strict_model_pairs_reach_the_function_as_its_declared_models(fmt):
+    sent = call_of(fmt)
+    before = copy.deepcopy(sent)
+    assert call_func("place", sent, [place]) == "placed"
+    got = received_once()
+    assert got == EXPECTED
+    assert type(got["order"]) is Order and type(got["basket"].by_day["mon"]) is Order
+    assert got["basket"].by_day["mon"].counts == {"plums": 5}
+    assert sent == before  # the caller's data is read, never rewritten
+    assert call_func("place", json.dumps(sent), [place]) == "placed"
+    assert received_once() == EXPECTED
+
+
+def test_strict_model_pairs_through_run_tool_calls_for_every_strict_provider():
+    reg = Registry()
+    reg.add(place)
+    chat = openai_completion({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "place", "arguments": json.dumps(OPENAI_CALL)}}]})
+    [message] = run_tool_calls(chat, reg)
+    assert message == {"role": "tool", "tool_call_id": "call_1", "content": "placed"}
+    assert received_once() == EXPECTED
+    responses = responses_response([{"type": "function_call", "id": "fc_1", "call_id": "call_2", "name": "place",
+                                     "arguments": json.dumps(OPENAI_CALL), "status": "completed"}])
+    [output] = run_tool_calls(responses, reg)
+    assert output["output"] == "placed" and output["call_id"] == "call_2"
+    assert received_once() == EXPECTED
+    anthropic = anthropic_message([{"type": "tool_use", "id": "tu_1", "name": "place", "input": ANTHROPIC_CALL}])
+    block = run_tool_calls(anthropic, reg)["content"][0]
+    assert not block.get("is_error") and block["content"] == "placed"
+    assert received_once() == EXPECTED
+
+
+def test_plain_objects_and_mixed_forms_keep_working():
+    assert call_func("place", PLAIN_CALL, [place]) == "placed"
+    assert received_once() == EXPECTED
+    mixed = {**PLAIN_CALL, "order": ANTHROPIC_CALL["order"], "maybe": None}
+    call_func("place", mixed, [place])
+    assert received_once() == {**EXPECTED, "maybe": None}
+    # a nullable field keeps its null: only a null for a field that cannot hold one means "left out"
+    call_func("place", {**PLAIN_CALL, "basket": {"order": {"counts": {}}, "tags": None, "by_day": None}}, [place])
+    assert received_once()["basket"] == Basket(order=Order(counts={}))
+
+
+def refusal_of(fn, arguments: dict) -> str:
+    """The first line of the error `fn` gets for `arguments` (the function never ran)."""
+    with pytest.raises(ToolCallError) as info:
+        call_func(fn.__name__, arguments, [fn])
+    assert RECEIVED == []
+    return str(info.value).splitlines()[0]
+
+
+def refusal(arguments: dict) -> str:
+    return refusal_of(place, arguments)
+
+
+def test_bad_pairs_in_a_model_are_refused_naming_the_field():
+    base = ANTHROPIC_CALL
+    text = refusal({**base, "order": {"counts": [{"key": "a", "value": 1}, {"key": "a", "value": 2}]}})
+    assert "'order.counts[1]'" in text and "given twice" in text
+    text = refusal({**base, "order": {"counts": [{"key": "a"}]}})
+    assert "'order.counts[0]'" in text and '"key": ..., "value": ...' in text
+    text = refusal({**base, "order": {"counts": [{"key": "a", "value": "many"}]}})
+    assert "order.counts.a" in text and "valid integer" in text
+    text = refusal({**base, "order": {"counts": [{"key": 5, "value": 1}]}})
+    assert "'order.counts[0]'" in text and "a key must be a string" in text
+    text = refusal({**base, "orders": [base["order"], {"counts": [{"key": "a", "value": 1, "and": 2}]}]})
+    assert "'orders[1].counts[0]'" in text
+    text = refusal({**base, "basket": {"order": {"counts": [{"key": "x", "value": 1}] * 2}}})
+    assert "'basket.order.counts[1]'" in text
+    # a null for a required field is still refused: only optional ones take their default
+    assert "order.counts" in refusal({**base, "order": {"counts": None}})
+
+
+# -- unions inside models: which option the pairs belong to --------------------------------------
+
+class Apples(pydantic.BaseModel):
+    kind: Literal["apples"] = "apples"
+    sizes: dict[str, int]
+
+
+class Pears(pydantic.BaseModel):
+    kind: Literal["pears"] = "pears"
+    sizes: list[int]
+
+
+class Crate(pydantic.BaseModel):
+    fruit: Annotated[Union[Apples, Pears], pydantic.Field(discriminator="kind")]
+    spread: Union[list[int], dict[str, int]]
+    labels: Union[list[str], dict[str, str], None] = None
+
+
+def pack(crate: Crate) -> Crate:
+    """Pack a crate."""
+    return crate
+
+
+@pytest.mark.parametrize("fmt", STRICT_FORMATS)
+def test_unions_in_models_take_pairs_for_the_map_option_and_arrays_for_the_array_option(fmt):
+    parameters = parameters_of(get_schema(pack, fmt, strict=True), fmt)
+    check_strict(parameters, "anthropic" if fmt == "anthropic" else "openai")
+    validate = jsonschema.Draft202012Validator(parameters).validate
+    cases = [
+        ({"fruit": {"kind": "apples", "sizes": pairs({"big": 2})}, "spread": pairs({"a": 1})},
+         Crate(fruit=Apples(sizes={"big": 2}), spread={"a": 1})),
+        ({"fruit": {"kind": "pears", "sizes": [1, 2]}, "spread": [4, 5], "labels": ["x"]},
+         Crate(fruit=Pears(sizes=[1, 2]), spread=[4, 5], labels=["x"])),
+        ({"fruit": {"kind": "pears", "sizes": []}, "spread": [], "labels": pairs({"k": "v"})},
+         Crate(fruit=Pears(sizes=[]), spread=[], labels={"k": "v"})),
+    ]
+    for crate, expected in cases:
+        sent = {"crate": {**crate, **({"labels": crate.get("labels")} if fmt != "anthropic" else {})}}
+        validate(sent)
+        assert call_func("pack", sent, [pack]) == expected
+
+
+# -- dataclass and TypedDict fields typed as maps: the same form, read by dispatch's own converters --
+
+@dataclass
+class Stock:
+    levels: dict[str, int]
+    label: str = "main"
+
+
+class Shelf(TypedDict):
+    bins: Mapping[str, list[int]]
+    owner: Optional[Order]
+
+
+def restock(stock: Stock, shelf: Shelf, more: list[Stock]) -> str:
+    """Restock."""
+    RECEIVED.append({"stock": stock, "shelf": shelf, "more": more})
+    return "ok"
+
+
+@pytest.mark.parametrize("fmt", STRICT_FORMATS)
+def test_dataclass_and_typeddict_map_fields_take_the_pair_form(fmt):
+    parameters = parameters_of(get_schema(restock, fmt, strict=True), fmt)
+    check_strict(parameters, "anthropic" if fmt == "anthropic" else "openai")
+    sent = {"stock": {"levels": pairs({"a": 1}), **({"label": None} if fmt != "anthropic" else {})},
+            "shelf": {"bins": pairs({"top": [1, 2]}), "owner": {"counts": pairs({"z": 9}),
+                                                             **({"note": None} if fmt != "anthropic" else {})}},
+            "more": [{"levels": [], "label": "spare"}]}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+    assert call_func("restock", sent, [restock]) == "ok"
+    assert received_once() == {"stock": Stock(levels={"a": 1}), "shelf": {"bins": {"top": [1, 2]},
+                                                                          "owner": Order(counts={"z": 9})},
+                               "more": [Stock(levels={}, label="spare")]}
+    with pytest.raises(ToolCallError, match=r"'stock\.levels\[1\]'.*given twice"):
+        call_func("restock", {**sent, "stock": {"levels": pairs({"a": 1}) * 2}}, [restock])
+
+
+# -- a recursive model, and a root model that is itself a map -------------------------------------
+
+class Tree(pydantic.BaseModel):
+    weights: dict[str, float]
+    children: list["Tree"] = []
+
+
+Counts = pydantic.RootModel[dict[str, int]]
+
+
+def grow(tree: Tree, counts: Counts) -> str:
+    """Grow a tree."""
+    RECEIVED.append({"tree": tree, "counts": counts})
+    return "grown"
+
+
+def test_recursive_models_and_root_model_maps_read_pairs_at_every_level():
+    parameters = parameters_of(get_schema(grow, "openai", strict=True), "openai")
+    check_strict(parameters, "openai")
+    sent = {"tree": {"weights": pairs({"a": 1.5}),
+                     "children": [{"weights": pairs({"b": 2.0}),
+                                   "children": [{"weights": [], "children": None}]}]},
+            "counts": pairs({"x": 3})}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+    assert call_func("grow", sent, [grow]) == "grown"
+    assert received_once() == {
+        "tree": Tree(weights={"a": 1.5}, children=[Tree(weights={"b": 2.0}, children=[Tree(weights={})])]),
+        "counts": Counts({"x": 3})}
+    text = refusal_of(grow, {**sent, "tree": {"weights": [], "children": [{"weights": pairs({"b": 1}) * 2}]}})
+    assert "'tree.children[0].weights[1]'" in text and "given twice" in text
+
