@@ -297,3 +297,23 @@ def test_recursive_models_and_root_model_maps_read_pairs_at_every_level():
     text = refusal_of(grow, {**sent, "tree": {"weights": [], "children": [{"weights": pairs({"b": 1}) * 2}]}})
     assert "'tree.children[0].weights[1]'" in text and "given twice" in text
 
+
+
+class Tags(pydantic.RootModel[list[str]]):
+    """Tags, as a list."""
+
+
+def test_a_root_model_parameter_takes_its_roots_json_kind():
+    # A RootModel's JSON is its root's: a list here, not an object.
+    def tag(tags: Tags) -> int:
+        "Count the tags."
+        assert isinstance(tags, Tags)
+        return len(tags.root)
+
+    assert get_schema(tag)["parameters"]["properties"]["tags"]["type"] == "array"
+    assert call_func("tag", {"tags": ["a", "b"]}, ns=[tag]) == 2
+    assert call_func("tag", '{"tags": []}', ns=[tag]) == 0
+    refused = call_func("tag", {"tags": "a"}, ns=[tag], raise_on_err=False)
+    assert "argument 'tags'" in refused and "valid array" in refused
+    refused = call_func("tag", {"tags": ["a", 1]}, ns=[tag], raise_on_err=False)
+    assert "argument 'tags[1]'" in refused and "valid string" in refused

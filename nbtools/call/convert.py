@@ -288,11 +288,13 @@ class Compiler:
         # the strict form (maps as key/value pairs, null for a left-out field) read back along the
         # model's own schema, before pydantic, which knows neither
         decode = model_decoder(cls, self.limits.max_items)
+        # a RootModel's JSON is its root's (a list, a string...): pydantic checks its kind
+        needs_object = not getattr(cls, "__pydantic_root_model__", False)
 
         def convert_model(value: Any, path: str) -> Any:
             if decode is not None:
                 value = decode(value, path)
-            if not isinstance(value, dict):
+            if needs_object and not isinstance(value, dict):
                 raise mismatch(node, value, path)
             try:
                 # JSON-mode strict validation: the same rules as ours (no "5" for an int, ISO text
