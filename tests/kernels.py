@@ -127,3 +127,26 @@ def text_of(outputs: list) -> str:
         elif output["output_type"] == "error":
             parts.append(output["ename"] + ": " + output["evalue"] + "\n" + "\n".join(output["traceback"]))
     return "\n".join(parts)
+
+
+def run_in_kernel(client: Any, code: str, on_output: Any = None) -> tuple[str, list]:
+    """Run `code` through a blocking jupyter_client `client`: (status, [(msg_type, content), ...])
+    of its outputs; `on_output(msg_type, content)` is called as each arrives."""
+    outputs = []
+
+    def keep(message: dict) -> None:
+        if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+            outputs.append((message["msg_type"], message["content"]))
+            if on_output is not None:
+                on_output(message["msg_type"], message["content"])
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=60)
+    return reply["content"]["status"], outputs
+
+
+def kernel_value(client: Any, code: str) -> str:
+    """The text/plain of the value `code`'s last expression shows (the cell must succeed)."""
+    status, outputs = run_in_kernel(client, code)
+    assert status == "ok", outputs
+    return outputs[-1][1]["data"]["text/plain"]
+

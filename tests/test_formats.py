@@ -763,26 +763,15 @@ def test_strict_map_pairs_round_trip_through_call_func_and_run_tool_calls():
 
 async def test_strict_map_pairs_through_the_mcp_server():
     import anyio
-    from mcp import ClientSession
-    from mcp.shared.memory import create_client_server_memory_streams
 
-    import nbtools.mcp as nbmcp
     from nbtools import Registry
+    from sessions import session_for
 
     reg = Registry()
     reg.add(ledger)
-    server = nbmcp.build_server(reg)
     with anyio.fail_after(30):
-        async with create_client_server_memory_streams() as (client_streams, server_streams):
-            async with anyio.create_task_group() as group:
-                group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
-                                                    server.create_initialization_options()))
-                try:
-                    async with ClientSession(*client_streams) as session:
-                        await session.initialize()
-                        result = await session.call_tool("ledger", PAIRS_CALL)
-                finally:
-                    group.cancel_scope.cancel()
+        async with session_for(reg) as session:
+            result = await session.call_tool("ledger", PAIRS_CALL)
     assert not result.is_error, result
     assert result.structured_content == json.loads(json.dumps(PAIRS_RESULT))
 

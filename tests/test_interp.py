@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from kernels import run_in_kernel
+
 from nbtools.interp import ExecResult, TimeoutInterrupt, python, python_async, run_code
 
 module_level_answer = 41  # read by test_default_namespace_is_the_callers_globals
@@ -1128,19 +1130,6 @@ def kernel(real_kernel):
     status, outputs = run_in_kernel(client, "from nbtools.interp import python")
     assert status == "ok", outputs
     return client
-
-
-def run_in_kernel(client, code, on_output=None):
-    outputs = []
-
-    def keep(message):
-        if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
-            outputs.append((message["msg_type"], message["content"]))
-            if on_output is not None:
-                on_output(message["msg_type"], message["content"])
-
-    reply = client.execute_interactive(code, output_hook=keep, timeout=60)
-    return reply["content"]["status"], outputs
 
 
 def test_kernel_user_ns_is_the_default_namespace(kernel):

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from kernels import run_in_kernel, kernel_value
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and rlimits")
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for the child process
@@ -237,25 +239,6 @@ def kernel(real_kernel):
     status, outputs = run_in_kernel(client, "from nbtools.interp import python")
     assert status == "ok", outputs
     return client
-
-
-def run_in_kernel(client, code, on_output=None):
-    outputs = []
-
-    def keep(message):
-        if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
-            outputs.append((message["msg_type"], message["content"]))
-            if on_output is not None:
-                on_output(message["msg_type"], message["content"])
-
-    reply = client.execute_interactive(code, output_hook=keep, timeout=60)
-    return reply["content"]["status"], outputs
-
-
-def kernel_value(client, code):
-    status, outputs = run_in_kernel(client, code)
-    assert status == "ok", outputs
-    return outputs[-1][1]["data"]["text/plain"]
 
 
 @pytest.mark.parametrize("code, shown", [

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from sessions import session_for
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client as _sdk_streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -223,24 +224,6 @@ async def test_streamable_http_refuses_a_foreign_host_header():
 # ------------------------------------------------------------------------------------------------
 # in process: the same handlers over memory streams (fast; edge cases)
 # ------------------------------------------------------------------------------------------------
-@contextlib.asynccontextmanager
-async def session_for(registry):
-    """A ClientSession talking to `build_server(registry)` over in-memory streams."""
-    from mcp.shared.memory import create_client_server_memory_streams
-
-    server = nbmcp.build_server(registry)
-    async with create_client_server_memory_streams() as (client_streams, server_streams):
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
-                                                server.create_initialization_options()))
-            try:
-                async with ClientSession(*client_streams) as session:
-                    await session.initialize()
-                    yield session
-            finally:
-                group.cancel_scope.cancel()
-
-
 async def test_in_process_conversation():
     with anyio.fail_after(DEADLINE):
         async with session_for(examples.example_tools) as session:

@@ -4,14 +4,13 @@ lists, logging/setLevel, unknown tools, and plain tools in worker threads under 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 
 import anyio
 import mcp_types as types
 import pytest
-from mcp import ClientSession
+from sessions import session_for
 from mcp.shared.exceptions import MCPError
 
 import nbtools
@@ -23,25 +22,6 @@ DEADLINE = 30
 # mcp 2.3 warns that 2026-07-28 clients drop logging/setLevel; the 2025 protocol these tests speak has it
 pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")
-
-
-@contextlib.asynccontextmanager
-async def session_for(registry, *, threads: bool = False, **callbacks):
-    """A ClientSession talking to `build_server(registry)` over in-memory streams."""
-    from mcp.shared.memory import create_client_server_memory_streams
-
-    server = nbmcp.build_server(registry, threads=threads)
-    async with create_client_server_memory_streams() as (client_streams, server_streams):
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
-                                                server.create_initialization_options()))
-            try:
-                async with ClientSession(*client_streams, **callbacks) as session:
-                    initialized = await session.initialize()
-                    session.initialized = initialized  # for the capability checks
-                    yield session
-            finally:
-                group.cancel_scope.cancel()
 
 
 # ------------------------------------------------------------------------------------------------

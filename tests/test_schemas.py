@@ -737,10 +737,7 @@ def make_aliased(name: str) -> Aliased:
 
 async def test_point3_mcp_output_schemas_match_what_is_returned() -> None:
     import anyio
-    from mcp import ClientSession
-    from mcp.shared.memory import create_client_server_memory_streams
-
-    import nbtools.mcp as nbmcp
+    from sessions import session_for
 
     assert "outputSchema" not in get_schema(make_receipt, "mcp")  # sent as text: no schema to promise
     output = get_schema(make_aliased, "mcp")["outputSchema"]
@@ -748,19 +745,10 @@ async def test_point3_mcp_output_schemas_match_what_is_returned() -> None:
     reg = Registry()
     reg.add(make_receipt)
     reg.add(make_aliased)
-    server = nbmcp.build_server(reg)
     with anyio.fail_after(30):
-        async with create_client_server_memory_streams() as (client_streams, server_streams):
-            async with anyio.create_task_group() as group:
-                group.start_soon(lambda: server.run(server_streams[0], server_streams[1],
-                                                    server.create_initialization_options()))
-                try:
-                    async with ClientSession(*client_streams) as session:
-                        await session.initialize()
-                        receipt = await session.call_tool("make_receipt", {"total": 3.5})
-                        aliased = await session.call_tool("make_aliased", {"name": "Ada"})
-                finally:
-                    group.cancel_scope.cancel()
+        async with session_for(reg) as session:
+            receipt = await session.call_tool("make_receipt", {"total": 3.5})
+            aliased = await session.call_tool("make_aliased", {"name": "Ada"})
     assert not receipt.is_error and not aliased.is_error
     assert aliased.structured_content == {"full_name": "Ada"}
 
