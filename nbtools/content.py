@@ -7,7 +7,7 @@ imported here: an object is recognised by its class's module and attributes, so 
 stays light and a library that is not installed is never a requirement.
 
 Where each record goes: the MCP server turns them into image/audio/resource content blocks
-(`mcp/results.py`); a provider's tool-result message carries what that provider's format can hold
+(`mcp/toolresults.py`); a provider's tool-result message carries what that provider's format can hold
 (`formats/replies.py`): Anthropic image blocks, text saying what was produced elsewhere. The MCP
 client (`mcp/client.py`) gives back the same records for a remote server's blocks.
 """

@@ -3,7 +3,7 @@
 A parameter annotated `ToolContext` (or `ToolContext | None`) is injected by dispatch: it is never in
 the tool's schema and never sent by the model. Which context a call gets depends on where it runs:
 
-* served over MCP (`nbtools serve`, `%tools --serve`): `nbtools.mcp.context.ServedContext`, which
+* served over MCP (`nbtools serve`, `%tools --serve`): `nbtools.mcp.served.ServedContext`, which
   sends progress and log notifications to the client and asks it for sampling and elicitation;
 * in a Jupyter kernel (a call from a cell, `run_tool_calls`, a `Chat`): `NotebookContext`, where
   progress is a progress bar and log lines are the cell's output;

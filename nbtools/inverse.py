@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
-from .schema.arguments import arguments_object, parameters_root, schema_error
+from .schema.params import arguments_object, parameters_root, schema_error
 from .schema.read import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, schema_to_ir
 from .tool import Tool
 

@@ -4,7 +4,7 @@ Everything downstream (formats, dispatch, magics, MCP) reads the Tool, never the
 This module is at the bottom of the data path: at module level it imports only `ir` and `errors`.
 Its convenience methods reach their stage when called, and none of those stages imports this module
 back except `call` (the one such edge): `from_function` -> `spec` (what a callable takes),
-`from_schema` -> `schema.arguments`, `schema` -> `formats`, `call`/`acall` -> `call`.
+`from_schema` -> `schema.params`, `schema` -> `formats`, `call`/`acall` -> `call`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Tool:
         strict: whether `.schema(fmt)` renders strict output by default.
         args: the intermediate form of the arguments object (an `ir.Object` whose fields are the
             parameters), used by `call` to validate and convert; None means "validate against
-            `parameters` only" (read with `schema.arguments.arguments_object`).
+            `parameters` only" (read with `schema.params.arguments_object`).
         passing: how each parameter is passed: tuple of (name, kind) where kind is "positional"
             (positional-only), "keyword" (positional-or-keyword and keyword-only), "varargs" (*args,
             a JSON array) or "varkw" (**kwargs: the extra keys of the arguments object); an extra
@@ -127,7 +127,7 @@ class Tool:
         if not isinstance(name, str) or not name:
             raise SchemaError(None, None, f"Tool.from_schema: the tool name must be a non-empty string, "
                                           f"got {name!r}")
-        from .schema.arguments import arguments_object, parameters_root
+        from .schema.params import arguments_object, parameters_root
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)

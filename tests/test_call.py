@@ -394,7 +394,7 @@ def test_tools_from_schemas_validate_against_the_schema():
 
 
 def test_a_hand_made_tool_reads_its_schema_as_tool_from_schema_does():
-    # one reader of "parameters schema -> arguments object" (schema.arguments.arguments_object);
+    # one reader of "parameters schema -> arguments object" (schema.params.arguments_object);
     # dispatch had its own copy, which worded a non-object schema differently
     def echo(**arguments: Any) -> dict:
         return arguments

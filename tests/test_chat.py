@@ -414,7 +414,7 @@ def test_a_rich_result_reaches_the_view_as_an_image():
 
 def test_run_reply_calls_gives_each_result_with_the_value_run_tool_calls_sends():
     from nbtools import run_tool_calls
-    from nbtools.call.results import arun_reply_calls, run_reply_calls
+    from nbtools.call.answers import arun_reply_calls, run_reply_calls
     from nbtools.formats import result_message
 
     reply = REPLIES["anthropic"]([("t1", "add", {"a": 1, "b": 2}), ("t2", "add", {"a": "x", "b": 2})])

@@ -78,7 +78,7 @@ def test_a_catastrophic_schema_pattern_is_matched_in_linear_time():
 def test_a_pattern_re2_cannot_run_is_not_enforced_and_says_so():
     out = child("""
         from nbtools import Tool, call_func
-        from nbtools.call.constraints import PatternWarning
+        from nbtools.call.keywords import PatternWarning
         tool = Tool.from_schema("t", "", {"type": "object", "properties": {
             "x": {"type": "string", "pattern": "^(?=a)(a+)+$"}}}, lambda **kw: kw)
         with warnings.catch_warnings(record=True) as caught:

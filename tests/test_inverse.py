@@ -679,7 +679,7 @@ def test_every_schema_entry_point_raises_schema_error_naming_the_tool():
 def test_arguments_object_is_public_beside_the_reader_and_re_exported_here():
     from nbtools import inverse
     from nbtools.schema import read
-    from nbtools.schema.arguments import arguments_object
+    from nbtools.schema.params import arguments_object
 
     assert inverse.arguments_object is arguments_object and inverse.schema_to_ir is read.schema_to_ir
     args = arguments_object("t", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})

@@ -178,7 +178,7 @@ def test_the_import_reader_sees_top_level_and_lazy_imports():
     graph = imports()
     top, lazy = graph["nbtools.tool"]
     assert "nbtools.ir" in top and "nbtools.call" in lazy and "nbtools.call" not in top
-    assert "nbtools.schema" in lazy and "nbtools.schema.arguments" in lazy  # a package's __init__ runs first
+    assert "nbtools.schema" in lazy and "nbtools.schema.params" in lazy  # a package's __init__ runs first
     assert "nbtools.tool" not in top | lazy
 
 
@@ -213,7 +213,7 @@ def test_import_nbtools_stays_light():
     ("nbtools.introspect", ["tool_from_function", "callable_spec", "get_schema", "tools_from", "Spec"]),
     ("nbtools.schema", ["type_schema", "render_schema", "Renderer"]),
     ("nbtools.schema.read", ["schema_to_ir", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]),
-    ("nbtools.schema.arguments", ["arguments_object", "parameters_root"]),
+    ("nbtools.schema.params", ["arguments_object", "parameters_root"]),
     ("nbtools.inverse", ["schema_to_ir", "arguments_object", "tool_from_schema", "schema2sig", "mk_tool",
                          "read_tool_def", "ToolDef", "py_name", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]),
     ("nbtools.docs", ["FunctionDocs", "function_docs", "field_docs", "compose_description"]),

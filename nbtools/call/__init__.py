@@ -48,13 +48,13 @@ the result-size limit) and `results` (text for the model, whole replies). Regist
 
 from __future__ import annotations
 
-from .arguments import parse_arguments
+from .jsontext import parse_arguments
 from .convert import compile_converter
 from .namespace import mk_ns, resolve_tool
 from .parsers import parse_duration
 from .plan import CallPlan, call_plan
-from .results import arun_tool_calls, rendered, result_text, run_tool_calls
-from .run import acall_tool, call_func, call_func_async, call_tool, run_awaitable
+from .answers import arun_tool_calls, rendered, result_text, run_tool_calls
+from .invoke import acall_tool, call_func, call_func_async, call_tool, run_awaitable
 from .scalars import Converter
 from .words import ConversionError, describe, got
 

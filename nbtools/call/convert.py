@@ -17,7 +17,7 @@ from .. import ir
 from ..errors import SchemaError
 from ..policy import DEFAULT_LIMITS, Limits
 from . import scalars
-from .constraints import with_constraints
+from .keywords import with_constraints
 from .scalars import Converter
 from .strictform import model_decoder, null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch, short

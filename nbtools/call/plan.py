@@ -18,8 +18,8 @@ from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
-from .arguments import check_limits, check_size, count_keys, parse_arguments, scan_json
-from .constraints import with_constraints
+from .jsontext import check_limits, check_size, count_keys, parse_arguments, scan_json
+from .keywords import with_constraints
 from .convert import Compiler
 from .strictform import null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
@@ -100,7 +100,7 @@ def _arguments_node(tool: Tool) -> ir.Object:
     (a Tool built directly from a schema, with no `args`)."""
     if tool.args is not None:
         return tool.args
-    from ..schema.arguments import arguments_object  # the schema reader, needed only for such Tools
+    from ..schema.params import arguments_object  # the schema reader, needed only for such Tools
 
     return arguments_object(tool.name, tool.parameters)  # SchemaError naming the tool when unreadable
 

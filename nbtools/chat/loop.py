@@ -22,7 +22,7 @@ import asyncio
 import functools
 from typing import Any, Callable
 
-from ..call.results import arun_reply_calls, run_reply_calls
+from ..call.answers import arun_reply_calls, run_reply_calls
 from ..errors import NbtoolsError
 from ..formats import ToolResult, parse_reply, result_message
 from ..formats import turns

@@ -22,7 +22,7 @@ from .catalog import DIALECTS, FORMATS, STRICT_FORMATS
 from .mcp import mcp_output_schema, mcp_wraps_result
 from .names import wire_name, wire_names
 from .openapi import openapi_schema
-from .render import render
+from .definitions import render
 from .replies import ToolCallRequest, ToolResult, parse_reply, result_message
 from .strict import STRICT_RULES, StrictRules, strict_schema
 

@@ -17,7 +17,7 @@ How a run goes (one file per step):
    signal mask put back after a main-thread run.
 4. `isolated.py`: `isolated=True` runs the code in a forked child, killed if it overruns (the only
    way to stop a loop inside C); the child sends JSON data back, never a pickle.
-5. `run.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
+5. `execute.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
    (`result.py`; errors as a short traceback by `tracebacks.py`); `python`/`python_async` are the
    model-facing tools that format it.
 6. `process.py`: every process-wide patch (`threading.Thread.start`, the signal module's SIGALRM
@@ -38,7 +38,7 @@ from typing import Any
 
 from . import capture as _capture
 from .result import ExecResult, TimeoutInterrupt
-from .run import python, python_async, run_code, run_code_async
+from .execute import python, python_async, run_code, run_code_async
 
 __all__ = [
     "ExecResult",

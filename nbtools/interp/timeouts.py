@@ -419,7 +419,7 @@ def _innermost_main_active() -> bool:
 
 # Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_RUNNER_FILE = _PACKAGE_DIR + "run.py"
+_RUNNER_FILE = _PACKAGE_DIR + "execute.py"
 _escalations: dict[int, Run] = {}  # thread id -> run being escalated there
 
 

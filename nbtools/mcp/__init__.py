@@ -73,7 +73,7 @@ from .background import RunningServer, running_servers, serve_magic, start, stop
 from .blocking import DEFAULT_PORT, serve
 from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
 from .notify import LogMessage, Progress
-from .results import ERROR_META_KEY, error_result, remote_error, result_value, success_result
+from .toolresults import ERROR_META_KEY, error_result, remote_error, result_value, success_result
 from .server import as_registry, build_server, call_result
 from .web import MCP_PATH, bind_socket
 

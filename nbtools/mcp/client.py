@@ -27,7 +27,7 @@ from ..tool import Tool
 from .background import serves_on_loop
 from .access import http_headers, http_transport, refused_status
 from .notify import LogMessage, Progress, default_sink, deliver, log_to_logging, show
-from .results import remote_error, result_value, unwrapped_output
+from .toolresults import remote_error, result_value, unwrapped_output
 from .web import MCP_PATH
 
 if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it

@@ -35,7 +35,7 @@ from ..context import check_level, reset_context, use_context
 from ..errors import ToolCallError
 from ..registry import Registry
 from ..tool import Tool
-from .results import error_result, success_result
+from .toolresults import error_result, success_result
 
 if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
     import mcp_types
@@ -106,7 +106,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     import mcp_types as types
 
     from .. import __version__
-    from .context import LEVEL_KEY, ServedContext, connection_of
+    from .served import LEVEL_KEY, ServedContext, connection_of
 
     tools = as_registry(registry)
     clients = _Clients()
@@ -200,7 +200,7 @@ async def call_result(registry: Registry, name: str, arguments: dict | None, *,
     """
     from ..call import call_func_async
 
-    from .interrupts import interruptible
+    from .stopping import interruptible
 
     tool = registry.resolve(name)
     arguments = {} if arguments is None else arguments

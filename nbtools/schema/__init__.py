@@ -2,7 +2,7 @@
 
 `render.py`: ir -> JSON Schema, and `type_schema` (one Python type's schema); re-exported here.
 `read.py`: JSON Schema -> ir (`schema_to_ir`; `unions.py` merges options in linear time).
-`arguments.py`: a tool's parameters schema -> its arguments object (`arguments_object`). The
+`params.py`: a tool's parameters schema -> its arguments object (`arguments_object`). The
 reading side is imported by those who read schemas (`Tool.from_schema`, the inverse, dispatch),
 not by `import nbtools`.
 """

@@ -3,7 +3,7 @@
 `schema_to_ir` reads any JSON Schema into nodes with no Python conversion attached (a string is
 `Str(py=str)` whatever its `format`, an object is `Object(kind="dict")`), so validated values stay
 plain JSON; unknown keywords are ignored (looser validation, never an error). Every error is a
-`SchemaError`. A tool's parameters schema becomes its arguments object in `arguments.py`.
+`SchemaError`. A tool's parameters schema becomes its arguments object in `params.py`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import math
 import weakref
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..call.results import rendered
+from ..call.answers import rendered
 from ..content import content_parts
 from ..errors import ToolCallError
 from ..formats.mcp import mcp_wraps_result

@@ -173,6 +173,6 @@ def _sampling_messages(messages: Any) -> list:
 
 def _reply_value(content: Any) -> Any:
     """A sampling reply's content: its text, or an Image/Audio record (read as a tool result's blocks are)."""
-    from .results import content_part
+    from .toolresults import content_part
 
     return content_part(content) if getattr(content, "type", None) in ("text", "image", "audio") else content

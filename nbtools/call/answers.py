@@ -19,7 +19,7 @@ from ..policy import DEFAULT_LIMITS
 from ..values import to_json
 from .items import Items, read_items
 from .namespace import check_namespace, resolve_tool, settings
-from .run import call_func, call_func_async, run_awaitable
+from .invoke import call_func, call_func_async, run_awaitable
 from .words import exception_text
 
 

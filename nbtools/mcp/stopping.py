@@ -34,7 +34,7 @@ def _on_sigint(signum: int, frame: Any) -> None:
     if current is not None and current in _active:  # a synchronous tool holds the loop: stop it here
         _active[current][0] = True
         interrupt = KeyboardInterrupt("interrupted")
-        interrupt.by_signal = True  # type: ignore[attr-defined]  # a person's, not the tool's (call.run)
+        interrupt.by_signal = True  # type: ignore[attr-defined]  # a person's, not the tool's (call.invoke)
         raise interrupt
     for task, flag in list(_active.items()):  # the calls await: cancel them from the loop
         flag[0] = True

@@ -232,7 +232,7 @@ def _stops_the_run(error: BaseException) -> bool:
     code) or the cancellation of the task running the call. `SystemExit`, a `KeyboardInterrupt` or
     `CancelledError` the tool raised itself, and any other BaseException, are the tool's failure."""
     if isinstance(error, KeyboardInterrupt):
-        if getattr(error, "by_signal", False):  # raised by a Python signal handler (mcp.interrupts)
+        if getattr(error, "by_signal", False):  # raised by a Python signal handler (mcp.stopping)
             return True
         tb = error.__traceback__
         while tb is not None and tb.tb_next is not None:
