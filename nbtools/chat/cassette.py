@@ -223,15 +223,25 @@ class AsyncRecordingTransport(httpx2.AsyncBaseTransport):
 
 
 # -- replaying -------------------------------------------------------------------------------------
+class _Absent:
+    """Stands for a key one side of a comparison lacks (shown as `(absent)` in the error)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT = _Absent()
+
+
 def first_difference(recorded: Any, sent: Any, where: str = "") -> tuple[str, Any, Any] | None:
     """Where two JSON values first differ (`messages[3].content`), with both values there; None if equal."""
     if isinstance(recorded, dict) and isinstance(sent, dict):
         for key in list(recorded) + [key for key in sent if key not in recorded]:
             place = f"{where}.{key}" if where else str(key)
             if key not in sent:
-                return place, recorded[key], "(missing)"
+                return place, recorded[key], ABSENT
             if key not in recorded:
-                return place, "(missing)", sent[key]
+                return place, ABSENT, sent[key]
             found = first_difference(recorded[key], sent[key], place)
             if found:
                 return found
