@@ -27,7 +27,7 @@ _LAZY = {
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
     "Chat": "chat",
     "replay": "chat.cassette",
-    "describe": "describe",
+    "describe": "chat.describing",
 }
 
 
