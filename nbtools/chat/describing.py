@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import DescriptionError
+from ..policy import bind, source_of
 from ..tool import Tool
 
 PIN_FORMAT = "nbtools-descriptions/1"
@@ -175,7 +176,9 @@ def apply(tool: Tool, written: dict, mode: str) -> Tool:
             schema["properties"][name] = {**schema["properties"][name], "description": text}
     if description == tool.description and schema is tool.parameters:
         return tool
-    return tool.replace(description=description, parameters=schema)
+    new = tool.replace(description=description, parameters=schema)
+    source = source_of(tool)  # a Tool a registry handed out keeps that registry's approval policy
+    return bind(new, source) if source is not None and source_of(new) is None else new
 
 
 # -- pins ------------------------------------------------------------------------------------------
