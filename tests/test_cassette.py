@@ -286,3 +286,17 @@ def test_a_streamed_response_is_recorded_as_its_events_and_replayed(tmp_path):
         return [part.choices[0].delta.content async for part in stream]
 
     assert asyncio.run(replayed()) == live
+
+
+def test_notebook_06_replays_the_cassettes_record_06_makes(tmp_path):
+    """The committed cassettes are what notebooks/record_06.py records (nbval checks the notebook
+    against them), so re-recording after a change to the notebook's chats is one command."""
+    import importlib.util
+
+    notebooks = Path(__file__).parent.parent / "notebooks"
+    spec = importlib.util.spec_from_file_location("record_06", notebooks / "record_06.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(tmp_path)
+    for name in ("06_chat.cassette.json", "06_chat.anthropic.cassette.json"):
+        assert json.loads((tmp_path / name).read_text()) == json.loads((notebooks / name).read_text()), name
