@@ -300,3 +300,19 @@ def test_notebook_06_replays_the_cassettes_record_06_makes(tmp_path):
     module.main(tmp_path)
     for name in ("06_chat.cassette.json", "06_chat.anthropic.cassette.json"):
         assert json.loads((tmp_path / name).read_text()) == json.loads((notebooks / name).read_text()), name
+
+
+def test_a_retried_request_replays_as_it_was_recorded(tmp_path):
+    """The SDK retried a 500 while recording: both attempts are in the cassette, and the replay client
+    (with the SDK's default retries) goes through the same two."""
+    path = tmp_path / "run.json"
+    model = RecordedModel([(500, {"error": {"message": "overloaded", "type": "server_error"}}),
+                           (200, REPLIES["openai"](text="fine"))])
+    try:
+        chat = chat_for("openai", client_for("openai", model.url).copy(max_retries=1), record=path)
+        assert chat("hi") == "fine"
+    finally:
+        model.close()
+    exchanges = json.loads(path.read_text())["exchanges"]
+    assert [exchange["response"]["status"] for exchange in exchanges] == [500, 200]
+    assert chat_for("openai", nbtools.replay(path))("hi") == "fine"

@@ -40,8 +40,9 @@ FORMAT = "nbtools-cassette/1"
 SECRET_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization")
 SECRET_QUERY = re.compile(r"key|token|secret|sig|auth|password|credential", re.IGNORECASE)
 BLANKED = "[redacted]"
-# What a replayed response needs besides its body: the SDKs read the content type to parse it.
-KEPT_RESPONSE_HEADERS = ("content-type",)
+# What a replayed response needs besides its body: the SDKs read the content type to parse it, and
+# these to decide on a retry (a recorded retry then replays as one).
+KEPT_RESPONSE_HEADERS = ("content-type", "x-should-retry", "retry-after", "retry-after-ms")
 REPLAY_HOST = "http://replay.invalid"  # nothing is sent: the replay transport answers every request
 
 
@@ -71,16 +72,26 @@ class Cassette:
         return cls(path, data["sdk"], data.get("base_path", ""), list(data.get("exchanges", [])),
                    bool(data.get("asynchronous")))
 
-    def add(self, exchange: dict) -> None:
-        """Append one exchange and rewrite the file (atomically: a reader never sees half of it)."""
+    def reserve(self, request: dict) -> int:
+        """Take the next place for an exchange whose request is sent now (its response comes later:
+        the order stays the order of the requests); its index."""
         with self._lock:
-            self.exchanges.append(exchange)
-            data = {"format": FORMAT, "sdk": self.sdk, "asynchronous": self.asynchronous,
-                    "base_path": self.base_path, "exchanges": self.exchanges}
-            text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-            temporary = self.path.with_name(self.path.name + ".tmp")
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, self.path)
+            self.exchanges.append({"request": request, "response": None})
+            return len(self.exchanges) - 1
+
+    def fill(self, index: int, response: dict) -> None:
+        """Record the response of exchange `index` and rewrite the file (atomically: a reader never
+        sees half of it)."""
+        with self._lock:
+            self.exchanges[index]["response"] = response
+            self.write()
+
+    def write(self) -> None:
+        data = {"format": FORMAT, "sdk": self.sdk, "asynchronous": self.asynchronous,
+                "base_path": self.base_path, "exchanges": self.exchanges}
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(temporary, self.path)
 
 
 # -- what is kept of a request and a response ------------------------------------------------------------
@@ -186,10 +197,9 @@ def _prepare(request: httpx2.Request) -> None:
     request.headers["accept-encoding"] = "identity"
 
 
-def _teed(cassette: Cassette, request: httpx2.Request, response: httpx2.Response, stream: type) -> httpx2.Response:
-    secrets = _secrets(request)
-    kept = request_record(request, secrets, cassette.base_path)
-    tee = _Tee(lambda data: cassette.add({"request": kept, "response": _response_record(response, data, secrets)}))
+def _teed(cassette: Cassette, request: httpx2.Request, response: httpx2.Response, stream: type, index: int,
+          secrets: list[str]) -> httpx2.Response:
+    tee = _Tee(lambda data: cassette.fill(index, _response_record(response, data, secrets)))
     return httpx2.Response(response.status_code, headers=response.headers, stream=stream(response.stream, tee),
                            extensions=response.extensions, request=request)
 
@@ -202,7 +212,10 @@ class RecordingTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         _prepare(request)
-        return _teed(self.cassette, request, self.inner.handle_request(request), _TeeStream)
+        request.read()
+        secrets = _secrets(request)
+        index = self.cassette.reserve(request_record(request, secrets, self.cassette.base_path))
+        return _teed(self.cassette, request, self.inner.handle_request(request), _TeeStream, index, secrets)
 
     def close(self) -> None:
         self.inner.close()
@@ -216,7 +229,11 @@ class AsyncRecordingTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         _prepare(request)
-        return _teed(self.cassette, request, await self.inner.handle_async_request(request), _AsyncTeeStream)
+        await request.aread()
+        secrets = _secrets(request)
+        index = self.cassette.reserve(request_record(request, secrets, self.cassette.base_path))
+        return _teed(self.cassette, request, await self.inner.handle_async_request(request), _AsyncTeeStream, index,
+                     secrets)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -272,7 +289,8 @@ class _Player:
         with self._lock:
             index = self.position
             self.position += 1
-        sent = request_record(request, _secrets(request), cassette.base_path)
+        # nothing blanked: the replay client's own placeholder key must not change what is compared
+        sent = request_record(request, [], cassette.base_path)
         if index >= len(cassette.exchanges):
             raise self.error(str(cassette.path), index + 1, "the end of the cassette",
                              f"{len(cassette.exchanges)} exchanges", f"{sent['method']} {sent['path']}",
@@ -286,6 +304,9 @@ class _Player:
         if found:
             raise self.error(str(cassette.path), index + 1, *found)
         answer = cassette.exchanges[index]["response"]
+        if answer is None:
+            raise CassetteError(f"{cassette.path}: exchange {index + 1} has no response: the recording ended (or "
+                                "failed) before it came; record the cassette again")
         if "json" in answer:
             content = json.dumps(answer["json"]).encode()
         else:
@@ -355,14 +376,8 @@ def _cassette_for(path: str | os.PathLike, sdk: str, base_path: str, asynchronou
             if not resolved.parent.is_dir():
                 raise CassetteError(f"record={str(path)!r}: the folder {resolved.parent} does not exist")
             cassette = _OPEN[resolved] = Cassette(resolved, sdk, base_path, asynchronous=asynchronous)
-            _write_empty(cassette)
+            cassette.write()  # started afresh
     return cassette
-
-
-def _write_empty(cassette: Cassette) -> None:
-    data = {"format": FORMAT, "sdk": cassette.sdk, "asynchronous": cassette.asynchronous,
-            "base_path": cassette.base_path, "exchanges": []}
-    cassette.path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def recording(client: Any, path: str | os.PathLike) -> Any:
@@ -413,7 +428,7 @@ def replay(path: str | os.PathLike, *, asynchronous: bool | None = None) -> Any:
         else:
             cls, http = (module.OpenAI if cassette.sdk == "openai" else module.Anthropic,
                          httpx2.Client(transport=ReplayTransport(player)))
-        return cls(api_key="replayed", base_url=base_url, http_client=http, max_retries=0)
+        return cls(api_key="replayed", base_url=base_url, http_client=http)  # retries as recorded: default
     from google import genai
 
     client = genai.Client(api_key="replayed", http_options={
