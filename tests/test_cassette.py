@@ -316,3 +316,16 @@ def test_a_retried_request_replays_as_it_was_recorded(tmp_path):
     exchanges = json.loads(path.read_text())["exchanges"]
     assert [exchange["response"]["status"] for exchange in exchanges] == [500, 200]
     assert chat_for("openai", nbtools.replay(path))("hi") == "fine"
+
+
+def test_an_exchange_the_recording_never_finished_is_named(tmp_path):
+    import openai
+
+    path = tmp_path / "run.json"
+    record("openai", path, False)
+    data = json.loads(path.read_text())
+    data["exchanges"][0]["response"] = None  # the recording stopped before the answer came
+    path.write_text(json.dumps(data))
+    with pytest.raises(CassetteError, match="exchange 1 has no response") as caught:
+        chat_for("openai", nbtools.replay(path))("Add 2 and 3.")
+    assert isinstance(caught.value, openai.OpenAIError)  # passed on by the SDK, not "Connection error"

@@ -282,7 +282,7 @@ class _Player:
     def __init__(self, cassette: Cassette):
         self.cassette, self.position = cassette, 0
         self._lock = threading.Lock()
-        self.error = _mismatch_class(cassette.sdk)
+        self.error = sdk_error(CassetteMismatch, cassette.sdk)
 
     def answer(self, request: httpx2.Request) -> httpx2.Response:
         cassette = self.cassette
@@ -305,7 +305,7 @@ class _Player:
             raise self.error(str(cassette.path), index + 1, *found)
         answer = cassette.exchanges[index]["response"]
         if answer is None:
-            raise CassetteError(f"{cassette.path}: exchange {index + 1} has no response: the recording ended (or "
+            raise sdk_error(CassetteError, cassette.sdk)(f"{cassette.path}: exchange {index + 1} has no response: the recording ended (or "
                                 "failed) before it came; record the cassette again")
         if "json" in answer:
             content = json.dumps(answer["json"]).encode()
@@ -330,20 +330,19 @@ class AsyncReplayTransport(httpx2.AsyncBaseTransport):
         return self.player.answer(request)
 
 
-_MISMATCH: dict[str, type] = {}
+_SDK_ERRORS: dict[tuple[type, str], type] = {}
 
 
-def _mismatch_class(sdk: str) -> type:
-    """`CassetteMismatch` that is also the SDK's own base error: openai and anthropic pass those on as
+def sdk_error(cls: type, sdk: str) -> type:
+    """`cls` (a CassetteError) made also the SDK's own base error: openai and anthropic pass those on as
     they are, where any other transport error becomes "Connection error" with the message hidden."""
-    if sdk not in _MISMATCH:
+    key = (cls, sdk)
+    if key not in _SDK_ERRORS:
         base = None
         if sdk in ("openai", "anthropic"):
-            module = __import__(sdk)
-            base = getattr(module, "OpenAIError" if sdk == "openai" else "AnthropicError")
-        _MISMATCH[sdk] = (type("CassetteMismatch", (CassetteMismatch, base), {"__module__": "nbtools.errors"})
-                          if base else CassetteMismatch)
-    return _MISMATCH[sdk]
+            base = getattr(__import__(sdk), "OpenAIError" if sdk == "openai" else "AnthropicError")
+        _SDK_ERRORS[key] = type(cls.__name__, (cls, base), {"__module__": cls.__module__}) if base else cls
+    return _SDK_ERRORS[key]
 
 
 # -- the SDKs --------------------------------------------------------------------------------------------

@@ -77,7 +77,8 @@ class Chat:
             outside a notebook otherwise.
         show: show each step in the notebook (default: when running in one).
         record: a path: every exchange with the provider is written to this cassette file (no key or
-            Authorization header), for `nbtools.replay(path)` to answer from offline.
+            Authorization header), for `nbtools.replay(path)` to answer from offline. The first Chat
+            of a process to record to a path starts the file afresh; later ones add to it, in order.
         **create_kwargs: forwarded to every create call (Anthropic needs `max_tokens`; for Gemini
             they go into the request's `config`). With the Responses API and `store=False`, pass
             `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
