@@ -84,9 +84,14 @@ def _tools_of(tools: Any) -> list[Tool]:
 
 # -- the request -----------------------------------------------------------------------------------
 def _source(tool: Tool) -> str:
+    """The tool's Python source ("" when there is none to read, or it is nbtools' own dispatch
+    function of a tool built from a schema or an MCP server)."""
     try:
-        text = inspect.getsource(inspect.unwrap(tool.fn))  # type: ignore[arg-type]
-    except (TypeError, OSError):
+        fn = inspect.unwrap(tool.fn)  # type: ignore[arg-type]
+        if (getattr(fn, "__module__", None) or "").split(".")[0] == "nbtools":
+            return ""
+        text = inspect.getsource(fn)
+    except (TypeError, OSError, ValueError):
         return ""
     return text if len(text) <= SOURCE_LIMIT else text[:SOURCE_LIMIT] + "\n# ... (cut)"
 
