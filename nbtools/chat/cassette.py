@@ -55,6 +55,7 @@ class Cassette:
         self.path, self.sdk, self.base_path = Path(path), sdk, base_path
         self.exchanges: list[dict] = exchanges if exchanges is not None else []
         self.asynchronous = asynchronous
+        self._encoded = [_encode(exchange) for exchange in self.exchanges]
         self._lock = threading.Lock()
 
     @classmethod
@@ -77,6 +78,7 @@ class Cassette:
         the order stays the order of the requests); its index."""
         with self._lock:
             self.exchanges.append({"request": request, "response": None})
+            self._encoded.append(_encode(self.exchanges[-1]))
             return len(self.exchanges) - 1
 
     def fill(self, index: int, response: dict) -> None:
@@ -84,14 +86,22 @@ class Cassette:
         sees half of it)."""
         with self._lock:
             self.exchanges[index]["response"] = response
+            self._encoded[index] = _encode(self.exchanges[index])
             self.write()
 
     def write(self) -> None:
-        data = {"format": FORMAT, "sdk": self.sdk, "asynchronous": self.asynchronous,
-                "base_path": self.base_path, "exchanges": self.exchanges}
+        """The file: a header line, then the exchanges, each encoded once (the history in each request
+        grows with the conversation, so encoding them all again at every exchange would not scale)."""
+        header = json.dumps({"format": FORMAT, "sdk": self.sdk, "asynchronous": self.asynchronous,
+                             "base_path": self.base_path})
+        text = header[:-1] + ', "exchanges": [\n' + ",\n".join(self._encoded) + "\n]}\n"
         temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, self.path)
+
+
+def _encode(exchange: dict) -> str:
+    return json.dumps(exchange, indent=1, ensure_ascii=False)
 
 
 # -- what is kept of a request and a response ------------------------------------------------------------
