@@ -329,3 +329,20 @@ def test_an_exchange_the_recording_never_finished_is_named(tmp_path):
     with pytest.raises(CassetteError, match="exchange 1 has no response") as caught:
         chat_for("openai", nbtools.replay(path))("Add 2 and 3.")
     assert isinstance(caught.value, openai.OpenAIError)  # passed on by the SDK, not "Connection error"
+
+
+def test_a_beta_header_is_recorded_and_compared(tmp_path):
+    path = tmp_path / "run.json"
+    model = RecordedModel([(200, REPLIES["anthropic"](text="ok"))])
+    try:
+        client = client_for("anthropic", model.url, default_headers={"anthropic-beta": "web-search-2025-03-05"})
+        chat_for("anthropic", client, record=path)("hi")
+    finally:
+        model.close()
+    assert json.loads(path.read_text())["exchanges"][0]["request"]["headers"] == {
+        "anthropic-beta": "web-search-2025-03-05"}
+    with pytest.raises(CassetteMismatch, match="at headers: recorded {'anthropic-beta': 'web-search-2025-03-05'}, "
+                                               "sent None"):
+        chat_for("anthropic", nbtools.replay(path))("hi")
+    replayed = nbtools.replay(path).with_options(default_headers={"anthropic-beta": "web-search-2025-03-05"})
+    assert chat_for("anthropic", replayed)("hi") == "ok"

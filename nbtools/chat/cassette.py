@@ -3,9 +3,9 @@
 `Chat(client, ..., record=PATH)` gives the chat a copy of `client` whose HTTP transport writes every
 exchange to PATH (JSON, rewritten after each one so nothing is lost): the request's method, URL path,
 query and JSON body; the response's status, content type and body (a streamed response as the SSE
-text it was). No request header is kept, so no API key or Authorization header is; query parameters
-named like a key or token are left out, and the key values the request carried are blanked wherever
-else they appear. The first Chat of a process that records to a path starts the file afresh; later
+text it was). Of the request headers only the beta ones (`anthropic-beta`, `openai-beta`) are
+kept, so no API key or Authorization header is; query parameters named like a key or token are left
+out, and the key values the request carried are blanked wherever else they appear. The first Chat of a process that records to a path starts the file afresh; later
 ones in the same process add to it, in order, so one replay client answers them all.
 
 `replay(PATH)` builds a client of the recorded SDK (openai, anthropic, google-genai; synchronous or
@@ -43,6 +43,8 @@ BLANKED = "[redacted]"
 # What a replayed response needs besides its body: the SDKs read the content type to parse it, and
 # these to decide on a retry (a recorded retry then replays as one).
 KEPT_RESPONSE_HEADERS = ("content-type", "x-should-retry", "retry-after", "retry-after-ms")
+# Request headers that change what the API does (beta features a client opted into): kept and compared.
+KEPT_REQUEST_HEADERS = ("anthropic-beta", "openai-beta")
 REPLAY_HOST = "http://replay.invalid"  # nothing is sent: the replay transport answers every request
 
 
@@ -137,7 +139,8 @@ def _body(data: bytes, secrets: list[str]) -> dict:
 
 
 def request_record(request: httpx2.Request, secrets: list[str], base_path: str = "") -> dict:
-    """What a cassette keeps of a request: method, path (below the client's base path), query, body."""
+    """What a cassette keeps of a request: method, path (below the client's base path), query, the
+    beta headers, body."""
     query = [[name, _blank(value, secrets)] for name, value in request.url.params.multi_items()
              if not SECRET_QUERY.search(name)]
     path = request.url.path
@@ -145,6 +148,9 @@ def request_record(request: httpx2.Request, secrets: list[str], base_path: str =
                               else path}
     if query:
         record["query"] = query
+    headers = {name: request.headers[name] for name in KEPT_REQUEST_HEADERS if name in request.headers}
+    if headers:
+        record["headers"] = headers
     record.update(_body(request.content, secrets))
     return record
 
@@ -306,7 +312,7 @@ class _Player:
                              f"{len(cassette.exchanges)} exchanges", f"{sent['method']} {sent['path']}",
                              note=" (the run made more requests than were recorded)")
         recorded = cassette.exchanges[index]["request"]
-        for part in ("method", "path", "query"):
+        for part in ("method", "path", "query", "headers"):
             if recorded.get(part) != sent.get(part):
                 raise self.error(str(cassette.path), index + 1, part, recorded.get(part), sent.get(part))
         body_of = lambda record: record.get("json", record.get("text"))  # noqa: E731
@@ -423,7 +429,8 @@ def replay(path: str | os.PathLike, *, asynchronous: bool | None = None) -> Any:
     `asynchronous`: None gives the kind of client that was recorded (`openai.OpenAI` or `AsyncOpenAI`,
     `anthropic.Anthropic` or `AsyncAnthropic`, `google.genai.Client` or its `.aio`). Requests must come
     in the recorded order and be the same (method, path, query, JSON body); the first one that is not
-    raises `CassetteMismatch` naming what differs. Headers are not compared.
+    raises `CassetteMismatch` naming what differs. Of the headers only the beta ones
+    (`anthropic-beta`, `openai-beta`) are compared.
     """
     cassette = Cassette.load(path)
     player = _Player(cassette)
