@@ -346,3 +346,28 @@ def test_a_beta_header_is_recorded_and_compared(tmp_path):
         chat_for("anthropic", nbtools.replay(path))("hi")
     replayed = nbtools.replay(path).with_options(default_headers={"anthropic-beta": "web-search-2025-03-05"})
     assert chat_for("anthropic", replayed)("hi") == "ok"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_streamed_chat_replays_offline(provider, asynchronous, tmp_path):
+    """`Chat(stream=True)`: the responses are recorded as the server-sent events they were, and a
+    streamed replay leaves the same history."""
+    import inspect
+
+    if "stream" not in inspect.signature(Chat).parameters:
+        pytest.skip("Chat(stream=True) comes with the chat loop's branch")
+    path = tmp_path / "run.json"
+    model = RecordedModel(script(provider))
+    try:
+        chat = chat_for(provider, client_for(provider, model.url, asynchronous), record=path, stream=True)
+        assert run(chat, ["Add 2 and 3.", "Thanks!"], asynchronous) == ["It is 5.", "You are welcome."]
+    finally:
+        model.close()
+    assert model.streamed == 3
+    responses = [exchange["response"] for exchange in json.loads(path.read_text())["exchanges"]]
+    assert all(response["headers"]["content-type"].startswith("text/event-stream") for response in responses)
+    assert all("text" in response and "json" not in response for response in responses)
+    replayed = chat_for(provider, nbtools.replay(path), stream=True)
+    assert run(replayed, ["Add 2 and 3.", "Thanks!"], asynchronous) == ["It is 5.", "You are welcome."]
+    assert replayed.messages == chat.messages
