@@ -20,6 +20,7 @@ anthropic, `http_options` (`httpx_client`, `httpx_async_client`) for google-gena
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -356,7 +357,7 @@ def sdk_error(cls: type, sdk: str) -> type:
     if key not in _SDK_ERRORS:
         base = None
         if sdk in ("openai", "anthropic"):
-            base = getattr(__import__(sdk), "OpenAIError" if sdk == "openai" else "AnthropicError")
+            base = getattr(sdk_module(sdk), "OpenAIError" if sdk == "openai" else "AnthropicError")
         _SDK_ERRORS[key] = type(cls.__name__, (cls, base), {"__module__": cls.__module__}) if base else cls
     return _SDK_ERRORS[key]
 
@@ -374,6 +375,16 @@ def sdk_of(client: Any) -> tuple[str, bool]:
 
 
 _SDKS = ("openai", "anthropic", "google-genai")
+_SDK_MODULES = {"openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai"}
+
+
+def sdk_module(sdk: str) -> Any:
+    """The module of SDK `sdk` (named by a client's class or a cassette), or an ImportError naming what
+    to install. The SDKs are the user's own dependencies, never nbtools'."""
+    try:
+        return importlib.import_module(_SDK_MODULES[sdk])
+    except ImportError:
+        raise ImportError(f"this cassette needs the {sdk} SDK: pip install {sdk}") from None
 _OPEN: dict[Path, Cassette] = {}  # the cassettes this process records, by resolved path
 _OPEN_LOCK = threading.Lock()
 
@@ -399,7 +410,7 @@ def recording(client: Any, path: str | os.PathLike) -> Any:
     """A copy of `client` whose exchanges with the provider are recorded into the cassette at `path`."""
     sdk, asynchronous = sdk_of(client)
     if sdk in ("openai", "anthropic"):
-        module = __import__(sdk)
+        module = sdk_module(sdk)
         base_path = str(client.base_url.path).rstrip("/")
         cassette = _cassette_for(path, sdk, base_path, asynchronous)
         if asynchronous:
@@ -407,8 +418,7 @@ def recording(client: Any, path: str | os.PathLike) -> Any:
         else:
             http = module.DefaultHttpxClient(transport=RecordingTransport(cassette))
         return client.copy(http_client=http)
-    from google import genai
-
+    genai = sdk_module(sdk)
     api = client._api_client  # google-genai's settings (no public copy(); the documented hook is http_options)
     options = api._http_options.model_copy()
     base_path = httpx2.URL(options.base_url or "").path.rstrip("/")
@@ -437,7 +447,7 @@ def replay(path: str | os.PathLike, *, asynchronous: bool | None = None) -> Any:
     asynchronous = cassette.asynchronous if asynchronous is None else asynchronous
     base_url = REPLAY_HOST + cassette.base_path
     if cassette.sdk in ("openai", "anthropic"):
-        module = __import__(cassette.sdk)
+        module = sdk_module(cassette.sdk)
         if asynchronous:
             cls, http = (module.AsyncOpenAI if cassette.sdk == "openai" else module.AsyncAnthropic,
                          httpx2.AsyncClient(transport=AsyncReplayTransport(player)))
@@ -445,8 +455,7 @@ def replay(path: str | os.PathLike, *, asynchronous: bool | None = None) -> Any:
             cls, http = (module.OpenAI if cassette.sdk == "openai" else module.Anthropic,
                          httpx2.Client(transport=ReplayTransport(player)))
         return cls(api_key="replayed", base_url=base_url, http_client=http)  # retries as recorded: default
-    from google import genai
-
+    genai = sdk_module(cassette.sdk)
     client = genai.Client(api_key="replayed", http_options={
         "base_url": base_url, "httpx_client": httpx2.Client(transport=ReplayTransport(player)),
         "httpx_async_client": httpx2.AsyncClient(transport=AsyncReplayTransport(player))})
