@@ -208,6 +208,9 @@ def test_replay_refuses_a_missing_or_foreign_file(tmp_path):
     (tmp_path / "other.json").write_text('{"interactions": []}')
     with pytest.raises(CassetteError, match="is not an nbtools cassette"):
         nbtools.replay(tmp_path / "other.json")
+    (tmp_path / "broken.json").write_text('{"format": "nbtools-cassette/1", "sdk": "openai", "exchanges": [{}]}')
+    with pytest.raises(CassetteError, match="'exchanges' must be a list of"):
+        nbtools.replay(tmp_path / "broken.json")
 
 
 def test_an_error_status_is_recorded_and_replayed(tmp_path):

@@ -73,8 +73,13 @@ class Cassette:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("sdk") not in _SDKS:
             raise CassetteError(f"{path} is not an nbtools cassette ({FORMAT} with an sdk of {', '.join(_SDKS)}); "
                                 "record it again with Chat(..., record=PATH)")
-        return cls(path, data["sdk"], data.get("base_path", ""), list(data.get("exchanges", [])),
-                   bool(data.get("asynchronous")))
+        exchanges = data.get("exchanges", [])
+        if not isinstance(exchanges, list) or not all(
+                isinstance(item, dict) and isinstance(item.get("request"), dict)
+                and isinstance(item.get("response"), (dict, type(None))) for item in exchanges):
+            raise CassetteError(f"{path}: 'exchanges' must be a list of {{\"request\": {{...}}, \"response\": {{...}}}}; "
+                                "record the cassette again")
+        return cls(path, data["sdk"], data.get("base_path", ""), list(exchanges), bool(data.get("asynchronous")))
 
     def reserve(self, request: dict) -> int:
         """Take the next place for an exchange whose request is sent now (its response comes later:
