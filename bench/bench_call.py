@@ -55,7 +55,7 @@ def length(seg: Segment) -> float:
 
 
 def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 2000, rounds: int = 41) -> dict[str, float]:
-    """Median µs per call of each function; rounds interleave the functions so drift hits all alike."""
+    """Median µs per call of each function (CPU time); rounds interleave the functions so drift hits all alike."""
     samples: dict[str, list[float]] = {name: [] for name in functions}
     for fn in functions.values():  # warm caches (compiled converters, pydantic validators)
         for _ in range(200):
@@ -65,10 +65,10 @@ def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 2000, roun
     try:
         for _ in range(rounds):
             for name, fn in functions.items():
-                start = time.perf_counter_ns()
+                start = time.process_time_ns()
                 for _ in range(calls):
                     fn()
-                samples[name].append((time.perf_counter_ns() - start) / calls / 1000)
+                samples[name].append((time.process_time_ns() - start) / calls / 1000)
     finally:
         if gc_was_enabled:
             gc.enable()
