@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import datetime as dt
-import decimal
 import enum
 import json
 import math
-import pathlib
-import uuid
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 from . import ir
 
@@ -70,12 +70,9 @@ def _convert(value: Any, strict: bool, active: set[int], depth: int) -> Any:
         return int.__index__(value)
     if isinstance(value, float):
         return _convert(float(value), strict, active, depth)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return duration_text(value)
-    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
-        return str(value)
+    text = _string_borne(value)
+    if text is not None:
+        return text
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     marker = id(value)
@@ -86,6 +83,23 @@ def _convert(value: Any, strict: bool, active: set[int], depth: int) -> Any:
         return _convert_container(value, strict, active, depth)
     finally:
         active.discard(marker)
+
+
+def _string_borne(value: Any) -> str | None:
+    """The text of a datetime, date, time, timedelta, UUID, Decimal or path; None for anything else.
+    Their modules are not imported for this: a value of one of their types means it is loaded."""
+    modules = sys.modules
+    dt = modules.get("datetime")
+    if dt is not None:
+        if isinstance(value, (dt.datetime, dt.date, dt.time)):
+            return value.isoformat()
+        if isinstance(value, dt.timedelta):
+            return duration_text(value)
+    for name, attribute in (("uuid", "UUID"), ("decimal", "Decimal"), ("pathlib", "PurePath")):
+        module = modules.get(name)
+        if module is not None and isinstance(value, getattr(module, attribute)):
+            return str(value)
+    return None
 
 
 def _convert_container(value: Any, strict: bool, active: set[int], depth: int) -> Any:

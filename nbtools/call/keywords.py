@@ -14,7 +14,6 @@ the tool's converter is compiled. We never fall back to `re`: no input bound mak
 
 from __future__ import annotations
 
-import decimal
 import json
 import warnings
 from typing import Any, Callable
@@ -64,6 +63,8 @@ def _is_number(value: Any) -> bool:
 def _multiple_of(value: Any, step: Any) -> bool:
     if isinstance(value, int) and isinstance(step, int):
         return value % step == 0
+    import decimal  # only for a float multipleOf, rare enough not to load it with nbtools
+
     try:  # decimal arithmetic so 0.3 is a multiple of 0.1
         return decimal.Decimal(repr(value)) % decimal.Decimal(repr(step)) == 0
     except (decimal.InvalidOperation, ValueError):

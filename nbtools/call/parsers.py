@@ -1,19 +1,22 @@
 """String-borne values: the fixed list of Python types a JSON string converts to, and their parsers.
 
 Each parser takes the text and returns the value or raises one of `PARSE_FAILURES` with a reason a
-model can act on. Nothing outside this list is ever built from a string a model sent.
+model can act on. Nothing outside this list is ever built from a string a model sent. The modules
+of those types (datetime, decimal, uuid, pathlib) are imported when a tool takes one of them, not
+with nbtools: a parameter of such a type means its module is already loaded.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
-import decimal
-import pathlib
 import re
-import uuid
-from typing import Any, Callable
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import datetime as dt
+    import decimal
 
 # the language of the schema's pattern, written to match in linear time (no two parts can match the
 # same digits, which would backtrack quadratically on a long run of digits)
@@ -25,7 +28,9 @@ def parse_decimal(text: str) -> decimal.Decimal:
     """A finite Decimal written like a JSON number (`12.50`, `-3e2`), exponent within +-4300."""
     if not _DECIMAL_TEXT.match(text):
         raise ValueError("write it like a JSON number, e.g. 12.50 or -3e2")
-    number = decimal.Decimal(text)
+    from decimal import Decimal  # loaded already: a Decimal parameter was declared
+
+    number = Decimal(text)
     if abs(number.adjusted()) > _DECIMAL_MAX_EXPONENT:
         raise ValueError(f"the exponent is beyond +-{_DECIMAL_MAX_EXPONENT}")
     return number
@@ -57,7 +62,9 @@ def parse_duration(text: str) -> dt.timedelta:
         raw = parts[name]
         return float(raw.replace(",", ".")) if raw else 0.0
 
-    delta = dt.timedelta(weeks=amount("weeks"), days=amount("days"), hours=amount("hours"),
+    from datetime import timedelta
+
+    delta = timedelta(weeks=amount("weeks"), days=amount("days"), hours=amount("hours"),
                          minutes=amount("minutes"), seconds=amount("seconds"))
     return -delta if parts["sign"] == "-" else delta
 
@@ -85,17 +92,30 @@ def parse_pattern(text: str) -> re.Pattern:
         raise ValueError(str(error)) from None  # the words say "a valid regular expression" already
 
 
-_STRING_PARSERS: dict[type, Callable[[str], Any]] = {
-    dt.datetime: dt.datetime.fromisoformat,
-    dt.date: dt.date.fromisoformat,
-    dt.time: dt.time.fromisoformat,
-    dt.timedelta: parse_duration,
-    uuid.UUID: uuid.UUID,
-    decimal.Decimal: parse_decimal,
-    bytes: parse_base64,
-    bytearray: lambda text: bytearray(parse_base64(text)),
-    re.Pattern: parse_pattern,
-}
+_STRING_PARSERS: dict[type, Callable[[str], Any]] = {}  # filled on first need (see the module's text)
+STRING_TYPE_MODULES = frozenset(("datetime", "uuid", "decimal", "builtins", "re"))
+"""The modules of the types in the table (looked up exactly: a subclass is not in it)."""
+
+
+def _string_parsers() -> dict[type, Callable[[str], Any]]:
+    if not _STRING_PARSERS:
+        import datetime as dt
+        import decimal
+        import uuid
+
+        _STRING_PARSERS.update({
+            dt.datetime: dt.datetime.fromisoformat,
+            dt.date: dt.date.fromisoformat,
+            dt.time: dt.time.fromisoformat,
+            dt.timedelta: parse_duration,
+            uuid.UUID: uuid.UUID,
+            decimal.Decimal: parse_decimal,
+            bytes: parse_base64,
+            bytearray: lambda text: bytearray(parse_base64(text)),
+            re.Pattern: parse_pattern,
+        })
+    return _STRING_PARSERS
+
 
 PARSE_FAILURES = (ValueError, TypeError, OverflowError, ArithmeticError, binascii.Error)
 """What a parser raises for text it refuses."""
@@ -103,6 +123,11 @@ PARSE_FAILURES = (ValueError, TypeError, OverflowError, ArithmeticError, binasci
 
 def string_parser(py: Any) -> Callable[[str], Any] | None:
     """The parser for strings declared as `py`; None for a type no string converts to."""
-    if isinstance(py, type) and issubclass(py, pathlib.PurePath):
+    if py is None or py is str:
+        return None
+    pathlib = sys.modules.get("pathlib")  # a Path type exists only once pathlib is imported
+    if pathlib is not None and isinstance(py, type) and issubclass(py, pathlib.PurePath):
         return path_parser(py)
-    return _STRING_PARSERS.get(py)
+    if getattr(py, "__module__", None) not in STRING_TYPE_MODULES:
+        return None
+    return _string_parsers().get(py)

@@ -7,13 +7,10 @@ arrived (`got`), and gives advice for the common near-misses (`hint`, `did_you_m
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import json
 import math
-import pathlib
 import re
-import uuid
+import sys
 from typing import Any, Callable, Iterable
 
 from .. import ir
@@ -78,27 +75,45 @@ def exception_text(error: BaseException, limit: int = 300) -> str:
 # ==================================================================================================
 # What a node accepts, in words: one entry per node class
 # ==================================================================================================
-# Strings that convert to a Python type: the words, and an example of a good one.
-_STRING_WORDS: dict[type, tuple[str, str | None]] = {
-    dt.datetime: ("an ISO 8601 date-time string", '"2024-05-01T13:30:00"'),
-    dt.date: ("an ISO 8601 date string", '"2024-05-01"'),
-    dt.time: ("an ISO 8601 time string", '"13:30:00"'),
-    dt.timedelta: ("an ISO 8601 duration string", '"PT1H30M" or "P2D"'),
-    uuid.UUID: ("a UUID string", '"12345678-1234-5678-1234-567812345678"'),
-    decimal.Decimal: ("a decimal number written as a string", '"12.50"'),
-    bytes: ("a base64-encoded string", None),
-    bytearray: ("a base64-encoded string", None),
-    re.Pattern: ("a valid regular expression", '"^[a-z]+$"'),
-}
+# Strings that convert to a Python type: the words, and an example of a good one. Built on first
+# need: datetime, uuid and decimal cost more to import than this whole module, and only tools with
+# such parameters (which imported them already) ever need these words.
+_STRING_WORDS: dict[type, tuple[str, str | None]] = {}
+
+
+def _string_words(py: type) -> tuple[str, str | None] | None:
+    if getattr(py, "__module__", None) not in ("datetime", "uuid", "decimal", "builtins", "re"):
+        return None  # not one of the types below (they are looked up exactly)
+    if not _STRING_WORDS:
+        import datetime as dt
+        import decimal
+        import uuid
+
+        _STRING_WORDS.update({
+            dt.datetime: ("an ISO 8601 date-time string", '"2024-05-01T13:30:00"'),
+            dt.date: ("an ISO 8601 date string", '"2024-05-01"'),
+            dt.time: ("an ISO 8601 time string", '"13:30:00"'),
+            dt.timedelta: ("an ISO 8601 duration string", '"PT1H30M" or "P2D"'),
+            uuid.UUID: ("a UUID string", '"12345678-1234-5678-1234-567812345678"'),
+            decimal.Decimal: ("a decimal number written as a string", '"12.50"'),
+            bytes: ("a base64-encoded string", None),
+            bytearray: ("a base64-encoded string", None),
+            re.Pattern: ("a valid regular expression", '"^[a-z]+$"'),
+        })
+    return _STRING_WORDS.get(py)
 
 
 def _describe_str(node: ir.Str) -> str:
     """The string's kind in words, naming its `format` (what the schema the model read says), with
     an example when the text must parse: 'an ISO 8601 date string (format "date", e.g. ...)'."""
-    if isinstance(node.py, type) and issubclass(node.py, pathlib.PurePath):
-        words, example = "a file path string", None
-    else:
-        words, example = _STRING_WORDS.get(node.py, ("a string", None))
+    py = node.py
+    words, example = "a string", None
+    if py is not None and py is not str:
+        pathlib = sys.modules.get("pathlib")  # a Path type exists only once pathlib is imported
+        if pathlib is not None and isinstance(py, type) and issubclass(py, pathlib.PurePath):
+            words = "a file path string"
+        else:
+            words, example = _string_words(py) or (words, example)
     notes = [f"format {json.dumps(short(node.format, 60), ensure_ascii=False)}"] if node.format else []
     if example:
         notes.append(f"e.g. {example}")
