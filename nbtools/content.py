@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass
 from typing import Any
+
+from .ir import _Record, _record  # immutable dataclasses without generated code (cheap to import)
 
 __all__ = ["Image", "Audio", "Resource", "ResourceLink", "Content", "as_content", "content_parts",
            "describe", "is_content_annotation"]
 
 
-@dataclass(frozen=True)
-class Image:
+@_record
+class Image(_Record):
     """An image: raw bytes and their MIME type (`image/png`, `image/jpeg`, ...)."""
 
     data: bytes
     mime: str = "image/png"
+
+    def __init__(self, data: bytes, mime: str = "image/png") -> None:
+        self.__dict__.update(data=data, mime=mime)
 
     def base64(self) -> str:
         """The bytes as base64 text (what MCP and the providers' image blocks carry)."""
@@ -48,12 +52,15 @@ class Image:
         return f"Image({self.mime}, {len(self.data)} bytes)"
 
 
-@dataclass(frozen=True)
-class Audio:
+@_record
+class Audio(_Record):
     """Audio: raw bytes and their MIME type (`audio/wav`, `audio/mpeg`, ...)."""
 
     data: bytes
     mime: str = "audio/wav"
+
+    def __init__(self, data: bytes, mime: str = "audio/wav") -> None:
+        self.__dict__.update(data=data, mime=mime)
 
     def base64(self) -> str:
         return base64.b64encode(self.data).decode("ascii")
@@ -66,8 +73,8 @@ class Audio:
         return f"Audio({self.mime}, {len(self.data)} bytes)"
 
 
-@dataclass(frozen=True)
-class Resource:
+@_record
+class Resource(_Record):
     """A resource embedded in the result: `text` or `blob` (bytes), identified by `uri`."""
 
     uri: str
@@ -75,19 +82,23 @@ class Resource:
     blob: bytes | None = None
     mime: str | None = None
 
-    def __post_init__(self) -> None:
-        if (self.text is None) == (self.blob is None):
-            raise ValueError(f"Resource({self.uri!r}): give exactly one of text= or blob=")
+    def __init__(self, uri: str, text: str | None = None, blob: bytes | None = None, mime: str | None = None) -> None:
+        if (text is None) == (blob is None):
+            raise ValueError(f"Resource({uri!r}): give exactly one of text= or blob=")
+        self.__dict__.update(uri=uri, text=text, blob=blob, mime=mime)
 
 
-@dataclass(frozen=True)
-class ResourceLink:
+@_record
+class ResourceLink(_Record):
     """A link to a resource the client may read later (MCP `resource_link` content)."""
 
     uri: str
     name: str = ""
     description: str | None = None
     mime: str | None = None
+
+    def __init__(self, uri: str, name: str = "", description: str | None = None, mime: str | None = None) -> None:
+        self.__dict__.update(uri=uri, name=name, description=description, mime=mime)
 
 
 Content = Image | Audio | Resource | ResourceLink
