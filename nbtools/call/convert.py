@@ -158,7 +158,7 @@ class Compiler:
                         return inner(key, path)
                     except ConversionError:
                         pass
-                if numeric and _CANONICAL_INT.match(key):
+                if numeric and re.match(_CANONICAL_INT, key):
                     try:
                         number = int(key)
                     except ValueError:  # beyond Python's int/str digit limit: far out of any range
@@ -368,7 +368,7 @@ def _locate_item(convert: Converter, items: Any, path: str) -> None:
             raise
 
 
-_CANONICAL_INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # ASCII digits only, as the schema's ^-?[0-9]+$ says
+_CANONICAL_INT = r"(0|-?[1-9][0-9]*)\Z"  # ASCII digits only, as the schema's ^-?[0-9]+$ says (compiled on first use)
 
 
 def _collision(value: dict, key_of: Converter, path: str) -> str:

@@ -20,13 +20,14 @@ if TYPE_CHECKING:
 
 # the language of the schema's pattern, written to match in linear time (no two parts can match the
 # same digits, which would backtrack quadratically on a long run of digits)
-_DECIMAL_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z", re.ASCII)  # 0-9 only
+# (patterns are compiled by `re` on first use and kept in its cache: none is needed to import nbtools)
+_DECIMAL_TEXT = r"(?a)[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z"  # (?a): ASCII, digits are 0-9 only
 _DECIMAL_MAX_EXPONENT = 4300  # the same bound Python puts on int <-> str digits
 
 
 def parse_decimal(text: str) -> decimal.Decimal:
     """A finite Decimal written like a JSON number (`12.50`, `-3e2`), exponent within +-4300."""
-    if not _DECIMAL_TEXT.match(text):
+    if not re.match(_DECIMAL_TEXT, text):
         raise ValueError("write it like a JSON number, e.g. 12.50 or -3e2")
     from decimal import Decimal  # loaded already: a Decimal parameter was declared
 
@@ -36,13 +37,12 @@ def parse_decimal(text: str) -> decimal.Decimal:
     return number
 
 
-_DURATION = re.compile(
-    r"(?P<sign>[-+])?P(?!\Z)"
+_DURATION = (
+    r"(?a)(?P<sign>[-+])?P(?!\Z)"
     r"(?:(?P<years>\d+(?:[.,]\d+)?)Y)?(?:(?P<months>\d+(?:[.,]\d+)?)M)?"
     r"(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
     r"(?:T(?!\Z)(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
-    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?\Z",
-    re.ASCII,  # ISO 8601 digits are 0-9
+    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?\Z"  # (?a): ISO 8601 digits are 0-9
 )
 
 
@@ -51,7 +51,7 @@ def parse_duration(text: str) -> dt.timedelta:
 
     Years and months are refused: their length depends on the calendar, a timedelta has none.
     """
-    match = _DURATION.match(text.strip().upper())
+    match = re.match(_DURATION, text.strip().upper())
     if match is None:
         raise ValueError("not an ISO 8601 duration")
     parts = match.groupdict()

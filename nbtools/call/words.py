@@ -216,19 +216,19 @@ def got(value: Any) -> str:
     return f"a Python {type(value).__name__} (not a JSON value)"
 
 
-_INT_TEXT = re.compile(r"\s*-?\d+\s*\Z")
+_INT_TEXT = r"\s*-?\d+\s*\Z"  # compiled by `re` on first use (a refusal), not on import
 # written so no two parts can match the same digits: `\d+\.?\d*` backtracks quadratically on a long
 # run of digits followed by a non-digit, which a model can send in a megabyte string
-_NUMBER_TEXT = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*\Z")
+_NUMBER_TEXT = r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*\Z"
 _HINT_MAX_CHARS = 100  # longer strings are not near-misses worth advice (and the advice quotes them)
 
 
 def _number_in_quotes(text: str) -> str:
-    return f"; a string, not a number: send {text.strip()} without quotes" if _NUMBER_TEXT.match(text) else ""
+    return f"; a string, not a number: send {text.strip()} without quotes" if re.match(_NUMBER_TEXT, text) else ""
 
 
 def _integer_in_quotes(text: str) -> str:
-    if _INT_TEXT.match(text):
+    if re.match(_INT_TEXT, text):
         return f"; a string, not an integer: send {text.strip()} without quotes"
     return _number_in_quotes(text)
 
