@@ -20,10 +20,10 @@ from __future__ import annotations
 import contextvars
 import logging
 import typing
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import NbtoolsError
+from .ir import _Record, _record  # an immutable dataclass without generated code (cheap to import)
 
 __all__ = ["ToolContext", "NotebookContext", "Elicitation", "ContextUnavailable", "LOG_LEVELS",
            "current_context", "use_context", "is_context_annotation"]
@@ -43,13 +43,16 @@ class ContextUnavailable(NbtoolsError, RuntimeError):
     outside an MCP server whose client offers it). The message says what and what to do."""
 
 
-@dataclass(frozen=True)
-class Elicitation:
+@_record
+class Elicitation(_Record):
     """The user's answer to `ctx.elicit`: `action` is "accept", "decline" or "cancel"; `content` the
     values given (a dict matching the requested schema) when accepted, else None."""
 
     action: str
     content: dict | None = None
+
+    def __init__(self, action: str, content: dict | None = None) -> None:
+        self.__dict__.update(action=action, content=content)
 
     @property
     def accepted(self) -> bool:

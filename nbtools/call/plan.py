@@ -9,7 +9,6 @@ arguments need, and how each parameter is passed (keyword, positional-only, `*ar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import ir
@@ -25,7 +24,6 @@ from .strictform import null_means_absent, pairs_object
 from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
 
 
-@dataclass(frozen=True)
 class CallPlan:
     """How to turn a model's arguments into one Python call of a Tool's function.
 
@@ -40,18 +38,29 @@ class CallPlan:
         before_varargs: parameters before `*args`, passed positionally when `*args` is non-empty.
         defaults: Python defaults of optional parameters (to fill positional gaps).
         context: the parameter that receives the `ToolContext` (never sent by the model), or None.
-    A plan holds no function and no name: Tools built from one function share it.
+    A plan holds no function and no name: Tools built from one function share it. A plain class
+    with slots (a generated dataclass cost more to import than it saved writing), set once here.
     """
 
-    convert: Callable[[dict], dict]
-    flat: bool
-    closed: bool
-    keyword_only: bool
-    positional: tuple[str, ...]
-    varargs: str | None
-    before_varargs: tuple[str, ...]
-    defaults: Mapping[str, Any]
-    context: str | None = None
+    __slots__ = ("convert", "flat", "closed", "keyword_only", "positional", "varargs", "before_varargs",
+                 "defaults", "context")
+
+    def __init__(self, *, convert: Callable[[dict], dict], flat: bool, closed: bool, keyword_only: bool,
+                 positional: tuple[str, ...], varargs: str | None, before_varargs: tuple[str, ...],
+                 defaults: Mapping[str, Any], context: str | None = None):
+        self.convert = convert
+        self.flat = flat
+        self.closed = closed
+        self.keyword_only = keyword_only
+        self.positional = positional
+        self.varargs = varargs
+        self.before_varargs = before_varargs
+        self.defaults = defaults
+        self.context = context
+
+    def __repr__(self) -> str:
+        return (f"CallPlan(positional={self.positional!r}, varargs={self.varargs!r}, "
+                f"keyword_only={self.keyword_only}, context={self.context!r})")
 
     def arguments(self, converted: dict) -> tuple[tuple, dict]:
         """(positional, keyword) arguments for the call, from the converted values."""
