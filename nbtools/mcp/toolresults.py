@@ -148,12 +148,12 @@ def content_blocks(parts: list[Any], max_chars: int) -> list[Any]:
     return blocks
 
 
-# One compiled validator per Tool object (Tools are immutable; a redefinition is a new Tool).
-_OUTPUT_VALIDATORS: "weakref.WeakKeyDictionary[Tool, Any]" = weakref.WeakKeyDictionary()
+# One compiled check per Tool object (Tools are immutable; a redefinition is a new Tool).
+_OUTPUT_CHECKS: "weakref.WeakKeyDictionary[Tool, Any]" = weakref.WeakKeyDictionary()
 
 
 # A return schema that is one JSON scalar type: checked by Python type, without a schema validator
-# (most tools return one; jsonschema would cost ~40 us per call). NaN and infinities are not JSON.
+# (most tools return one). NaN and infinities are not JSON.
 _SCALAR_CHECKS = {
     "integer": lambda value: type(value) is int,
     "number": lambda value: (type(value) is int) or (type(value) is float and math.isfinite(value)),
@@ -169,21 +169,64 @@ def _output_problem(tool: Tool, structured: Any) -> str | None:
         check = _SCALAR_CHECKS.get(returns.get("type"))  # type: ignore[arg-type]
         if check is not None and "result" in structured and check(structured["result"]):
             return None
-    validator = _OUTPUT_VALIDATORS.get(tool)
-    if validator is None:
-        import jsonschema
-
+    check = _OUTPUT_CHECKS.get(tool)
+    if check is None:
         schema = tool.schema("mcp").get("outputSchema")
         if schema is None:
             return None
-        validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = validator_class(schema)
-        _OUTPUT_VALIDATORS[tool] = validator
-    error = next(iter(validator.iter_errors(structured)), None)
-    if error is None:
+        check = _OUTPUT_CHECKS[tool] = _output_check(schema)
+    return check(structured)
+
+
+# The output check takes what the tool returned as it is: no limit on sizes or integers (the
+# arguments' limits guard against a model; a result is the tool's own, cut later for display).
+_UNLIMITED_OUTPUT = None
+
+
+def _output_check(schema: dict) -> Any:
+    """`check(value) -> problem or None` for `schema`: nbtools' own converter compiled from the schema
+    read back (the validator of arguments, ~2 us for a dict where jsonschema took ~70 us); jsonschema
+    only for a schema nbtools cannot read."""
+    global _UNLIMITED_OUTPUT
+    from ..call.convert import compile_converter
+    from ..call.words import ConversionError
+    from ..errors import SchemaError
+    from ..policy import Limits
+    from ..schema.read import schema_to_ir
+
+    if _UNLIMITED_OUTPUT is None:
+        huge = 1 << 62
+        _UNLIMITED_OUTPUT = Limits(max_bytes=huge, max_depth=10_000, max_string=huge, max_items=huge,
+                                   max_int=10 ** 4300, max_result_chars=huge)
+    try:
+        convert = compile_converter(schema_to_ir(schema), _UNLIMITED_OUTPUT)
+    except SchemaError:
+        return _jsonschema_check(schema)
+
+    def check(value: Any) -> str | None:
+        try:
+            convert(value, "")
+        except ConversionError as error:
+            where = error.where()
+            return error.problem + (f" (at {where})" if where else "")
         return None
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{error.message}" + (f" (at {where})" if where else "")
+
+    return check
+
+
+def _jsonschema_check(schema: dict) -> Any:
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+
+    def check(value: Any) -> str | None:
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is None:
+            return None
+        where = "/".join(str(part) for part in error.absolute_path)
+        return f"{error.message}" + (f" (at {where})" if where else "")
+
+    return check
 
 
 # ------------------------------------------------------------------------------------------------
