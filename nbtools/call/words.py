@@ -7,6 +7,7 @@ arrived (`got`), and gives advice for the common near-misses (`hint`, `did_you_m
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -285,11 +286,19 @@ def unparsable(node: ir.Str, value: str, path: str, reason: str) -> ConversionEr
 
 
 def did_you_mean(key: Any, names: Iterable[str]) -> str:
-    """` (did you mean 'name'?)` for a key close to one of `names` (case-insensitively equal first)."""
+    """` (did you mean 'name'?)` for a key close to one of `names` (case-insensitively equal first).
+
+    Remembered for the last few hundred (key, names): a model that got a name wrong tends to
+    send the same wrong name again, and difflib costs tens of microseconds per candidate list."""
     if not isinstance(key, str):
         return ""
-    names = list(names)
-    folded = [name for name in names if name.lower() == key.lower()]
+    return _closest(str.__str__(key), tuple(names))
+
+
+@functools.lru_cache(maxsize=512)
+def _closest(key: str, names: tuple[str, ...]) -> str:
+    lowered = key.lower()
+    folded = [name for name in names if name.lower() == lowered]
     if folded:
         return f" (did you mean {folded[0]!r}?)"
     import difflib  # only when a model got a name wrong
