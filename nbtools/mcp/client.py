@@ -1,7 +1,8 @@
 """`connect()`: another MCP server's tools as nbtools Tools that forward their calls to it.
 
-The session runs on a background thread with its own event loop, so the tools are ordinary blocking
-functions, usable from scripts and from notebook cells alike.
+Built on the `mcp` SDK's `Client` (mode "auto": `server/discover` at 2026-07-28, else the
+`initialize` handshake of 2025-11-25). The session runs on a background thread with its own event
+loop, so the tools are ordinary blocking functions, usable from scripts and notebook cells alike.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import atexit
 import contextlib
 import functools
+import keyword
 import os
 import queue
 import shlex
@@ -24,9 +26,9 @@ from ..errors import ToolCallError
 from ..extras import require_extra
 from ..formats.mcp import MCP_HINTS
 from ..tool import Tool
+from . import transports
 from .background import serves_on_loop
-from .access import http_headers, http_transport, refused_status
-from .notify import LogMessage, Progress, default_sink, deliver, log_to_logging, show
+from .notify import Elicitation, LogMessage, Progress, default_sink, deliver, log_to_logging, show
 from .toolresults import remote_error, result_value, unwrapped_output
 from .web import MCP_PATH
 
@@ -36,173 +38,395 @@ if TYPE_CHECKING:  # the mcp package is imported only when a function here needs
 # MCP tool annotations <-> nbtools hints: one table, owned by the MCP rendering (formats/mcp.py).
 HINT_ANNOTATIONS = MCP_HINTS
 
+PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
+"""`connect(protocol=...)`: "auto" asks for 2026-07-28 and falls back to the 2025-11-25 handshake."""
+
+
+class SessionLost(Exception):
+    """The server no longer knows the session (restarted) or the connection ended during a call.
+
+    `unsent`: the server refused the request before running it ("Session not found"), so sending it
+    again on a new session cannot run the tool twice."""
+
+    def __init__(self, reason: str, unsent: bool):
+        super().__init__(reason)
+        self.unsent = unsent
+
+
+class _Link:
+    """One live session: the SDK `Client`, the task holding it open, and what ends it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.client: Any = None
+        self.closing = asyncio.Event()
+        self.ready: "asyncio.Future[Any]" = loop.create_future()
+        self.task: "asyncio.Task[Any] | None" = None
+        self.lost = False
+
 
 class Connection(list):
     """The tools of one MCP server, as nbtools `Tool`s, plus the live session they forward to.
 
-    It is a list of Tools (`Registry(connection)`, `registry.add(connection[0])`, `[t.name for t in
-    connection]`), with `close()` (also a context manager, and done at interpreter exit) and
-    `call(name, arguments)`. The session runs on a background thread with its own event loop, so the
-    tools are ordinary blocking functions, usable from scripts and from notebook cells alike.
+    A list of Tools (`Registry(connection)`, `registry.add(connection[0])`, `[t.name for t in
+    connection]`) that also answers `connection["name"]`, `connection.name` (for tool names that
+    are identifiers and not list methods: a tool called `append` is `connection["append"]`) and
+    `connection.call(name, arguments=None, **kwargs)`. `close()` ends it (also a context manager,
+    and done at interpreter exit).
 
-    Fields: `target` (the URL or command), `server_name`, `timeout` (seconds per request),
-    `skipped` (tools the server listed that could not be made into functions: name -> reason),
-    `on_progress` / `on_log` (see `connect`).
+    Constructing one does no I/O; `open()` connects (what `connect()` does). Fields: `target`,
+    `server_name`, `protocol_version` (negotiated), `transport` ("streamable-http", "sse" or
+    "stdio"), `timeout`, `skipped` (tools the server listed that could not be made into functions:
+    name -> reason), `reconnects` (sessions opened again after the server lost one), `refreshes`
+    (tool lists read again after `notifications/tools/list_changed`).
     """
 
-    def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-                 cwd: str | None = None, errlog: Any = None, token: str | None = None,
-                 headers: dict[str, str] | None = None,
+    def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
+                 env: dict | None = None, cwd: str | None = None, errlog: Any = None,
+                 token: str | None = None, headers: dict[str, str] | None = None,
                  on_progress: Callable[[Progress], Any] | None = None,
-                 on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info"):
+                 on_log: Callable[[LogMessage], Any] | None = None,
+                 on_elicit: Callable[[Elicitation], Any] | None = None, log_level: str | None = "info"):
         super().__init__()
-        deadline = time.monotonic() + timeout  # connecting and reading the tool list, together
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"connect: protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"connect: timeout must be a positive number of seconds, not {timeout!r}")
         self.target = target
-        self.timeout = timeout
+        self.timeout = float(timeout)
+        self.protocol = protocol
         self.on_progress = on_progress
         self.on_log = on_log
+        self.on_elicit = on_elicit
         self._log_level = log_level
+        self._url = target if transports.is_url(target) else None
+        if self._url is None:
+            if token is not None or headers:
+                raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
+            argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
+            if not argv:
+                raise ValueError("connect: empty command")
+            self._argv = argv
+        self._headers = transports.request_headers(self._url, token, headers) if self._url else {}
+        self._env, self._cwd, self._errlog = env, cwd, errlog
+        self.server_name = ""
+        self.protocol_version: str | None = None
+        self.transport = "stdio" if self._url is None else "streamable-http"
+        self.skipped: dict[str, str] = {}
+        self.reconnects = 0
+        self.refreshes = 0
+        self._output_schemas: dict[str, Any] = {}
         # The notification queues of the calls now waiting (oldest first): a log line the server
         # sends goes to the oldest, whose caller shows it; with none waiting, to `on_log` directly.
         self._waiting: list[queue.SimpleQueue] = []
-        self.server_name = ""
+        self._lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._link: _Link | None = None
         self._closed = False
-        self._output_schemas: dict[str, Any] = {}
-        self._url = target if isinstance(target, str) and _is_url(target) else None
+
+    # -- opening ---------------------------------------------------------------------------------------
+    def open(self) -> "Connection":
+        """Connect: start the session (a stdio server is started), negotiate, read the tools. Idempotent."""
+        if self._closed:
+            raise ConnectionError(f"the MCP connection to {_describe(self.target)} is closed; connect again")
+        if self._loop is not None:
+            return self
         if self._url is not None:
             _refuse_own_loop_server(self._url)
-        if self._url is None and (token is not None or headers):
-            raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
-        self._headers = http_headers(token, headers) if self._url is not None else {}
-        transport = self._transport(target, env, cwd, errlog)  # nothing runs until the session enters it
-        self._session: Any = None
-        self._closing: asyncio.Event | None = None
-        self._ready: "asyncio.Future[Any] | None" = None
+            import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
+
+            _quiet_unreachable_session_end()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="nbtools MCP client", daemon=True)
         self._thread.start()
-        self._holder = asyncio.run_coroutine_threadsafe(self._hold(transport), self._loop)
         try:
-            listed = asyncio.run_coroutine_threadsafe(self._wait_ready(), self._loop).result(timeout + 5)
-        except BaseException as error:
+            self._start_link()
+        except BaseException:
             self.close()
-            reason = _leaf_message(error)
-            if reason == "TimeoutError":
-                reason = (f"no answer to `initialize` within {timeout} s (does the command start an MCP "
-                          "server that speaks on its stdout?)" if self._url is None
-                          else f"no answer to `initialize` within {timeout} s")
-            elif self._url is not None and reason.endswith("Not Found"):
-                reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
-            elif self._url is not None and (refused_status(self._url, self._headers) == 401 or "401" in reason):
-                reason = "401 Unauthorized" + (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
-                           "nbtools prints it when it starts serving)" if "authorization" not in
-                           {key.lower() for key in self._headers} else " (the token was refused)")
-            raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
-        self.skipped: dict[str, str] = {}
-        """Tools the server listed that could not be made into functions: name -> reason."""
-        for index, listed_tool in enumerate(listed):
-            if time.monotonic() > deadline:  # hostile schemas must not hold connect() past its time-out
-                self.close()
-                raise ConnectionError(f"could not use the MCP server {_describe(target)}: reading its "
-                                      f"{len(listed)} tool definitions took more than {timeout} s "
-                                      f"({index} read)")
-            # one malformed or hostile schema must not cost the user every other tool of the server
-            try:
-                self.append(self._tool(listed_tool))
-            except (ValueError, TypeError) as error:
-                name = getattr(listed_tool, "name", "?")
-                self.skipped[name] = str(error)
-                warnings.warn(f"MCP server {_describe(target)}: tool {name!r} skipped: {error}", stacklevel=2)
+            raise
         _CONNECTIONS.add(self)
+        return self
 
-    # -- the session, held open by one task ---------------------------------------------------------
-    def _transport(self, target: Any, env: dict | None, cwd: str | None, errlog: Any) -> Any:
-        if self._url is not None:
-            import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
-            import mcp.shared._httpx_utils  # noqa: F401
-
-            _quiet_unreachable_session_end()
-
-            return http_transport(self._url, self._headers)
-        from mcp import StdioServerParameters, stdio_client
-
-        argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
-        if not argv:
-            raise ValueError("connect: empty command")
-        parameters = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-        return stdio_client(parameters, errlog=errlog if errlog is not None else _server_errlog())
-
-    async def _hold(self, transport: Any) -> None:
-        from mcp import ClientSession
-
-        self._closing = asyncio.Event()
-        ready = self._ready_future()
+    def _start_link(self) -> None:
+        """Open a session (HTTP: streamable first, the SSE transport if that is refused with a 4xx)."""
         try:
-            async with transport as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream, read_timeout_seconds=self.timeout,
-                                         logging_callback=self._log_notification,
-                                         log_level=self._log_level) as session:
-                    initialized = await session.initialize()
-                    self.server_name = initialized.server_info.name
-                    listed = await _list_all_tools(session)
-                    self._session = session
-                    ready.set_result(listed)
-                    await self._closing.wait()
+            listed = self._open_link(self._transport_factory(self.transport))
+        except ConnectionError as error:
+            if self.transport != "streamable-http" or not _sse_worth_trying(self._url or "", self._headers):
+                raise
+            try:
+                listed = self._open_link(self._transport_factory("sse"))
+            except ConnectionError:
+                raise error from None  # the streamable HTTP failure says more than the SSE one
+            self.transport = "sse"
+        self._take_tools(listed, stacklevel=4)
+
+    def _transport_factory(self, kind: str) -> Callable[[], Any]:
+        if kind == "stdio":
+            return lambda: transports.stdio(self._argv, self._env, self._cwd,
+                                            self._errlog if self._errlog is not None else _server_errlog())
+        opener = transports.streamable_http if kind == "streamable-http" else transports.legacy_sse
+        return lambda: opener(self._url, self._headers)
+
+    def _open_link(self, factory: Callable[[], Any]) -> list:
+        """Start a session with `factory()`'s transport and wait for its tool list; raise ConnectionError."""
+        assert self._loop is not None
+        link = asyncio.run_coroutine_threadsafe(self._new_link(factory()), self._loop).result()
+        try:
+            listed = asyncio.run_coroutine_threadsafe(
+                asyncio.wait_for(asyncio.shield(link.ready), self.timeout), self._loop).result(self.timeout + 5)
         except BaseException as error:
-            if not ready.done():
-                _settle(ready, error if isinstance(error, Exception) else RuntimeError(repr(error)))
+            self._end_link(link)
+            raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: "
+                                  f"{self._explain(error)}") from None
+        old, self._link = self._link, link
+        if old is not None:
+            self._end_link(old)
+        return listed
+
+    def _explain(self, error: BaseException) -> str:
+        reason = _leaf_message(error)
+        if reason in ("TimeoutError", "CancelledError", "concurrent.futures._base.TimeoutError"):
+            silent = f"no answer to the handshake (`server/discover`, `initialize`) within {self.timeout:g} s"
+            return silent + (" (does the command start an MCP server that speaks on its stdout?)"
+                             if self._url is None else "")
+        if self._url is None:
+            return reason
+        status = transports.refused_status(self._url, self._headers)
+        if status == 401 or "401" in reason:
+            if "authorization" in {key.lower() for key in self._headers}:
+                return "401 Unauthorized (the token was refused)"
+            withheld = transports.env_token_withheld(self._url)
+            if withheld is not None:
+                return (f"401 Unauthorized: $NBTOOLS_MCP_TOKEN is set but is sent only to servers on this "
+                        f"machine (127.0.0.1, localhost, ::1), not to {withheld}; pass connect(url, token=...) "
+                        "to send it there")
+            return ("401 Unauthorized (the server wants a bearer token: connect(url, token=...) or "
+                    "$NBTOOLS_MCP_TOKEN; nbtools prints it when it starts serving)")
+        if status == 404 or reason.endswith("Not Found"):
+            return f"{reason} (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
+        return reason
+
+    async def _hold(self, link: _Link, transport: Any) -> None:
+        """Hold one session open until `link.closing` is set; its tool list settles `link.ready`."""
+        from mcp import Client
+
+        elicit = self._elicitation if self.on_elicit is not None else None
+        mode = {"auto": "auto", "2025-11-25": "legacy"}.get(self.protocol, self.protocol)
+        try:
+            async with Client(transport, mode=mode, cache=None, logging_callback=self._log_notification,
+                              log_level=self._log_level, message_handler=self._message(link),
+                              elicitation_callback=elicit) as client:
+                link.client = client
+                self.protocol_version = client.protocol_version
+                self.server_name = client.server_info.name if client.server_info is not None else ""
+                link.ready.set_result(await _list_all_tools(client.session))
+                listener = asyncio.get_running_loop().create_task(self._listen(link))
+                try:
+                    await link.closing.wait()
+                finally:
+                    link.lost = True
+                    listener.cancel()
+                    with contextlib.suppress(BaseException):
+                        await listener
+        except BaseException as error:
+            if not link.ready.done():
+                _settle(link.ready, error if isinstance(error, Exception) else RuntimeError(repr(error)))
             if not isinstance(error, (Exception, asyncio.CancelledError)):
                 raise
         finally:
-            self._session = None
-            if not ready.done():
-                _settle(ready, ConnectionError("the MCP session ended before it was ready"))
+            link.lost = True
+            link.client = None
+            if not link.ready.done():
+                _settle(link.ready, ConnectionError("the MCP session ended before it was ready"))
 
-    def _ready_future(self) -> "asyncio.Future[Any]":
-        if self._ready is None:
-            self._ready = self._loop.create_future()
-        return self._ready
+    async def _new_link(self, transport: Any) -> _Link:
+        link = _Link(asyncio.get_running_loop())
+        link.task = asyncio.get_running_loop().create_task(self._hold(link, transport))
+        return link
 
-    async def _wait_ready(self) -> Any:
-        return await asyncio.wait_for(asyncio.shield(self._ready_future()), self.timeout)
+    def _end_link(self, link: _Link, timeout: float = 5.0) -> None:
+        """End a session: politely (its transport closes, a stdio server is stopped), then by cancelling."""
+        assert self._loop is not None
+        with contextlib.suppress(BaseException):
+            asyncio.run_coroutine_threadsafe(_stop_link(link, timeout), self._loop).result(timeout + 10)
+
+    # -- the tool list, and following its changes -------------------------------------------------------
+    def _take_tools(self, listed: list, stacklevel: int = 2) -> None:
+        """Make the listed tools into `Tool`s and become that list (a hostile list is bounded in time)."""
+        deadline = time.monotonic() + self.timeout
+        tools: list[Tool] = []
+        skipped: dict[str, str] = {}
+        for index, listed_tool in enumerate(listed):
+            if time.monotonic() > deadline:
+                raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: reading its "
+                                      f"{len(listed)} tool definitions took more than {self.timeout} s "
+                                      f"({index} read)")
+            # one malformed or hostile schema must not cost the user every other tool of the server
+            try:
+                tools.append(self._tool(listed_tool))
+            except (ValueError, TypeError) as error:
+                name = getattr(listed_tool, "name", "?")
+                skipped[name] = str(error)
+                warnings.warn(f"MCP server {_describe(self.target)}: tool {name!r} skipped: {error}",
+                              stacklevel=stacklevel)
+        with self._lock:
+            self[:] = tools
+            self.skipped = skipped
+
+    def _message(self, link: _Link) -> Callable[[Any], Any]:
+        async def handle(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                asyncio.get_running_loop().create_task(self._refresh(link))
+        return handle
+
+    async def _listen(self, link: _Link) -> None:
+        """At 2026-07-28 list changes come only to a `subscriptions/listen` stream: open one."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        client = link.client
+        tools = getattr(client.server_capabilities, "tools", None)
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not getattr(tools, "list_changed", False):
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._refresh(link)
+        except Exception as error:  # the tools still work; only their updates are lost
+            if not link.lost:
+                warnings.warn(f"MCP server {_describe(self.target)}: tool list updates are not followed "
+                              f"({_leaf_message(error)})", stacklevel=1)
+
+    async def _refresh(self, link: _Link) -> None:
+        """Read the tool list again (after `tools/list_changed`) and take it."""
+        client = link.client
+        if client is None or link.lost:
+            return
+        try:
+            listed = await asyncio.wait_for(_list_all_tools(client.session), self.timeout)
+            self._take_tools(listed)
+        except Exception as error:  # keep the tools we have; say why they may be stale
+            warnings.warn(f"MCP server {_describe(self.target)} changed its tools, but reading them again "
+                          f"failed: {_leaf_message(error)}", stacklevel=1)
+            return
+        self.refreshes += 1
+
+    # -- finding tools -----------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            with self._lock:
+                for tool in list.__iter__(self):
+                    if tool.name == key:
+                        return tool
+                names = [tool.name for tool in list.__iter__(self)]
+            raise KeyError(f"{_describe(self.target)} has no tool {key!r}"
+                           + (f" ({key!r} was skipped: {self.skipped[key]})" if key in self.skipped else "")
+                           + f"; its tools: {', '.join(names) or 'none'}")
+        return list.__getitem__(self, key)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: list methods and fields win over tool names
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"'Connection' object has no attribute or tool {name!r}") from None
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return any(tool.name == item for tool in list.__iter__(self))
+        return list.__contains__(self, item)
+
+    def __dir__(self) -> list[str]:
+        names = [tool.name for tool in list.__iter__(self) if tool.name.isidentifier() and not keyword.iskeyword(tool.name)]
+        return sorted(set(super().__dir__()) | set(names))
 
     # -- calls ----------------------------------------------------------------------------------------
-    def call(self, name: str, arguments: dict | None = None) -> Any:
-        """Call tool `name` on the server and return its value (see `result_value`); blocks.
+    def call(self, name: str, arguments: dict | None = None, /, **kwargs: Any) -> Any:
+        """Call tool `name` on the server with `arguments` (a dict) and/or keyword arguments; blocks.
 
-        While it waits, the server's progress and log notifications for the call reach `on_progress`
-        and `on_log` (or the notebook's progress bar and cell output) in this thread. Raises
-        ToolCallError when the server answers with an error result (see `results.remote_error`).
+        Returns the tool's value (see `connect`). While it waits, the server's progress and log
+        notifications reach `on_progress` / `on_log` (or the notebook's progress bar and cell
+        output) in this thread, and `on_elicit` answers the server's questions. The call fails after
+        `timeout` seconds without an answer or progress; each progress notification starts that time
+        again. If the server has lost the session (it restarted), a new session is opened once and
+        the call sent again when that cannot run it twice (see `_may_resend`). Raises ToolCallError
+        when the server answers with an error result (see `toolresults.remote_error`).
         """
+        arguments = {**(arguments or {}), **kwargs}
         if self._closed:
             raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
-        if self._session is None:
-            raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session (has it "
-                                      "stopped?); connect again once it runs")
+        if self._loop is None:
+            raise ToolCallError(name, "this Connection is not open: call .open() (or use nbtools.mcp.connect)")
         if name in self.skipped:  # e.g. it needs task augmentation: the server would only refuse it
-            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of {self.server_name or 'the server'}: "
-                                      f"{self.skipped[name]}")
+            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of "
+                                      f"{self.server_name or 'the server'}: {self.skipped[name]}")
         if self._url is not None:
             _refuse_own_loop_server(self._url)
+        try:
+            if self._link is None or self._link.lost:
+                raise SessionLost("the session has ended", unsent=True)
+            return self._call_once(name, arguments)
+        except SessionLost as lost:
+            reason = str(lost)
+            if not (lost.unsent or self._may_resend(name)):
+                self._reopen(name, reason)  # for the next call; this one may have run
+                raise ToolCallError(name, f"the connection to {_describe(self.target)} ended during the call "
+                                          f"({reason}); it was not sent again, as it may have run. "
+                                          "A new session is open for the next call") from None
+        self._reopen(name, reason)
+        try:
+            return self._call_once(name, arguments)
+        except SessionLost as again:
+            raise ToolCallError(name, f"the MCP server {_describe(self.target)} lost the session again "
+                                      f"right after a reconnect ({again}); connect again once it runs") from None
+
+    def _may_resend(self, name: str) -> bool:
+        """A call the connection lost mid-way is sent again only to a tool that says it is harmless twice."""
+        with contextlib.suppress(KeyError):
+            return bool({"read-only", "idempotent"} & set(self[name].hints))
+        return False
+
+    def _reopen(self, name: str, reason: str) -> None:
+        try:
+            with self._lock:
+                if self._link is not None and not self._link.lost:
+                    return  # another thread has just opened a new session
+                self._start_link()
+        except ConnectionError as error:
+            raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session ({reason}; has "
+                                      f"it stopped?) and a new one could not be opened: "
+                                      f"{str(error).split(': ', 1)[-1]}") from None
+        self.reconnects += 1
+
+    def _call_once(self, name: str, arguments: dict) -> Any:
+        assert self._loop is not None and self._link is not None
         # 1. Notifications come through a queue, so callbacks and widgets run in the calling thread
         #    (a notebook cell's output belongs to its thread), not on the session's loop.
         events: queue.SimpleQueue = queue.SimpleQueue()
         on_progress, on_log = self._sinks(name)
         self._waiting.append(events)
-        future = asyncio.run_coroutine_threadsafe(self._acall(name, arguments or {}, events), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._acall(self._link, name, arguments, events), self._loop)
         future.add_done_callback(lambda _: events.put(None))
         try:
-            # 2. Show each notification as it comes, until the answer (None) or the time-out.
-            deadline = time.monotonic() + self.timeout + 5
+            # 2. Show each notification as it comes, until the answer (None) or `timeout` of silence.
+            deadline = time.monotonic() + self.timeout
             while True:
                 try:
                     event = events.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     future.cancel()
-                    raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
+                    raise ToolCallError(name, f"no answer or progress from {_describe(self.target)} for "
+                                              f"{self.timeout:g} s (timeout=)") from None
                 if event is None:
                     break
-                show(event, on_progress, on_log)
+                if isinstance(event, Elicitation):
+                    self._answer(event)
+                else:
+                    show(event, on_progress, on_log)
+                if not isinstance(event, LogMessage):  # progress, or a person who answered: time starts again
+                    deadline = time.monotonic() + self.timeout
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
             raise
@@ -211,7 +435,7 @@ class Connection(list):
         # 3. Log lines that arrived after the answer was queued still belong to this call.
         while not events.empty():
             event = events.get_nowait()
-            if event is not None:
+            if isinstance(event, (Progress, LogMessage)):
                 show(event, on_progress, on_log)
         return future.result()
 
@@ -228,28 +452,60 @@ class Connection(list):
         else:  # between calls: nobody's cell to show it in
             deliver(self.on_log or log_to_logging, message)
 
-    async def _acall(self, name: str, arguments: dict, events: queue.SimpleQueue | None = None) -> Any:
-        session = self._session
-        if session is None:
-            raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
+    async def _elicitation(self, context: Any, params: Any) -> Any:
+        """The server asks the person something: `on_elicit` answers, in the waiting caller's thread."""
+        import mcp_types as types
+
+        request = Elicitation(str(params.message), dict(getattr(params, "requested_schema", None) or {}),
+                              getattr(params, "url", None))
+        waiting = list(self._waiting)
+        if waiting:
+            waiting[0].put(request)
+            await asyncio.wrap_future(request.reply)
+        else:
+            await asyncio.to_thread(self._answer, request)
+        answer = request.reply.result()
+        if answer is None:
+            return types.ElicitResult(action="decline")
+        if answer is False:
+            return types.ElicitResult(action="cancel")
+        return types.ElicitResult(action="accept", content=answer if isinstance(answer, dict) else None)
+
+    def _answer(self, request: Elicitation) -> None:
+        try:
+            answer = self.on_elicit(request) if self.on_elicit is not None else None
+            if answer is not None and answer is not False and answer is not True and not isinstance(answer, dict):
+                raise TypeError(f"on_elicit must return a dict (accept), None (decline) or False (cancel), "
+                                f"not {type(answer).__name__}")
+            request.reply.set_result({} if answer is True else answer)
+        except Exception as error:
+            warnings.warn(f"on_elicit failed ({type(error).__name__}: {error}); the request is cancelled",
+                          stacklevel=2)
+            request.reply.set_result(False)
+
+    async def _acall(self, link: _Link, name: str, arguments: dict, events: queue.SimpleQueue) -> Any:
+        client = link.client
+        if client is None:
+            raise SessionLost("the session has ended", unsent=True)
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            if events is not None:
-                events.put(Progress(name, done, total, message))
+            events.put(Progress(name, done, total, message))
 
         try:
-            result = await session.call_tool(name, arguments, progress_callback=progress)
-        except ToolCallError:
-            raise
+            result = await client.call_tool(name, arguments, progress_callback=progress)
         except Exception as error:
             reason = _leaf_message(error)
-            if reason.endswith("Connection closed"):
-                raise ToolCallError(name, f"the MCP server {_describe(self.target)} closed the connection (has it "
-                                          "stopped?); connect again once it runs") from None
+            message = getattr(getattr(error, "error", None), "message", "") or ""
+            if message in ("Session not found", "Session terminated"):
+                link.lost = True
+                raise SessionLost(message, unsent=True) from None
+            if reason.endswith("Connection closed") or "All connection attempts failed" in reason:
+                link.lost = True
+                raise SessionLost(reason, unsent="All connection attempts failed" in reason) from None
             if getattr(error, "code", None) == -32601:
                 raise ToolCallError(name, "the server refused the call as needing a protocol feature nbtools' "
                                           f"MCP client does not offer (JSON-RPC -32601, method not found): "
-                                          f"{getattr(error, 'message', reason)}") from None
+                                          f"{message or reason}") from None
             raise ToolCallError(name, f"the MCP server did not answer the call: {reason}") from None
         if result.is_error:
             raise remote_error(name, result)
@@ -298,27 +554,25 @@ class Connection(list):
             return
         self._closed = True
         _CONNECTIONS.discard(self)
-        closing = self._closing
-        if closing is not None:
-            self._loop.call_soon_threadsafe(closing.set)
-        with contextlib.suppress(BaseException):
-            self._holder.result(timeout)
-        if not self._holder.done():
-            self._holder.cancel()
+        if self._loop is None:
+            return
+        if self._link is not None:
+            self._end_link(self._link, timeout)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._loop.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self._loop.close()
 
     def __enter__(self) -> "Connection":
-        return self
+        return self.open()
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        names = ", ".join(tool.name for tool in self)
+        state = "closed" if self._closed else "open" if self._loop is not None else "not open"
+        names = ", ".join(tool.name for tool in list.__iter__(self))
         return f"Connection({_describe(self.target)}, {state}: {names})"
 
     # A list compares by contents; a connection is one live object.
@@ -326,6 +580,29 @@ class Connection(list):
 
     def __eq__(self, other: object) -> bool:
         return self is other
+
+
+async def _stop_link(link: _Link, timeout: float) -> None:
+    link.lost = True
+    link.closing.set()
+    task = link.task
+    if task is None:
+        return
+    if not link.ready.done():  # still connecting: nothing to end politely
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(task), timeout)
+    if not task.done():
+        task.cancel()
+        # the transport's own clean-up (stopping a stdio server: stdin closed, then SIGTERM) runs now
+        await asyncio.wait([task], timeout=10)
+
+
+def _sse_worth_trying(url: str, headers: dict[str, str]) -> bool:
+    """The fallback the MCP spec describes for old servers: a POST refused with a 4xx other than an
+    authentication answer (401/403) means no streamable HTTP endpoint here; try `GET` for SSE."""
+    status = transports.refused_status(url, headers) if url else None
+    return status is not None and 400 <= status < 500 and status not in (401, 403)
 
 
 _CONNECTIONS: "weakref.WeakSet[Connection]" = weakref.WeakSet()
@@ -338,54 +615,70 @@ def _close_connections_at_exit() -> None:
             connection.close(timeout=2.0)
 
 
-def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-            cwd: str | None = None, errlog: Any = None, token: str | None = None,
+def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
+            env: dict | None = None, cwd: str | None = None, errlog: Any = None, token: str | None = None,
             headers: dict[str, str] | None = None, on_progress: Callable[[Progress], Any] | None = None,
-            on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info") -> Connection:
+            on_log: Callable[[LogMessage], Any] | None = None,
+            on_elicit: Callable[[Elicitation], Any] | None = None,
+            log_level: str | None = "info") -> Connection:
     """Connect to an MCP server and return its tools as nbtools Tools (a `Connection`, a list of Tools).
 
-    `command_or_url`: an `http(s)://` URL of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`),
-    or a command that starts a stdio server, as one string (split like a shell would) or a list of
-    arguments, e.g. `"nbtools serve tools.ipynb"`; `cwd` is its working folder and `errlog`
+    `command_or_url`: an `http(s)://` URL (e.g. `http://127.0.0.1:8000/mcp`; streamable HTTP, or a
+    legacy HTTP+SSE endpoint such as `http://host/sse`, tried when a POST there is refused with a
+    4xx), or a command that starts a stdio server, as one string (split like a shell would) or a
+    list of arguments, e.g. `"nbtools serve tools.ipynb"`; `cwd` is its working folder and `errlog`
     receives its stderr (default: this process's real stderr). The command does not inherit this
     process's whole environment: the `mcp` package passes on only a few variables (PATH, HOME,
-    USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`, or
-    `env=dict(os.environ)` for all of yours). `timeout` bounds connecting and each request, in seconds.
+    USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`).
 
-    HTTP only: `token` is sent as `Authorization: Bearer <token>` (default: `$NBTOOLS_MCP_TOKEN`,
-    the token nbtools servers require); `headers` adds HTTP headers to every request (an
+    `protocol`: "auto" (default) asks for 2026-07-28 (stateless, `server/discover`) and falls back
+    to the 2025-11-25 handshake (sessions) for servers that do not speak it; "2025-11-25" or
+    "2026-07-28" uses that one only. `timeout`: seconds to connect, and seconds a call may go
+    without an answer or a progress notification (each progress starts it again, so a long call
+    that keeps reporting is not cut off).
+
+    HTTP only: `token` is sent as `Authorization: Bearer <token>`; without it `$NBTOOLS_MCP_TOKEN`
+    (the token nbtools servers require) is sent, but only to a loopback address (`127.0.0.1`,
+    `localhost`, `::1`), never to another host. `headers` adds HTTP headers to every request (an
     `Authorization` given there wins over `token`).
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
-    docstring); calling it (or `Tool.call`) sends `tools/call` and returns:
+    docstring); calling it (or `Tool.call`, or `connection.call(name, {...})`) sends `tools/call`
+    and returns:
 
     - the structured content, when the result has some (unwrapped from `{"result": ...}` when the
       server wrapped a non-object value);
     - else, when every block is text, the text (joined by newlines; JSON text is parsed);
     - else a list of the blocks in order, each a `str` or an `nbtools.content` record: `Image` and
       `Audio` (bytes + mime), `Resource` (an embedded resource: uri, text or blob bytes, mime),
-      `ResourceLink` (uri, name, description, mime). Block annotations are not kept. Returned by a
-      local tool, such a list reaches a model as `run_tool_calls` renders rich results.
+      `ResourceLink` (uri, name, description, mime). Block annotations are not kept.
 
     Notifications while a call runs: `on_progress(Progress)` gets the server's progress (tool,
     progress, total, message) and `on_log(LogMessage)` its log lines (level, data, logger, server),
     both in the calling thread; log lines that come between calls reach `on_log` on the session's
     thread. Without them, in a notebook the call shows a progress bar and its log lines in the
     cell's output; elsewhere log lines go to the `logging` logger "nbtools.mcp". `log_level` is the
-    least severe level asked for (servers on the 2026 protocol send logs only when asked).
+    least severe level asked for. `on_elicit(Elicitation)` answers a server's question during a call
+    (in the calling thread): a dict accepts with that content, None declines, False cancels;
+    without it the client does not offer elicitation. Sampling and roots are not offered.
+
+    Changes: the tool list is read again when the server sends `notifications/tools/list_changed`
+    (at 2026-07-28 through a `subscriptions/listen` stream), so the Connection's contents follow the
+    server. A server that lost the session (restarted: "Session not found") gets one new session and
+    the call is sent again; a call whose connection broke while it ran is sent again only when the
+    tool is read-only or idempotent, since it may have run.
 
     A tool that needs a capability this client does not offer (task-augmented execution) is left
     out with a warning naming it and why (see `Connection.skipped`); a call refused with JSON-RPC
-    -32601 raises a ToolCallError saying a protocol feature is missing.
-
-    An error result raises ToolCallError: from an nbtools server the same error it raised there (its
-    argument, problem and schema), from another server one whose problem is the server's text. Hints
-    come from the tool's annotations (only those the server sets to true), `returns` from its
-    `outputSchema`.
+    -32601 raises a ToolCallError saying a protocol feature is missing. An error result raises
+    ToolCallError: from an nbtools server the same error it raised there, from another server one
+    whose problem is the server's text. Hints come from the tool's annotations (a hint the server
+    leaves out takes MCP's default), `returns` from its `outputSchema`.
     """
     require_extra("mcp", "nbtools.mcp.connect()")
-    return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog, token=token,
-                      headers=headers, on_progress=on_progress, on_log=on_log, log_level=log_level)
+    return Connection(command_or_url, timeout=timeout, protocol=protocol, env=env, cwd=cwd, errlog=errlog,
+                      token=token, headers=headers, on_progress=on_progress, on_log=on_log,
+                      on_elicit=on_elicit, log_level=log_level).open()
 
 
 async def _list_all_tools(session: Any) -> list:
@@ -424,10 +717,6 @@ def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
     if "read-only" in hints:
         hints.discard("destructive")
     return frozenset(hints)
-
-
-def _is_url(target: str) -> bool:
-    return target.startswith(("http://", "https://"))
 
 
 def _describe(target: Any) -> str:

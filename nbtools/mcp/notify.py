@@ -9,13 +9,14 @@ progress is not shown.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Progress", "LogMessage", "NotebookSink", "default_sink", "log_to_logging", "PY_LEVELS"]
+__all__ = ["Progress", "LogMessage", "Elicitation", "NotebookSink", "default_sink", "log_to_logging", "PY_LEVELS"]
 
 PY_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
              "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
@@ -50,6 +51,29 @@ class LogMessage:
         source = " ".join(part for part in (self.server, self.logger) if part)
         data = self.data if isinstance(self.data, str) else repr(self.data)
         return f"[{source} {self.level}] {data}" if source else f"[{self.level}] {data}"
+
+
+@dataclass
+class Elicitation:
+    """A server's question during a call (`elicitation/create`), for `connect(on_elicit=...)`.
+
+    `message` is what to ask; `schema` the JSON Schema of the answer (form mode: a flat object of
+    strings, numbers, booleans and enums, possibly with defaults); `url` the page to open (URL mode,
+    then `schema` is empty). The callback returns a dict (accept, with that content), None
+    (decline) or False (cancel).
+    """
+
+    message: str
+    schema: dict
+    url: str | None = None
+    reply: "concurrent.futures.Future[Any]" = field(default_factory=concurrent.futures.Future, repr=False,
+                                                    compare=False)
+
+    def defaults(self) -> dict:
+        """The answer made of the schema's defaults (SEP-1034): what accepting without edits sends."""
+        properties = self.schema.get("properties") if isinstance(self.schema, dict) else None
+        return {name: spec["default"] for name, spec in (properties or {}).items()
+                if isinstance(spec, dict) and "default" in spec}
 
 
 def log_to_logging(message: LogMessage) -> None:
