@@ -212,11 +212,16 @@ class Connection(list):
         from mcp import Client
 
         elicit = self._elicitation if self.on_elicit is not None else None
-        mode = {"auto": "auto", "2025-11-25": "legacy"}.get(self.protocol, self.protocol)
+        # "2026-07-28" probes too (`server/discover` brings the server's name and capabilities), and
+        # refuses the session below if the server could only do the handshake.
+        mode = "legacy" if self.protocol == "2025-11-25" else "auto"
         try:
             async with Client(transport, mode=mode, cache=None, logging_callback=self._log_notification,
                               log_level=self._log_level, message_handler=self._message(link),
                               elicitation_callback=elicit) as client:
+                if self.protocol not in ("auto", client.protocol_version):
+                    raise ConnectionError(f"the server speaks protocol {client.protocol_version}, not "
+                                          f"{self.protocol} (protocol='auto' takes either)")
                 link.client = client
                 self.protocol_version = client.protocol_version
                 self.server_name = client.server_info.name if client.server_info is not None else ""
