@@ -159,7 +159,7 @@ class Connection(list):
             except ConnectionError:
                 raise error from None  # the streamable HTTP failure says more than the SSE one
             self.transport = "sse"
-        self._take_tools(listed, stacklevel=4)
+        self._take_tools(listed, stacklevel=5)  # the warning names the caller of connect()
 
     def _transport_factory(self, kind: str) -> Callable[[], Any]:
         if kind == "stdio":
