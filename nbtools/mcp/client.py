@@ -10,58 +10,27 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import keyword
-import os
 import queue
 import shlex
-import sys
 import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..extras import require_extra
-from ..formats.mcp import MCP_HINTS
 from ..tool import Tool
 from . import transports
-from .background import serves_on_loop
-from .notify import Elicitation, LogMessage, Progress, default_sink, deliver, log_to_logging, show
-from .toolresults import remote_error, result_value, unwrapped_output
-from .web import MCP_PATH
-
-if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
-    import mcp_types
-
-# MCP tool annotations <-> nbtools hints: one table, owned by the MCP rendering (formats/mcp.py).
-HINT_ANNOTATIONS = MCP_HINTS
+from .link import Link, SessionLost, leaf_message, list_all_tools, open_link, stop_link
+from .notify import Elicitation, LogMessage, Progress, default_sink, deliver, elicit_result, log_to_logging, show
+from .remotetools import remote_tool
+from .toolresults import remote_error, result_value
+from .transports import describe as _describe
 
 PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
 """`connect(protocol=...)`: "auto" asks for 2026-07-28 and falls back to the 2025-11-25 handshake."""
-
-
-class SessionLost(Exception):
-    """The server no longer knows the session (restarted) or the connection ended during a call.
-
-    `unsent`: the server refused the request before running it ("Session not found"), so sending it
-    again on a new session cannot run the tool twice."""
-
-    def __init__(self, reason: str, unsent: bool):
-        super().__init__(reason)
-        self.unsent = unsent
-
-
-class _Link:
-    """One live session: the SDK `Client`, the task holding it open, and what ends it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.client: Any = None
-        self.closing = asyncio.Event()
-        self.ready: "asyncio.Future[Any]" = loop.create_future()
-        self.task: "asyncio.Task[Any] | None" = None
-        self.lost = False
 
 
 class Connection(list):
@@ -121,7 +90,7 @@ class Connection(list):
         self._lock = threading.RLock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._link: _Link | None = None
+        self._link: Link | None = None
         self._closed = False
 
     # -- opening ---------------------------------------------------------------------------------------
@@ -132,10 +101,10 @@ class Connection(list):
         if self._loop is not None:
             return self
         if self._url is not None:
-            _refuse_own_loop_server(self._url)
+            transports.refuse_own_loop_server(self._url)
             import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
 
-            _quiet_unreachable_session_end()
+            transports.quiet_unreachable_session_end()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="nbtools MCP client", daemon=True)
         self._thread.start()
@@ -152,7 +121,7 @@ class Connection(list):
         try:
             listed = self._open_link(self._transport_factory(self.transport))
         except ConnectionError as error:
-            if self.transport != "streamable-http" or not _sse_worth_trying(self._url or "", self._headers):
+            if self.transport != "streamable-http" or not transports.sse_worth_trying(self._url or "", self._headers):
                 raise
             try:
                 listed = self._open_link(self._transport_factory("sse"))
@@ -164,97 +133,37 @@ class Connection(list):
     def _transport_factory(self, kind: str) -> Callable[[], Any]:
         if kind == "stdio":
             return lambda: transports.stdio(self._argv, self._env, self._cwd,
-                                            self._errlog if self._errlog is not None else _server_errlog())
+                                            self._errlog if self._errlog is not None else transports.server_errlog())
         opener = transports.streamable_http if kind == "streamable-http" else transports.legacy_sse
         return lambda: opener(self._url, self._headers)
 
     def _open_link(self, factory: Callable[[], Any]) -> list:
         """Start a session with `factory()`'s transport and wait for its tool list; raise ConnectionError."""
         assert self._loop is not None
-        link = asyncio.run_coroutine_threadsafe(self._new_link(factory()), self._loop).result()
+        options = dict(logging_callback=self._log_notification, log_level=self._log_level,
+                       elicitation_callback=self._elicitation if self.on_elicit is not None else None)
+        link = asyncio.run_coroutine_threadsafe(
+            open_link(_describe(self.target), factory(), self.protocol, options, self._refresh), self._loop).result()
         try:
             listed = asyncio.run_coroutine_threadsafe(
                 asyncio.wait_for(asyncio.shield(link.ready), self.timeout), self._loop).result(self.timeout + 5)
         except BaseException as error:
             self._end_link(link)
-            raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: "
-                                  f"{self._explain(error)}") from None
+            reason = transports.explain_failure(leaf_message(error), self._url, self._headers, self.timeout)
+            raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: {reason}") from None
+        client = link.client
+        self.protocol_version = client.protocol_version
+        self.server_name = client.server_info.name if client.server_info is not None else ""
         old, self._link = self._link, link
         if old is not None:
             self._end_link(old)
         return listed
 
-    def _explain(self, error: BaseException) -> str:
-        reason = _leaf_message(error)
-        if reason in ("TimeoutError", "CancelledError", "concurrent.futures._base.TimeoutError"):
-            silent = f"no answer to the handshake (`server/discover`, `initialize`) within {self.timeout:g} s"
-            return silent + (" (does the command start an MCP server that speaks on its stdout?)"
-                             if self._url is None else "")
-        if self._url is None:
-            return reason
-        status = transports.refused_status(self._url, self._headers)
-        if status == 401 or "401" in reason:
-            if "authorization" in {key.lower() for key in self._headers}:
-                return "401 Unauthorized (the token was refused)"
-            withheld = transports.env_token_withheld(self._url)
-            if withheld is not None:
-                return (f"401 Unauthorized: $NBTOOLS_MCP_TOKEN is set but is sent only to servers on this "
-                        f"machine (127.0.0.1, localhost, ::1), not to {withheld}; pass connect(url, token=...) "
-                        "to send it there")
-            return ("401 Unauthorized (the server wants a bearer token: connect(url, token=...) or "
-                    "$NBTOOLS_MCP_TOKEN; nbtools prints it when it starts serving)")
-        if status == 404 or reason.endswith("Not Found"):
-            return f"{reason} (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
-        return reason
-
-    async def _hold(self, link: _Link, transport: Any) -> None:
-        """Hold one session open until `link.closing` is set; its tool list settles `link.ready`."""
-        from mcp import Client
-
-        elicit = self._elicitation if self.on_elicit is not None else None
-        # "2026-07-28" probes too (`server/discover` brings the server's name and capabilities), and
-        # refuses the session below if the server could only do the handshake.
-        mode = "legacy" if self.protocol == "2025-11-25" else "auto"
-        try:
-            async with Client(transport, mode=mode, cache=None, logging_callback=self._log_notification,
-                              log_level=self._log_level, message_handler=self._message(link),
-                              elicitation_callback=elicit) as client:
-                if self.protocol not in ("auto", client.protocol_version):
-                    raise ConnectionError(f"the server speaks protocol {client.protocol_version}, not "
-                                          f"{self.protocol} (protocol='auto' takes either)")
-                link.client = client
-                self.protocol_version = client.protocol_version
-                self.server_name = client.server_info.name if client.server_info is not None else ""
-                link.ready.set_result(await _list_all_tools(client.session))
-                listener = asyncio.get_running_loop().create_task(self._listen(link))
-                try:
-                    await link.closing.wait()
-                finally:
-                    link.lost = True
-                    listener.cancel()
-                    with contextlib.suppress(BaseException):
-                        await listener
-        except BaseException as error:
-            if not link.ready.done():
-                _settle(link.ready, error if isinstance(error, Exception) else RuntimeError(repr(error)))
-            if not isinstance(error, (Exception, asyncio.CancelledError)):
-                raise
-        finally:
-            link.lost = True
-            link.client = None
-            if not link.ready.done():
-                _settle(link.ready, ConnectionError("the MCP session ended before it was ready"))
-
-    async def _new_link(self, transport: Any) -> _Link:
-        link = _Link(asyncio.get_running_loop())
-        link.task = asyncio.get_running_loop().create_task(self._hold(link, transport))
-        return link
-
-    def _end_link(self, link: _Link, timeout: float = 5.0) -> None:
+    def _end_link(self, link: Link, timeout: float = 5.0) -> None:
         """End a session: politely (its transport closes, a stdio server is stopped), then by cancelling."""
         assert self._loop is not None
         with contextlib.suppress(BaseException):
-            asyncio.run_coroutine_threadsafe(_stop_link(link, timeout), self._loop).result(timeout + 10)
+            asyncio.run_coroutine_threadsafe(stop_link(link, timeout), self._loop).result(timeout + 10)
 
     # -- the tool list, and following its changes -------------------------------------------------------
     def _take_tools(self, listed: list, stacklevel: int = 2) -> None:
@@ -269,50 +178,30 @@ class Connection(list):
                                       f"({index} read)")
             # one malformed or hostile schema must not cost the user every other tool of the server
             try:
-                tools.append(self._tool(listed_tool))
+                tools.append(remote_tool(listed_tool, self.call, self.server_name or None))
+                self._output_schemas[listed_tool.name] = listed_tool.output_schema
             except (ValueError, TypeError) as error:
                 name = getattr(listed_tool, "name", "?")
                 skipped[name] = str(error)
+                if self.skipped.get(name) == skipped[name]:
+                    continue  # said already (the list was read again after a change)
                 warnings.warn(f"MCP server {_describe(self.target)}: tool {name!r} skipped: {error}",
                               stacklevel=stacklevel)
         with self._lock:
             self[:] = tools
             self.skipped = skipped
 
-    def _message(self, link: _Link) -> Callable[[Any], Any]:
-        async def handle(message: Any) -> None:
-            if getattr(message, "method", None) == "notifications/tools/list_changed":
-                asyncio.get_running_loop().create_task(self._refresh(link))
-        return handle
-
-    async def _listen(self, link: _Link) -> None:
-        """At 2026-07-28 list changes come only to a `subscriptions/listen` stream: open one."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        client = link.client
-        tools = getattr(client.server_capabilities, "tools", None)
-        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not getattr(tools, "list_changed", False):
-            return
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    await self._refresh(link)
-        except Exception as error:  # the tools still work; only their updates are lost
-            if not link.lost:
-                warnings.warn(f"MCP server {_describe(self.target)}: tool list updates are not followed "
-                              f"({_leaf_message(error)})", stacklevel=1)
-
-    async def _refresh(self, link: _Link) -> None:
+    async def _refresh(self, link: Link) -> None:
         """Read the tool list again (after `tools/list_changed`) and take it."""
         client = link.client
         if client is None or link.lost:
             return
         try:
-            listed = await asyncio.wait_for(_list_all_tools(client.session), self.timeout)
+            listed = await asyncio.wait_for(list_all_tools(client.session), self.timeout)
             self._take_tools(listed)
         except Exception as error:  # keep the tools we have; say why they may be stale
             warnings.warn(f"MCP server {_describe(self.target)} changed its tools, but reading them again "
-                          f"failed: {_leaf_message(error)}", stacklevel=1)
+                          f"failed: {leaf_message(error)}", stacklevel=1)
             return
         self.refreshes += 1
 
@@ -368,7 +257,7 @@ class Connection(list):
             raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of "
                                       f"{self.server_name or 'the server'}: {self.skipped[name]}")
         if self._url is not None:
-            _refuse_own_loop_server(self._url)
+            transports.refuse_own_loop_server(self._url)
         try:
             if self._link is None or self._link.lost:
                 raise SessionLost("the session has ended", unsent=True)
@@ -427,7 +316,7 @@ class Connection(list):
                 if event is None:
                     break
                 if isinstance(event, Elicitation):
-                    self._answer(event)
+                    event.answer_with(self.on_elicit)
                 else:
                     show(event, on_progress, on_log)
                 if not isinstance(event, LogMessage):  # progress, or a person who answered: time starts again
@@ -459,8 +348,6 @@ class Connection(list):
 
     async def _elicitation(self, context: Any, params: Any) -> Any:
         """The server asks the person something: `on_elicit` answers, in the waiting caller's thread."""
-        import mcp_types as types
-
         request = Elicitation(str(params.message), dict(getattr(params, "requested_schema", None) or {}),
                               getattr(params, "url", None))
         waiting = list(self._waiting)
@@ -468,27 +355,10 @@ class Connection(list):
             waiting[0].put(request)
             await asyncio.wrap_future(request.reply)
         else:
-            await asyncio.to_thread(self._answer, request)
-        answer = request.reply.result()
-        if answer is None:
-            return types.ElicitResult(action="decline")
-        if answer is False:
-            return types.ElicitResult(action="cancel")
-        return types.ElicitResult(action="accept", content=answer if isinstance(answer, dict) else None)
+            await asyncio.to_thread(request.answer_with, self.on_elicit)
+        return elicit_result(request.reply.result())
 
-    def _answer(self, request: Elicitation) -> None:
-        try:
-            answer = self.on_elicit(request) if self.on_elicit is not None else None
-            if answer is not None and answer is not False and answer is not True and not isinstance(answer, dict):
-                raise TypeError(f"on_elicit must return a dict (accept), None (decline) or False (cancel), "
-                                f"not {type(answer).__name__}")
-            request.reply.set_result({} if answer is True else answer)
-        except Exception as error:
-            warnings.warn(f"on_elicit failed ({type(error).__name__}: {error}); the request is cancelled",
-                          stacklevel=2)
-            request.reply.set_result(False)
-
-    async def _acall(self, link: _Link, name: str, arguments: dict, events: queue.SimpleQueue) -> Any:
+    async def _acall(self, link: Link, name: str, arguments: dict, events: queue.SimpleQueue) -> Any:
         client = link.client
         if client is None:
             raise SessionLost("the session has ended", unsent=True)
@@ -499,7 +369,7 @@ class Connection(list):
         try:
             result = await client.call_tool(name, arguments, progress_callback=progress)
         except Exception as error:
-            reason = _leaf_message(error)
+            reason = leaf_message(error)
             message = getattr(getattr(error, "error", None), "message", "") or ""
             if message in ("Session not found", "Session terminated"):
                 link.lost = True
@@ -515,42 +385,6 @@ class Connection(list):
         if result.is_error:
             raise remote_error(name, result)
         return result_value(result, self._output_schemas.get(name))
-
-    def _tool(self, listed: "mcp_types.Tool") -> Tool:
-        from ..inverse import mk_tool, py_name
-
-        definition = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
-        name = definition["name"]
-        if (definition.get("execution") or {}).get("taskSupport") == "required":
-            raise ValueError("it requires task-augmented execution (MCP tasks: its execution.taskSupport is "
-                             "'required'), which nbtools' MCP client does not offer, so every call would fail; "
-                             "use a client with task support for this tool")
-        output_schema = definition.get("outputSchema")
-        self._output_schemas[name] = output_schema
-
-        def dispatch(tool_name: str, /, **arguments: Any) -> Any:  # positional: a property may be called "tool_name"
-            return self.call(tool_name, arguments)
-
-        function = mk_tool(dispatch, definition)
-        properties = (definition.get("inputSchema") or {}).get("properties") or {}
-        fn: Any = function
-        if any(py_name(prop) != prop for prop in properties):
-            # Tool calls pass the schema's own property names as keywords (`**{"city-name": ...}`),
-            # which are not all Python identifiers here: those are forwarded as they are. A person
-            # calling the function uses the signature they see (`city_name=...`, positional
-            # arguments), which the `mk_tool` function maps back to the property names.
-            @functools.wraps(function)
-            def fn(*args: Any, **arguments: Any) -> Any:
-                if not args and all(key in properties for key in arguments):
-                    return dispatch(name, **arguments)
-                return function(*args, **arguments)
-
-        from ..formats.mcp import without_dialect  # the default dialect says nothing a Tool needs to keep
-
-        returns = without_dialect(unwrapped_output(output_schema)) if output_schema else None
-        return Tool.from_schema(name, definition.get("description") or "", without_dialect(definition.get("inputSchema")), fn,
-                                hints=hints_from_annotations(definition.get("annotations")),
-                                returns=returns, group=self.server_name or None)
 
     # -- lifetime --------------------------------------------------------------------------------------
     def close(self, timeout: float = 5.0) -> None:
@@ -585,29 +419,6 @@ class Connection(list):
 
     def __eq__(self, other: object) -> bool:
         return self is other
-
-
-async def _stop_link(link: _Link, timeout: float) -> None:
-    link.lost = True
-    link.closing.set()
-    task = link.task
-    if task is None:
-        return
-    if not link.ready.done():  # still connecting: nothing to end politely
-        task.cancel()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(task), timeout)
-    if not task.done():
-        task.cancel()
-        # the transport's own clean-up (stopping a stdio server: stdin closed, then SIGTERM) runs now
-        await asyncio.wait([task], timeout=10)
-
-
-def _sse_worth_trying(url: str, headers: dict[str, str]) -> bool:
-    """The fallback the MCP spec describes for old servers: a POST refused with a 4xx other than an
-    authentication answer (401/403) means no streamable HTTP endpoint here; try `GET` for SSE."""
-    status = transports.refused_status(url, headers) if url else None
-    return status is not None and 400 <= status < 500 and status not in (401, 403)
 
 
 _CONNECTIONS: "weakref.WeakSet[Connection]" = weakref.WeakSet()
@@ -684,101 +495,3 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, proto
     return Connection(command_or_url, timeout=timeout, protocol=protocol, env=env, cwd=cwd, errlog=errlog,
                       token=token, headers=headers, on_progress=on_progress, on_log=on_log,
                       on_elicit=on_elicit, log_level=log_level).open()
-
-
-async def _list_all_tools(session: Any) -> list:
-    import mcp_types as types
-
-    listed = await session.list_tools()
-    tools = list(listed.tools)
-    pages = 0
-    while listed.next_cursor and pages < 100:  # bounded: a server that never ends its pages cannot hang us
-        listed = await session.list_tools(params=types.PaginatedRequestParams(cursor=listed.next_cursor))
-        tools.extend(listed.tools)
-        pages += 1
-    return tools
-
-
-# What MCP assumes of a hint a server leaves out (spec, ToolAnnotations): a tool may destroy and may
-# reach the open world unless it says otherwise.
-_MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                      "openWorldHint": True}
-
-
-def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
-    """nbtools hints for a remote tool's MCP annotations (`readOnlyHint` -> "read-only", ...).
-
-    A hint the server leaves out takes the MCP default: with no annotations a tool is destructive
-    and open-world (so `refuse_destructive` and approvals apply to it); a hint set to false stays
-    false. As the spec says, `destructiveHint` means nothing for a read-only tool.
-    """
-    given = annotations if isinstance(annotations, dict) else {}
-
-    def value(key: str) -> bool:
-        found = given.get(key)
-        return found if isinstance(found, bool) else _MCP_DEFAULT_HINTS[key]
-
-    hints = {hint for hint, key in HINT_ANNOTATIONS.items() if value(key)}
-    if "read-only" in hints:
-        hints.discard("destructive")
-    return frozenset(hints)
-
-
-def _describe(target: Any) -> str:
-    return target if isinstance(target, str) else shlex.join(str(part) for part in target)
-
-
-def _server_errlog() -> Any:
-    """Where a stdio server's stderr goes: the process's real stderr (a kernel's sys.stderr has no fd)."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (AttributeError, OSError, ValueError):
-            continue
-    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
-
-
-@functools.cache
-def _quiet_unreachable_session_end() -> None:
-    """Closing a connection whose HTTP server has gone makes the `mcp` client warn that it could not
-    end the session: nothing is left to end, so that one warning is dropped."""
-    import logging
-
-    def keep(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Session termination failed: All connection attempts failed")
-
-    logging.getLogger("mcp.client.streamable_http").addFilter(keep)
-
-
-def _settle(future: "asyncio.Future[Any]", error: BaseException) -> None:
-    """Fail `future`, marked as seen: after a time-out nobody awaits it any more, and asyncio would
-    print "Future exception was never retrieved" with the whole traceback at exit."""
-    future.set_exception(error)
-    future.exception()
-
-
-def _leaf_message(error: BaseException) -> str:
-    """The first real error inside (nested) exception groups, as `Type: message`."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _refuse_own_loop_server(url: str) -> None:
-    """A blocking call from the thread whose loop runs the target server would wait for itself forever."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    from urllib.parse import urlsplit
-
-    port = urlsplit(url).port
-    if port is not None and serves_on_loop(port, loop) is not None:
-        raise RuntimeError(
-            f"the MCP server at {url} runs on this thread's event loop (started with `%tools --serve` "
-            "or nbtools.mcp.start here), so a blocking call to it from this thread would wait for "
-            "itself forever. Call the tools directly here, or serve them from another process "
-            "(`nbtools serve NOTEBOOK --http PORT`) and connect to that.")

@@ -69,11 +69,35 @@ class Elicitation:
     reply: "concurrent.futures.Future[Any]" = field(default_factory=concurrent.futures.Future, repr=False,
                                                     compare=False)
 
+    def answer_with(self, on_elicit: Callable[["Elicitation"], Any] | None) -> None:
+        """Ask `on_elicit` (none: decline) and settle `reply`; a failing or wrong answer cancels, saying why."""
+        try:
+            answer = on_elicit(self) if on_elicit is not None else None
+            if not (answer is None or answer is False or answer is True or isinstance(answer, dict)):
+                raise TypeError(f"on_elicit must return a dict (accept), None (decline) or False (cancel), "
+                                f"not {type(answer).__name__}")
+            self.reply.set_result({} if answer is True else answer)
+        except Exception as error:
+            warnings.warn(f"on_elicit failed ({type(error).__name__}: {error}); the request is cancelled",
+                          stacklevel=2)
+            self.reply.set_result(False)
+
     def defaults(self) -> dict:
         """The answer made of the schema's defaults (SEP-1034): what accepting without edits sends."""
         properties = self.schema.get("properties") if isinstance(self.schema, dict) else None
         return {name: spec["default"] for name, spec in (properties or {}).items()
                 if isinstance(spec, dict) and "default" in spec}
+
+
+def elicit_result(answer: dict | bool | None) -> Any:
+    """The MCP `ElicitResult` for an `on_elicit` answer: dict accept, None decline, False cancel."""
+    import mcp_types as types
+
+    if answer is None:
+        return types.ElicitResult(action="decline")
+    if answer is False:
+        return types.ElicitResult(action="cancel")
+    return types.ElicitResult(action="accept", content=answer if isinstance(answer, dict) else None)
 
 
 def log_to_logging(message: LogMessage) -> None:
