@@ -141,7 +141,7 @@ def test_the_tool_list_follows_list_changed_at_2026_through_a_listen_stream():
             assert conn.protocol_version == "2026-07-28" and "sub" not in conn
             assert conn.grow.fn() == "grown"
             assert wait_until(lambda: "sub" in conn), f"no refresh after the listen event: {conn!r}"
-            assert conn.refreshes == 1 and conn.sub.fn(a=5, b=2) == 3
+            assert conn.refreshes >= 1 and conn.sub.fn(a=5, b=2) == 3
 
 
 def test_the_tool_list_follows_list_changed(served):
