@@ -37,7 +37,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from .errors import SchemaError
+from .errors import MagicError, SchemaError
 from .listing import (
     ToolRow, ToolTable, first_line, format_named, glob_matches, matching_tools, parameter_summary, tool_row,
     tool_table,
@@ -59,15 +59,6 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
     ast.AsyncWith: ("body",),
     ast.Match: ("cases",),
 }
-
-
-class MagicError(Exception):
-    """A magic that failed for a reason the message says in full: IPython shows `_render_traceback_`
-    instead of a traceback, so the person sees one line and the cell still ends with an error status
-    (nbclient and `nbconvert --execute` stop there)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
 
 
 # -- finding what a cell defines -------------------------------------------------------------------
