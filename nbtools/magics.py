@@ -25,6 +25,7 @@ only imported when the extension is loaded.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import json
 import shlex
@@ -203,15 +204,30 @@ def forget_cell_tools(registry: Registry, cell_key: str | None, now: dict[str, T
     return removed
 
 
-def registered_line(tools: list[Tool], removed: Iterable[str] = ()) -> str:
-    """`registered: a, b (group · hints)`: what a `%%tool` cell did, in one line."""
+def registered_line(tools: list[Tool], removed: Iterable[str] = (), replaced: Iterable[str] = ()) -> str:
+    """`registered: a, b (group · hints)`: what a `%%tool` cell did, in one line; `replaced` names
+    tools another cell (or `@tool`, `%tool`) had registered under the same name."""
     names = ", ".join(tool.name for tool in tools)
     groups = sorted({tool.group for tool in tools if tool.group})
     hints = sorted(set().union(*(tool.hints for tool in tools)))
     extra = " · ".join(part for part in (", ".join(groups), " ".join(hints)) if part)
     line = f"registered: {names}" + (f" ({extra})" if extra else "")
+    replaced = list(replaced)
+    if replaced:
+        line += (f"; replaced the earlier tool{'s' if len(replaced) > 1 else ''} {', '.join(replaced)} "
+                 "(registered elsewhere; that definition no longer runs)")
     removed = list(removed)
     return line + (f"; removed: {', '.join(removed)} (no longer in this cell)" if removed else "")
+
+
+def shadowing_lines(names: Iterable[str], magic: str) -> list[str]:
+    """A warning per name that hides one of Python's builtins in the notebook (`def open(path)`:
+    the next `with open(...)` calls the tool), saying how to keep both."""
+    return [f"{magic}: warning: `{name}` now hides Python's builtin {name}() in this notebook (the next "
+            f"`{name}(...)` calls your function); to keep the builtin, name the function differently and "
+            f"keep the tool's name with `@tool(name=\"{name}\")`, or `del {name}` to get the builtin back "
+            "(the tool stays registered)"
+            for name in names if hasattr(builtins, name) and not name.startswith("_")]
 
 
 # -- finding what a person named, removing, listing -------------------------------------------------
@@ -346,6 +362,8 @@ class ToolMagics(Magics):
         # (its `def` sits in a branch that did not execute); leave it alone.
         defined = [(name, shell.user_ns[name]) for name in names
                    if name in shell.user_ns and shell.user_ns[name] is not before[name]]
+        for line in shadowing_lines([name for name, _ in defined], "%%tool"):
+            print(line, file=sys.stderr)
         if not defined:
             what = "only helpers (names starting with _)" if found and not names else "no functions"
             removed = forget_cell_tools(self.registry, cell_key, {})
@@ -356,6 +374,12 @@ class ToolMagics(Magics):
         # name and options its decorator gave it.
         already_tools = {id(tool.fn) for tool in self.registry}
         objects = [(name, obj) for name, obj in defined if id(obj) not in already_tools]
+        # A tool of the same name that this cell did not register (another cell's, `@tool`'s,
+        # `%tool`'s) is about to be replaced: say so. Without a cell id nothing tells a re-run apart.
+        own = _CELL_TOOLS.get((id(self.registry), cell_key), {}) if cell_key is not None else None
+        replaced = [] if own is None else [
+            name for name, obj in objects
+            if name in self.registry and name not in own and self.registry[name].fn is not obj]
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
         for problem in registration.problem_lines("%%tool"):
@@ -366,7 +390,7 @@ class ToolMagics(Magics):
         mine.update((name, self.registry[name]) for name in registration.registered if name not in mine)
         removed = forget_cell_tools(self.registry, cell_key, mine)
         if mine:  # one write: one stream message (print's two writes may reach the notebook apart)
-            sys.stdout.write(registered_line(list(mine.values()), removed) + "\n")
+            sys.stdout.write(registered_line(list(mine.values()), removed, replaced) + "\n")
 
     @no_var_expand
     @magic_arguments(name="tool")
@@ -406,8 +430,15 @@ class ToolMagics(Magics):
             tip = " (%tool takes names, not globs)" if any(char in "".join(missing) for char in "*?[") else ""
             raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook{tip}; "
                              "nothing was registered")
+        replaced = [name.rsplit(".", 1)[-1] for name, obj in objects
+                    if name.rsplit(".", 1)[-1] in self.registry
+                    and self.registry[name.rsplit(".", 1)[-1]].fn is not obj and not isinstance(obj, Tool)]
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
+        replaced = [name for name in replaced if name in registration.registered]
+        if replaced:
+            print(f"%tool: replaced the earlier tool{'s' if len(replaced) > 1 else ''} {', '.join(replaced)} "
+                  "(that definition no longer runs)")
         # A method taken from its class would make the model send `self`: refuse it, naming the fix.
         problems = [*registration.problem_lines("%tool"),
                     *(f"%tool: {name!r} not registered: it is a method of class {name.rsplit('.', 2)[-2]}, so "
