@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import errno
 import inspect
 import json
 import shlex
@@ -296,6 +297,54 @@ def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: st
     return definitions
 
 
+# -- what `%tools --serve` / `--stop` say ---------------------------------------------------------
+
+def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
+                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
+    """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
+
+    Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
+    """
+    from .mcp import running_servers, start, stop
+
+    if stop_servers and port is not None:
+        raise UsageError("%tools: use either --serve or --stop")
+    if stop_servers:
+        stopped = stop()
+        if not stopped:
+            return "No MCP server is running."
+        return "Stopped the MCP server" + ("s" if len(stopped) > 1 else "") + " at " + \
+            ", ".join(server.url for server in stopped) + "."
+    if filtered:
+        raise UsageError("%tools --serve serves every enabled tool (read live, so new %%tool cells appear); "
+                         "disable tools (registry.disable(name) or the panel) to hide them")
+    if port is not None and not 0 <= port <= 65535:
+        raise UsageError(f"%tools --serve: {port} is not a TCP port (0-65535; 0 or none picks a free one)")
+    count = len(registry.enabled())
+    # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
+    for server in running_servers():
+        if server.registry is registry and port in (None, 0, server.port):
+            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
+                    f"(`%tools --stop` ends it).{_token_line(server)}")
+    try:
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
+    except (OSError, ValueError) as error:
+        busy = isinstance(error, OSError) and error.errno == errno.EADDRINUSE
+        hint = " (another program listens there); `%tools --serve` with no PORT picks a free one" if busy else ""
+        raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
+    where = ("on this kernel's main thread, between cells" if not server.in_thread
+             else "on a background thread")
+    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
+            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
+
+
+def _token_line(server: Any) -> str:
+    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
+    if server.token is None:
+        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
+    return f"\nClients send the header `Authorization: Bearer {server.token}`."
+
+
 # -- the magics ------------------------------------------------------------------------------------
 
 @magics_class
@@ -519,8 +568,6 @@ class ToolMagics(Magics):
                     require_extra("mcp", "%tools --serve")
                 except MissingExtra as error:
                     raise MagicError(str(error)) from None
-            from .mcp import serve_magic
-
             token = False if args.no_token else args.token
             if args.no_token and args.token is not None:
                 raise UsageError("%tools: give either --token or --no-token")
@@ -602,6 +649,6 @@ def unload_ipython_extension(shell: Any) -> None:
 
 __all__ = [  # the listing names are nbtools.listing's, still importable from here
     "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "tool_row", "first_line", "parameter_summary",
-    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions",
+    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions", "serve_magic",
     "load_ipython_extension", "unload_ipython_extension",
 ]
