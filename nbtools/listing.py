@@ -197,10 +197,7 @@ class ToolTable:
 
     def _cells(self, row: ToolRow) -> tuple[str, ...]:
         name = row.name if row.enabled else f"{row.name} (disabled)"
-        if "destructive" in row.hints:
-            name = f"! {name}"
-        hints = ", ".join(hint.upper() if hint == "destructive" else hint for hint in row.hints)
-        return (name, row.group, hints, row.description, row.parameters)
+        return (name, row.group, ", ".join(row.hints), row.description, row.parameters)
 
     def text(self) -> str:
         if not self.rows:
