@@ -141,7 +141,6 @@ class ToolsPanel(widgets.VBox):
         self._rows_box = widgets.VBox(layout=widgets.Layout(max_height="26em", overflow="auto"))
         self._seen: tuple = ()
         self._headed = False  # rows sit under group headings (so their group badge is left out)
-        self._fallbacks: list[Any] = []  # display handles of the plain outputs beside the widget
         controls = widgets.HBox([self.filter_text, self.format_picker, self.refresh_button, self.enable_all,
                                  self.disable_all], layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         super().__init__(children=[controls, self._rows_box, self.status], **kwargs)
@@ -211,7 +210,6 @@ class ToolsPanel(widgets.VBox):
         if list(self._rows_box.children) != children:
             self._rows_box.children = children
         self._update_status()
-        self._update_fallbacks()
 
     def _grouped_children(self) -> list[widgets.Widget]:
         """The rows, grouped by group in order of first appearance, with a heading per group when
@@ -291,13 +289,7 @@ class ToolsPanel(widgets.VBox):
         from IPython.display import display
 
         display(self._repr_mimebundle_(), raw=True)
-        self._fallbacks.append(display(PanelRecord.of(self), display_id=True))
-
-    def _update_fallbacks(self) -> None:
-        if self._fallbacks:
-            record = PanelRecord.of(self)
-            for handle in self._fallbacks:
-                handle.update(record)
+        display(PanelRecord.of(self))
 
     def _update_status(self) -> None:
         total = len(self.registry)
@@ -319,8 +311,9 @@ class ToolsPanel(widgets.VBox):
 
 @dataclass(frozen=True)
 class PanelRecord:
-    """The plain output shown beside a panel: which tools it shows, enabled or not, and their hints;
-    what a saved notebook still shows when the widget is gone. Follows the panel while it lives."""
+    """The plain output shown beside a panel: which tools it showed when displayed, enabled or not,
+    and their hints; what a saved notebook still shows when the widget is gone. Static: a record
+    updated by later cells would differ between a saved run and a re-run (nbval compares them)."""
 
     tools: tuple[tuple[str, bool, tuple[str, ...]], ...]  # (name, enabled, hints)
     total: int
@@ -338,13 +331,13 @@ class PanelRecord:
     def _repr_html_(self) -> str:
         names = ", ".join(f"<code>{html.escape(name)}</code>" + (f" ({html.escape(notes)})" if notes else "")
                           for name, notes in self._parts())
-        return (f"<div style='{_QUIET};font-size:85%'>Tools panel: {len(self.tools)} of {self.total} tools"
-                f"{': ' + names if names else ''}. <i>(Without its kernel the panel above cannot show; "
-                f"<code>%tools</code> lists them.)</i></div>")
+        return (f"<div style='{_QUIET};font-size:85%'>Tools panel, when shown: {len(self.tools)} of {self.total} "
+                f"tools{': ' + names if names else ''}. <i>(Without its kernel the panel above cannot show; "
+                f"<code>%tools</code> lists the tools.)</i></div>")
 
     def __repr__(self) -> str:
         names = ", ".join(name + (f" ({notes})" if notes else "") for name, notes in self._parts())
-        return f"Tools panel: {len(self.tools)} of {self.total} tools" + (f": {names}" if names else "")
+        return f"Tools panel, when shown: {len(self.tools)} of {self.total} tools" + (f": {names}" if names else "")
 
 
 _BUTTON = widgets.Layout(width="auto", flex="0 0 auto")

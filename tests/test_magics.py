@@ -535,7 +535,7 @@ def test_tools_panel(listed):
     assert display["data"]["text/plain"] == "ToolsPanel(2 of 2 tools shown: add, wipe)"
     # a separate plain output: what a saved notebook shows once the widget's model is gone
     assert "application/vnd.jupyter.widget-view+json" not in fallback["data"]
-    assert fallback["data"]["text/plain"] == "Tools panel: 2 of 2 tools: add (read-only), wipe (destructive)"
+    assert fallback["data"]["text/plain"] == "Tools panel, when shown: 2 of 2 tools: add (read-only), wipe (destructive)"
     assert "<code>add</code>" in fallback["data"]["text/html"] and "<code>wipe</code>" in fallback["data"]["text/html"]
 
 

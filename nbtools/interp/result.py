@@ -97,6 +97,9 @@ class Answer(str):
     __slots__ = ()
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        if len(getattr(printer, "stack", ())) > 1:  # inside a tuple or list: quoted, as any string there
+            printer.text(str.__repr__(self))
+            return
         for index, line in enumerate(self.split("\n")):
             if index:
                 printer.break_()
