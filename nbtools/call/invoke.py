@@ -309,6 +309,8 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     """
     try:
         return _call(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:  # a person's: one line in a cell
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -320,6 +322,8 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
         return await _acall(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
