@@ -15,6 +15,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def lab(tmp_path_factory):
     server = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
                                "--ip=127.0.0.1", "--IdentityProvider.token=browser-test",
                                "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={folder}", "--allow-root"],
-                              env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # its own process group: the kernels it starts go with it
     try:
         for _ in range(240):
             try:
@@ -102,13 +104,21 @@ def lab(tmp_path_factory):
             except OSError:
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/lab/tree/demo.ipynb?token=browser-test"
-    finally:  # always: terminate, and kill what has not ended after a few seconds
-        server.terminate()
+    finally:  # always: terminate, and kill what has not ended after a few seconds (kernels included)
+        _end_group(server, signal.SIGTERM)
         try:
             server.wait(5)
         except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+            pass
+        _end_group(server, signal.SIGKILL)  # whatever is left of the group (a kernel JupyterLab left)
+        server.wait(10)
+
+
+def _end_group(server: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(server.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def test_panel_table_and_approval_in_jupyterlab(lab):

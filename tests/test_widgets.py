@@ -547,3 +547,22 @@ def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real
         output_hook=lambda message: printed.append(message["content"].get("text", "")))
     assert reply["content"]["status"] == "ok"
     assert "ApprovalPrompt needs an async call" in "".join(printed)
+
+
+def test_the_plain_record_beside_the_panel_names_its_tools(tools):
+    from nbtools.widgets import PanelRecord
+
+    tools.disable("area")
+    record = PanelRecord.of(panel(tools))
+    assert repr(record) == ("Tools panel, when shown: 2 of 2 tools: area (disabled, read-only), "
+                            "delete_file (destructive)")
+    page = record._repr_html_()
+    assert "<code>area</code>" in page and "<code>delete_file</code>" in page and "%tools" in page
+    filtered = PanelRecord.of(panel(tools, filter="delete"))
+    assert repr(filtered) == "Tools panel, when shown: 1 of 2 tools: delete_file (destructive)"
+
+
+def test_the_filter_placeholder_is_short_and_the_tooltip_says_the_rest(tools):
+    box = panel(tools).filter_text
+    assert box.placeholder == widgets_module.FILTER_PLACEHOLDER and len(box.placeholder) <= 28
+    assert "description" in box.tooltip and "math_*" in box.tooltip
