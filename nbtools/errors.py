@@ -110,6 +110,15 @@ class ToolCallError(NbtoolsError):
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
 
 
+class CallRefused(ToolCallError):
+    """A call the approval policy refused: denied, not answered in time, a disabled or refused
+    destructive tool. Nothing ran, so in a cell IPython shows its text alone (one or two lines),
+    not a traceback through nbtools and asyncio."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self.text()}"]
+
+
 def _cut(text: str, limit: int) -> str:
     """`text`, cut to `limit` characters with a marker saying how long it was."""
     return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text)} characters]"
@@ -137,4 +146,4 @@ class NotebookError(NbtoolsError):
         super().__init__(f"{path}, cell {cell} failed: {what}")
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError"]
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "CallRefused", "TargetError", "NotebookError"]

@@ -10,6 +10,8 @@ of nbtools and the asyncio/threading plumbing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import datetime
 import dis
 import functools
 import inspect
@@ -17,14 +19,15 @@ import linecache
 import os
 import threading
 import types
+import weakref
 from typing import Any, Awaitable, Callable
 
-from ..errors import ToolCallError
+from ..errors import CallRefused, ToolCallError
 from .. import policy
-from ..policy import DEFAULT_LIMITS, Limits, source_of
+from ..policy import DEFAULT_LIMITS, Decision, DecisionRecord, Layer, Limits, current_origin, layers_of, source_of
 from ..tool import Tool
 from .items import aread_items
-from .namespace import resolve_tool, settings
+from .namespace import check_options, resolve_tool
 from .plan import prepare
 from .words import short
 
@@ -98,7 +101,7 @@ def _raised_by_the_tool(tool: Tool, error: BaseException) -> BaseException:
 
 
 def _refused(tool: Tool, reason: str) -> ToolCallError:
-    return ToolCallError(tool.name, f"refused: {reason}")
+    return CallRefused(tool.name, f"refused: {reason}")
 
 
 def run_awaitable(awaitable: Awaitable[Any]) -> Any:
@@ -122,54 +125,223 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
         # from here as its context (the traceback a person reads shows only the tool)
         return asyncio.run(wait())
     outcome: dict[str, Any] = {}
+    started = threading.Event()
+
+    async def tracked() -> Any:
+        outcome["task"], outcome["loop"] = asyncio.current_task(), asyncio.get_running_loop()
+        started.set()
+        return await wait()
 
     def worker() -> None:
         try:
-            outcome["value"] = asyncio.run(wait())
+            outcome["value"] = asyncio.run(tracked())
         except BaseException as error:  # handed to the waiting thread, which re-raises it
             outcome["error"] = error
+        finally:
+            started.set()
 
-    thread = threading.Thread(target=worker, name="nbtools-await", daemon=True)
+    # The caller's context goes along: the cell's output parent (so a prompt or a print shows
+    # under the cell that made the call) and who asks (`policy.asking_as`).
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(worker,), name="nbtools-await", daemon=True)
     thread.start()
-    thread.join()
+    try:
+        thread.join()
+    except KeyboardInterrupt:  # a person's interrupt: stop the awaitable too (a prompt closes, "interrupted")
+        started.wait(5)
+        task, loop = outcome.get("task"), outcome.get("loop")
+        if task is not None and loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        thread.join(5)
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
 
 
-def _begin(tool: Tool, inputs: Any, limits: Limits, approve: Any,
-           refuse_destructive: bool) -> tuple[Callable, tuple, dict, Any]:
-    """Everything before the call: the function, its converted arguments, and the approval answer
-    (`True` when none is needed; maybe an awaitable, which `_call`/`_acall` each wait for their way)."""
+def _begin(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> tuple[Callable, tuple, dict, Any]:
+    """Everything before the call: the function, its converted arguments, and the approval still to
+    ask (None when none is needed; else a generator `_drive`/`_adrive` run, see `_approval`)."""
     fn = tool.fn
     if fn is None:
         raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
+    for layer in layers:
+        source = layer.source
+        if source is not None and source.get(layer.name) is not None and not source.is_enabled(layer.name):
+            raise _refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
     positional, kwargs, raw = prepare(tool, inputs, limits)
-    answer: Any = True
-    if "destructive" in tool.hints:
-        if refuse_destructive:
+    if "destructive" not in tool.hints:
+        return fn, positional, kwargs, None
+    asks = []
+    for layer in layers:
+        if layer.refuse_destructive:
             raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
-        if approve is not None:
+        if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
+            asks.append(layer)
+    if not asks:
+        return fn, positional, kwargs, None
+    return fn, positional, kwargs, _approval(tool, asks, limits, positional, kwargs, raw)
+
+
+def _approval(tool: Tool, asks: list[Layer], limits: Limits, positional: tuple, kwargs: dict, raw: Any) -> Any:
+    """Ask every policy in `asks` (each must allow); returns the (positional, kwargs) to run, maybe
+    edited. A generator: it yields the awaitables a callback returned and gets their answers back
+    (or their exceptions thrown in), so the sync and async paths share every rule. Every answer goes
+    into the registry's `decisions`."""
+    origin = current_origin()
+    for layer in asks:
+        source, approve = layer.source, layer.approve
+        shown = arguments_as_run(tool, positional, kwargs, raw)
+
+        def log(verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
+            if source is not None:
+                source.decisions.append(DecisionRecord(datetime.datetime.now().astimezone(), tool.name, shown,
+                                                       origin, verdict, by, reason, edited))
+
+        remembered = source.remembered.get(layer.name) if source is not None else None
+        if remembered is not None:
+            log("approved" if remembered else "denied", "remembered")
+            if not remembered:
+                raise _refused(tool, "the user chose to always deny this tool for this session; do not call it again")
+            continue
+        if approve is None:
+            continue
+        by = "person" if getattr(approve, "asks_a_person", False) else "callback"
+        try:
+            answer = approve(tool, shown, origin=origin) if _takes_origin(approve) else approve(tool, shown)
+            if inspect.isawaitable(answer):
+                answer = yield answer
+        except TimeoutError as error:  # e.g. approval.ApprovalTimedOut: nobody clicked in time
+            log("timed out", by, short(str(error), 200))
+            raise _approval_failed(tool, error) from error
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            gave_up = origin.startswith("mcp:")
+            log("client gave up" if gave_up else "interrupted", by)
+            raise
+        except Exception as error:
+            log("failed", by, f"{type(error).__name__}: {short(str(error), 200)}")
+            raise _approval_failed(tool, error) from error
+        try:
+            allow, edited, remember, reason = _read_answer(tool, answer)
+        except ToolCallError as error:
+            log("denied", by, error.problem)
+            raise
+        if remember and source is not None:
+            source.remembered[layer.name] = allow
+        if not allow:
+            log("denied", by, reason)
+            tail = f"; their reason: {short(reason, 500)}" if reason else ""
+            raise _refused(tool, f"the user denied this call{tail}")
+        if edited is not None:
             try:
-                answer = approve(tool, arguments_as_run(fn, positional, kwargs, raw))
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-    return fn, positional, kwargs, answer
+                positional, kwargs, raw = prepare(tool, edited, limits)
+            except ToolCallError as error:
+                log("invalid edit", by, error.problem)
+                raise _refused(tool, f"the arguments as edited by the user are invalid"
+                                     f"{f' (argument {error.argument!r})' if error.argument else ''}: "
+                                     f"{error.problem}") from None
+            shown = arguments_as_run(tool, positional, kwargs, raw)
+        log("approved", by, edited=edited is not None)
+    return positional, kwargs
 
 
-def arguments_as_run(fn: Callable, positional: tuple, kwargs: dict, raw: Any) -> dict:
+def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
+    """(allow, edited arguments or None, remember, reason) of a callback's answer. Only a yes runs
+    the tool: True (or 1, a numpy True) or an allowing Decision; a non-boolean answer such as "no"
+    or a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
+    if isinstance(answer, Decision):
+        allow = answer.allow is True or (type(answer.allow).__name__ == "bool_" and answer.allow == 1)
+        return allow, answer.args if allow else None, answer.remember == "tool", answer.reason
+    if answer is True:
+        return True, None, False, None
+    if answer is False or answer is None:
+        return False, None, False, None
+    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
+        return answer == 1, None, False, None
+    raise _refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
+                         "True or False, which counts as a denial (or answer with a Decision)")
+
+
+_ORIGIN_TAKERS: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def _takes_origin(approve: Any) -> bool:
+    """Whether the callback accepts a keyword `origin` (read once per callback, not per call)."""
+    try:
+        return _ORIGIN_TAKERS[approve]
+    except (KeyError, TypeError):
+        pass
+    try:
+        parameters = inspect.signature(approve).parameters
+        takes = "origin" in parameters and parameters["origin"].kind in (
+            inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) or any(
+            each.kind is inspect.Parameter.VAR_KEYWORD for each in parameters.values())
+    except (TypeError, ValueError):
+        takes = False
+    try:
+        _ORIGIN_TAKERS[approve] = takes
+    except TypeError:  # not weak-referenceable (a bound method is made anew each time: cheap to redo)
+        pass
+    return takes
+
+
+def _drive(approval: Any) -> tuple[tuple, dict]:
+    """Run an `_approval` generator from synchronous code: awaitables are waited for with
+    `run_awaitable` (in a kernel, an ApprovalPrompt is then answered through a subshell)."""
+    try:
+        pending = next(approval)
+        while True:
+            try:
+                value = run_awaitable(pending)
+            except BaseException as error:
+                pending = approval.throw(error)
+            else:
+                pending = approval.send(value)
+    except StopIteration as done:
+        return done.value
+
+
+async def _adrive(approval: Any) -> tuple[tuple, dict]:
+    """Run an `_approval` generator in this event loop."""
+    try:
+        pending = next(approval)
+        while True:
+            try:
+                value = await pending
+            except BaseException as error:
+                pending = approval.throw(error)
+            else:
+                pending = approval.send(value)
+    except StopIteration as done:
+        return done.value
+
+
+def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any) -> dict:
     """The arguments as the call will pass them, by parameter name: converted values, defaults
     filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
-    out. What an approval callback is shown: the call it approves, not the model's JSON."""
+    out. What an approval callback is shown: the call it approves, not the model's JSON. The
+    signature is read once per Tool (kept in its cache), not per call."""
+    if isinstance(tool_or_fn, Tool):
+        signature = tool_or_fn._cache.get("signature-as-run", _UNREAD)
+        if signature is _UNREAD:
+            signature = _signature(tool_or_fn.fn)
+            tool_or_fn._cache["signature-as-run"] = signature
+    else:
+        signature = _signature(tool_or_fn)
     try:
-        bound = inspect.signature(fn).bind(*positional, **kwargs)
-    except (TypeError, ValueError):  # no signature to read (some builtins): what is passed
+        if signature is None:
+            raise TypeError
+        bound = signature.bind(*positional, **kwargs)
+    except TypeError:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
     bound.apply_defaults()
     shown: dict = {}
     for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
+        kind = signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_KEYWORD:
             shown.update(value)
         else:
@@ -177,40 +349,30 @@ def arguments_as_run(fn: Callable, positional: tuple, kwargs: dict, raw: Any) ->
     return shown
 
 
+_UNREAD = object()
+
+
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
 def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
-    if isinstance(error, TimeoutError):  # e.g. widgets.ApprovalTimedOut: nobody clicked in time
+    if isinstance(error, TimeoutError):  # e.g. approval.ApprovalTimedOut: nobody clicked in time
         return _refused(tool, f"nobody approved this call in time ({short(str(error), 200)}); "
                               "it did not run: ask the user before trying again")
     return _refused(tool, f"the approval check failed ({type(error).__name__}: {short(str(error), 200)})")
 
 
-def _verdict(tool: Tool, answer: Any) -> None:
-    """Only a yes runs the tool: True (or 1, a numpy True); a non-boolean answer such as "no" or
-    a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
-    if answer is True:
-        return
-    if answer is False or answer is None:
-        raise _refused(tool, "the user denied this call")
-    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
-        if answer == 1:
-            return
-        raise _refused(tool, "the user denied this call")
-    raise _refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
-                         "True or False, which counts as a denial")
-
-
 _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 
-def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
-    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if answer is not True:  # asked, and not a plain yes (the common case skips these checks)
-        if inspect.isawaitable(answer):
-            try:
-                answer = run_awaitable(answer)
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-        _verdict(tool, answer)
+def _call(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> Any:
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, layers)
+    if approval is not None:
+        positional, kwargs = _drive(approval)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -252,16 +414,11 @@ def _stops_the_run(error: BaseException) -> bool:
     return False
 
 
-async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool,
+async def _acall(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer],
                  run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> Any:
-    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if answer is not True:
-        if inspect.isawaitable(answer):
-            try:
-                answer = await answer
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-        _verdict(tool, answer)
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, layers)
+    if approval is not None:
+        positional, kwargs = await _adrive(approval)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
@@ -285,16 +442,22 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
-def _tool_settings(tool: Tool, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, Any, bool]:
-    """Settings for `call_tool`: the explicit ones, else those of the registry `tool` came from."""
-    source = source_of(tool)
+def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, list[Layer]]:
+    """The limits and the policy layers of a call of `tool`: those of the registry the Tool came
+    from (else of `ns` when it is a registry), then of every registry it was added from (all must
+    allow: the stricter wins). Explicit `approve`/`refuse_destructive` replace the first layer's
+    settings only; `limits` the first source's limits."""
+    first = source_of(tool)
+    if first is None and isinstance(ns, policy.ToolSource):
+        first = ns
+    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
     if limits is None:
-        limits = source.limits if source is not None else DEFAULT_LIMITS
-    if approve is _UNSET:
-        approve = source.approve if source is not None else None
-    if refuse_destructive is _UNSET:
-        refuse_destructive = source.refuse_destructive if source is not None else False
-    return limits, approve, bool(refuse_destructive)
+        limits = first.policy()[0] if first is not None else DEFAULT_LIMITS
+    if approve is not _UNSET or refuse_destructive is not _UNSET:
+        head = layers[0]
+        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
+                          head.refuse_destructive if refuse_destructive is _UNSET else bool(refuse_destructive))
+    return limits, layers
 
 
 def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = _UNSET,
@@ -308,7 +471,7 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     iteration, `mk_ns`), read at call time; a Tool no registry handed out runs without approval.
     """
     try:
-        return _call(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+        return _call(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -319,7 +482,7 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
                      refuse_destructive: Any = _UNSET, raise_on_err: bool = True) -> Any:
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
-        return await _acall(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+        return await _acall(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -332,7 +495,7 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
 def _as_called(error: ToolCallError, name: str) -> ToolCallError:
     """`error` naming the tool as the model called it (a provider-mapped name like `math__add`, or a
     dict key): the model knows the tool by that name, not by the registered `math.add`."""
-    renamed = ToolCallError(name, error.problem, error.argument, error.schema)
+    renamed = type(error)(name, error.problem, error.argument, error.schema)
     renamed.__cause__ = error.__cause__
     return renamed
 
@@ -348,13 +511,13 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     if ns is None:
         ns = policy.default()
     if options:
-        settings(ns, options)  # an unknown option is the caller's bug, whatever the name
+        check_options(options)  # an unknown option is the caller's bug, whatever the name
     tool = None
     try:
         tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools)
-        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
-        return _call(tool, inputs, limits, approve, refuse)
+        return _call(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                               options.get("refuse_destructive", _UNSET)))
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)
@@ -377,12 +540,12 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     if ns is None:
         ns = policy.default()
     if options:
-        settings(ns, options)
+        check_options(options)
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
-        return await _acall(tool, inputs, limits, approve, refuse, run_sync)
+        return await _acall(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                                      options.get("refuse_destructive", _UNSET)), run_sync)
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)
