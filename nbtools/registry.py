@@ -11,7 +11,7 @@ import fnmatch
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from .policy import DEFAULT_LIMITS, Decision, Limits, ToolSource, bind, origin_of, set_default, source_of
+from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
 from .tool import Tool, normalise_hints
 
 
