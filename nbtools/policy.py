@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -140,6 +141,27 @@ class _Memory:
     def __init__(self) -> None:
         self.decisions = Decisions()
         self.remembered: dict[str, bool] = {}
+        _memories.add(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+_memories: "weakref.WeakSet[_Memory]" = weakref.WeakSet()
+
+
+def forget_everywhere(glob: str | None = None) -> list[str]:
+    """Forget the remembered approval answers of every registry in this process (`%tools --forget`),
+    or only those of tools whose name matches `glob`; returns the names forgotten, sorted."""
+    import fnmatch
+
+    forgotten: set[str] = set()
+    for memory in list(_memories):
+        for name in list(memory.remembered):
+            if glob is None or name == glob or fnmatch.fnmatchcase(name, glob):
+                del memory.remembered[name]
+                forgotten.add(name)
+    return sorted(forgotten)
 
 
 class ToolSource:
@@ -324,4 +346,4 @@ def default() -> ToolSource:
 
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "DecisionRecord", "Decisions", "asking_as",
-           "current_origin", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]
+           "current_origin", "forget_everywhere", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]
