@@ -43,9 +43,10 @@ def type_into(client, comm_id: str, value: str) -> None:
     comm_msg(client, comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []})
 
 
-def run_answering(kernel, code: str, answer) -> dict:
+def run_answering(kernel, code: str, answer, any_parent: bool = False) -> dict:
     """Run `code` in a cell; once its prompt is shown, `answer(client, controls)` plays the person
-    (controls: description or model name -> comm id). Returns what the cell printed, its errors,
+    (controls: description or model name -> comm id); with `any_parent`, a prompt shown under
+    another cell counts too (a served call's). Returns what the cell printed, its errors,
     the reply's status and the prompt's last shown verdict."""
     client = kernel.blocking()
     request = client.execute(code)
@@ -53,9 +54,10 @@ def run_answering(kernel, code: str, answer) -> dict:
     printed, errors, answered = [], [], False
     while True:
         message = client.get_iopub_msg(timeout=60)
-        if message["parent_header"].get("msg_id") != request:
-            continue
         kind, content = message["msg_type"], message["content"]
+        if message["parent_header"].get("msg_id") != request and not (
+                any_parent and kind in ("comm_open", "display_data")):
+            continue
         if kind == "comm_open":
             state = content["data"]["state"]
             key = state.get("description") or (state.get("placeholder") if state["_model_name"] == "TextModel"
@@ -161,7 +163,7 @@ CLIENT = textwrap.dedent("""
                                                                                   version="1")) as session:
                     await session.initialize()
                     result = await session.call_tool("wipe", {"path": "served"})
-                    print(json.dumps({"error": result.isError, "text": result.content[0].text}))
+                    print(json.dumps({"error": result.is_error, "text": result.content[0].text}))
 
     asyncio.run(main())
 """)
@@ -180,10 +182,12 @@ def test_a_served_call_names_the_mcp_client_and_is_answered(kernel, tmp_path):
         outcome = run_answering(kernel, "import asyncio\nawait asyncio.sleep(0)\n"
                                         "while guarded.approve.widget is None or guarded.approve.record is None:\n"
                                         "    await asyncio.sleep(0.05)\n",
-                                lambda client, controls: click(client, controls["Approve"]))
+                                lambda client, controls: click(client, controls["Approve"]), any_parent=True)
         out, err = client_process.communicate(timeout=60)
     finally:
         client_process.kill()
+    assert out.strip(), err
     assert json.loads(out.strip().splitlines()[-1]) == {"error": False, "text": "wiped served"}, err
     assert kernel.value("[(d.verdict, d.origin) for d in guarded.decisions]") == [["approved", "mcp:probe-client"]]
     assert outcome["answered"]
+    assert kernel.value("guarded.approve.widget.children[0].value").count("The MCP client probe-client asks") == 1
