@@ -129,15 +129,22 @@ def _takes_origin(approve: Any) -> bool:
 def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any) -> dict:
     """The arguments as the call will pass them, by parameter name: converted values, defaults
     filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
-    out. What an approval callback is shown: the call it approves, not the model's JSON. The
-    signature is read once per Tool (kept in its cache), not per call."""
+    out; parameters the model never sends (excluded ones such as `python`'s `glb`, an injected
+    ToolContext) left out. What an approval callback is shown: the call it approves, not the
+    model's JSON. The signature is read once per Tool (kept in its cache), not per call."""
     if isinstance(tool_or_fn, Tool):
-        signature = tool_or_fn._cache.get("signature-as-run", _UNREAD)
-        if signature is _UNREAD:
+        # the cache belongs to this Tool's function (a copy with another `fn` gets a fresh one);
+        # it must not hold the function itself (spec caches are weak-keyed by it)
+        read = tool_or_fn._cache.get("signature-as-run")
+        if read is None:
             signature = _signature(tool_or_fn.fn)
-            tool_or_fn._cache["signature-as-run"] = signature
+            sent = {name for name, _ in tool_or_fn.passing}
+            hidden = frozenset(name for name in signature.parameters if name not in sent) \
+                if signature is not None and sent else frozenset()
+            read = tool_or_fn._cache["signature-as-run"] = (signature, hidden)
+        signature, hidden = read
     else:
-        signature = _signature(tool_or_fn)
+        signature, hidden = _signature(tool_or_fn), frozenset()
     try:
         if signature is None:
             raise TypeError
@@ -148,8 +155,9 @@ def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any)
     bound.apply_defaults()
     shown: dict = {}
     for name, value in bound.arguments.items():
-        kind = signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_KEYWORD:
+        if name in hidden:
+            continue
+        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
             shown.update(value)
         else:
             shown[name] = value
