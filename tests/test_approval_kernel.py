@@ -191,3 +191,34 @@ def test_a_served_call_names_the_mcp_client_and_is_answered(kernel, tmp_path):
     assert kernel.value("[(d.verdict, d.origin) for d in guarded.decisions]") == [["approved", "mcp:probe-client"]]
     assert outcome["answered"]
     assert kernel.value("guarded.approve.widget.children[0].value").count("The MCP client probe-client asks") == 1
+
+
+CHAT_SETUP = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from recorded_model import RecordedModel, openai_reply, make_client
+    from nbtools import Chat
+    model = RecordedModel([(200, openai_reply([("c1", "wipe", {{"path": "/data"}})])),
+                           (200, openai_reply(text="done"))])
+""")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["chat", "await chat.acall"])
+def test_a_chat_tool_call_is_answered_in_the_notebook(kernel, asynchronous):
+    pytest.importorskip("openai")
+    kernel.run(CHAT_SETUP.format(tests=str(ROOT / "tests")))
+    kernel.run(f"chat = Chat(make_client('openai', model.url, {asynchronous}), model='test-model', tools=guarded)")
+    code = "print(await chat.acall('clean up'))" if asynchronous else "print(chat('clean up'))"
+
+    def deny(client, controls):
+        type_into(client, controls["reason for the model (optional)"], "keep /data")
+        click(client, controls["Deny"])
+
+    outcome = run_answering(kernel, code, deny)
+    try:
+        assert outcome["answered"] and outcome["status"] == "ok" and outcome["printed"].endswith("done\n")
+        sent = kernel.value("model.requests[1]['body']['messages'][-1]['content']")
+        assert "the user denied this call; their reason: keep /data" in sent  # what the model read
+        assert kernel.value("ran") == [] and kernel.value("guarded.decisions[-1].verdict") == "denied"
+    finally:
+        kernel.run("model.close()")
