@@ -71,12 +71,12 @@ class Decision:
         object.__setattr__(self, "reason", reason)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DecisionRecord:
     """One entry of `registry.decisions`: who decided what about which call.
 
     Fields:
-        time: wall-clock time of the decision (local time zone).
+        timestamp: wall-clock time of the decision (`time.time()`); `time` gives it as a local datetime.
         tool: the tool's name.
         arguments: the arguments as the call runs (or would have run) them, by parameter name.
         origin: who asked: "call", "chat:<model>" or "mcp:<client name>".
@@ -87,7 +87,7 @@ class DecisionRecord:
         edited: whether the arguments were edited before the call.
     """
 
-    time: datetime.datetime
+    timestamp: float
     tool: str
     arguments: dict
     origin: str
@@ -95,6 +95,11 @@ class DecisionRecord:
     by: str
     reason: str | None = None
     edited: bool = False
+
+    @property
+    def time(self) -> datetime.datetime:
+        """When it was decided, as a local, time-zone-aware datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp).astimezone()
 
     def __repr__(self) -> str:
         extra = (" (edited)" if self.edited else "") + (f": {self.reason}" if self.reason else "")
@@ -214,6 +219,10 @@ class ToolSource:
         """Whether `name` is registered here and enabled."""
         return self.resolve(name) is not None
 
+    def is_disabled(self, name: str) -> bool:
+        """Whether `name` is registered here and disabled (a tool no longer registered is not)."""
+        return self.get(name) is not None and not self.is_enabled(name)
+
     def registered_name(self, tool: Tool) -> str | None:
         """The name under which `tool` (or the Tool it was copied from, maybe renamed) is registered
         here: its own name when that entry runs the same function, else the name of the entry with
@@ -295,7 +304,7 @@ def source_of(tool: Tool) -> ToolSource | None:
     return tool.__dict__.get("source")
 
 
-@dataclass
+@dataclass(slots=True)
 class Layer:
     """One policy a call must pass: the source it belongs to, under which name the tool is
     registered there, and the settings read now."""
@@ -311,6 +320,11 @@ def layers_of(tool: Tool, first: ToolSource | None) -> list[Layer]:
     was added from (`Registry([other["wipe"]])`), each once: all of them must let the call run,
     so the stricter one wins. Views (`select()`) share their registry's memory and read its
     settings live, so a view and its registry count as one."""
+    if first._parent is None and not first._upstream:  # the common case: one registry
+        _, approve, refuse = first.policy()
+        found = first.get(tool.name)
+        name = tool.name if found is not None and found.fn is tool.fn else first.registered_name(tool) or tool.name
+        return [Layer(first, name, approve, refuse)]
     layers: list[Layer] = []
     seen: list[_Memory] = []
     source = first

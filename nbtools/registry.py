@@ -208,6 +208,10 @@ class Registry(ToolSource):
         return name in self._tools and name not in self._disabled and (
             self._parent is None or self._parent.is_enabled(name))
 
+    def is_disabled(self, name: str) -> bool:
+        """Whether `name` is disabled here (in a view: also in its registry)."""
+        return name in self._disabled or (self._parent is not None and self._parent.is_disabled(name))
+
     def all_tools(self) -> list[Tool]:
         """Every registered Tool, enabled or not (what iteration gives)."""
         return list(self._tools.values())

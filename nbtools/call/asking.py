@@ -1,16 +1,15 @@
 """Asking before a destructive tool runs: the approval policies a call must pass, the answers
 (bool or `Decision`), the record of each decision, the arguments as they will run.
 
-`approval(...)` is a generator shared by the sync and async paths of `invoke`: it yields the
-awaitables a callback returns and gets their answers back, so both paths follow the same rules.
+`Asking` holds one call's questions; the sync and async paths of `invoke` drive it the same way,
+so both follow the same rules.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import inspect
-import weakref
+import time
 from typing import Any
 
 from ..errors import CallRefused, ToolCallError
@@ -24,66 +23,97 @@ def refused(tool: Tool, reason: str) -> ToolCallError:
     return CallRefused(tool.name, f"refused: {reason}")
 
 
-def approval(tool: Tool, asks: list[Layer], limits: Limits, positional: tuple, kwargs: dict, raw: Any) -> Any:
-    """Ask every policy in `asks` (each must allow); returns the (positional, kwargs) to run, maybe
-    edited. A generator: it yields the awaitables a callback returned and gets their answers back
-    (or their exceptions thrown in), so the sync and async paths share every rule. Every answer goes
-    into the registry's `decisions`."""
-    origin = current_origin()
-    for layer in asks:
-        source, approve = layer.source, layer.approve
-        shown = arguments_as_run(tool, positional, kwargs, raw)
+SKIP: Any = object()  # `Asking.question`'s answer when nobody needs to be asked
 
-        def log(verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
-            if source is not None:
-                source.decisions.append(DecisionRecord(datetime.datetime.now().astimezone(), tool.name, shown,
-                                                       origin, verdict, by, reason, edited))
 
-        remembered = source.remembered.get(layer.name) if source is not None else None
+class Asking:
+    """The approval questions of one call: every policy in `layers` must allow it. The sync and
+    async paths of `invoke` drive it the same way: for each layer, `question` (an answer, an
+    awaitable of one, or `SKIP`), they wait for an awaitable (on failure: `failed`), then `settle`.
+    Every answer goes into the registry's `decisions`; `positional`/`kwargs` are what will run
+    (edited arguments replace them)."""
+
+    __slots__ = ("tool", "limits", "positional", "kwargs", "raw", "origin", "layers", "shown", "source",
+                 "name", "by")
+
+    def __init__(self, tool: Tool, layers: list[Layer], limits: Limits, positional: tuple, kwargs: dict,
+                 raw: Any):
+        self.tool, self.layers, self.limits = tool, layers, limits
+        self.positional, self.kwargs, self.raw = positional, kwargs, raw
+        self.origin = current_origin()
+        self.shown: dict = {}
+        self.source: Any = None
+        self.name, self.by = tool.name, "callback"
+
+    def log(self, verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
+        if self.source is not None:
+            self.source._memory.decisions.append(DecisionRecord(time.time(), self.tool.name, self.shown, self.origin,
+                                                        verdict, by, reason, edited))
+
+    def question(self, layer: Layer) -> Any:
+        """Ask `layer`'s callback (or answer from what its registry remembers)."""
+        tool, source = self.tool, layer.source
+        self.source, self.name = source, layer.name
+        self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        remembered = source._memory.remembered.get(layer.name) if source is not None else None
         if remembered is not None:
-            log("approved" if remembered else "denied", "remembered")
+            self.log("approved" if remembered else "denied", "remembered")
             if not remembered:
                 raise refused(tool, "the user chose to always deny this tool for this session; do not call it again")
-            continue
+            return SKIP
+        approve = layer.approve
         if approve is None:
-            continue
-        by = "person" if getattr(approve, "asks_a_person", False) else "callback"
+            return SKIP
+        takes_origin, self.by = _traits(approve)
         try:
-            answer = approve(tool, shown, origin=origin) if _takes_origin(approve) else approve(tool, shown)
-            if inspect.isawaitable(answer):
-                answer = yield answer
-        except TimeoutError as error:  # e.g. approval.ApprovalTimedOut: nobody clicked in time
-            log("timed out", by, short(str(error), 200))
-            raise approval_failed(tool, error) from error
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            gave_up = origin.startswith("mcp:")
-            log("client gave up" if gave_up else "interrupted", by)
-            raise
-        except Exception as error:
-            log("failed", by, f"{type(error).__name__}: {short(str(error), 200)}")
-            raise approval_failed(tool, error) from error
+            return approve(tool, self.shown, origin=self.origin) if takes_origin else approve(tool, self.shown)
+        except BaseException as error:
+            self.failed(error)
+
+    def failed(self, error: BaseException) -> None:
+        """The callback (or the wait for its answer) raised `error`: record it and raise what the
+        call raises (a refusal; a cancellation or interrupt goes on up as it is)."""
+        if isinstance(error, TimeoutError):  # e.g. approval.ApprovalTimedOut: nobody clicked in time
+            self.log("timed out", self.by, short(str(error), 200))
+            raise approval_failed(self.tool, error) from error
+        if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)) or not isinstance(error, Exception):
+            self.log("client gave up" if self.origin.startswith("mcp:") else "interrupted", self.by)
+            raise error
+        self.log("failed", self.by, f"{type(error).__name__}: {short(str(error), 200)}")
+        raise approval_failed(self.tool, error) from error
+
+    def settle(self, answer: Any) -> None:
+        """Apply the answer: a refusal raises; an edit replaces the arguments (validated again)."""
+        tool, by = self.tool, self.by
+        if answer is True:
+            self.log("approved", by)
+            return
         try:
             allow, edited, remember, reason = _read_answer(tool, answer)
         except ToolCallError as error:
-            log("denied", by, error.problem)
+            self.log("denied", by, error.problem)
             raise
-        if remember and source is not None:
-            source.remembered[layer.name] = allow
+        if remember and self.source is not None:
+            self.source.remembered[self.name] = allow
         if not allow:
-            log("denied", by, reason)
+            self.log("denied", by, reason)
             tail = f"; their reason: {short(reason, 500)}" if reason else ""
             raise refused(tool, f"the user denied this call{tail}")
         if edited is not None:
             try:
-                positional, kwargs, raw = prepare(tool, edited, limits)
+                self.positional, self.kwargs, self.raw = prepare(tool, edited, self.limits)
             except ToolCallError as error:
-                log("invalid edit", by, error.problem)
+                self.log("invalid edit", by, error.problem)
                 raise refused(tool, f"the arguments as edited by the user are invalid"
-                                     f"{f' (argument {error.argument!r})' if error.argument else ''}: "
-                                     f"{error.problem}") from None
-            shown = arguments_as_run(tool, positional, kwargs, raw)
-        log("approved", by, edited=edited is not None)
-    return positional, kwargs
+                                    f"{f' (argument {error.argument!r})' if error.argument else ''}: "
+                                    f"{error.problem}") from None
+            self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        self.log("approved", by, edited=edited is not None)
+
+
+def is_pending(answer: Any) -> bool:
+    """Whether a callback's answer is still to be awaited."""
+    return answer is not True and answer is not False and inspect.isawaitable(answer)
 
 
 def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
@@ -103,15 +133,16 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
                          "True or False, which counts as a denial (or answer with a Decision)")
 
 
-_ORIGIN_TAKERS: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+_TRAITS: dict[int, tuple[Any, bool, str]] = {}  # id(callback) -> (callback, takes origin, by)
 
 
-def _takes_origin(approve: Any) -> bool:
-    """Whether the callback accepts a keyword `origin` (read once per callback, not per call)."""
-    try:
-        return _ORIGIN_TAKERS[approve]
-    except (KeyError, TypeError):
-        pass
+def _traits(approve: Any) -> tuple[bool, str]:
+    """(whether the callback accepts a keyword `origin`, who answers: "person" for a prompt, else
+    "callback"), read once per callback, not per call; the few callbacks a session uses are kept,
+    so their ids cannot be reused while remembered."""
+    known = _TRAITS.get(id(approve))
+    if known is not None and known[0] is approve:
+        return known[1], known[2]
     try:
         parameters = inspect.signature(approve).parameters
         takes = "origin" in parameters and parameters["origin"].kind in (
@@ -119,11 +150,11 @@ def _takes_origin(approve: Any) -> bool:
             each.kind is inspect.Parameter.VAR_KEYWORD for each in parameters.values())
     except (TypeError, ValueError):
         takes = False
-    try:
-        _ORIGIN_TAKERS[approve] = takes
-    except TypeError:  # not weak-referenceable (a bound method is made anew each time: cheap to redo)
-        pass
-    return takes
+    by = "person" if getattr(approve, "asks_a_person", False) is True else "callback"
+    if len(_TRAITS) >= 64:
+        _TRAITS.clear()
+    _TRAITS[id(approve)] = (approve, takes, by)
+    return takes, by
 
 
 def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any) -> dict:
@@ -131,47 +162,64 @@ def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any)
     filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
     out; parameters the model never sends (excluded ones such as `python`'s `glb`, an injected
     ToolContext) left out. What an approval callback is shown: the call it approves, not the
-    model's JSON. The signature is read once per Tool (kept in its cache), not per call."""
+    model's JSON. The function's parameters are read once per Tool (kept in its cache), not per call."""
     if isinstance(tool_or_fn, Tool):
         # the cache belongs to this Tool's function (a copy with another `fn` gets a fresh one);
         # it must not hold the function itself (spec caches are weak-keyed by it)
-        read = tool_or_fn._cache.get("signature-as-run")
-        if read is None:
-            signature = _signature(tool_or_fn.fn)
-            sent = {name for name, _ in tool_or_fn.passing}
-            hidden = frozenset(name for name in signature.parameters if name not in sent) \
-                if signature is not None and sent else frozenset()
-            read = tool_or_fn._cache["signature-as-run"] = (signature, hidden)
-        signature, hidden = read
+        shape = tool_or_fn._cache.get("parameters-as-run")
+        if shape is None:
+            shape = tool_or_fn._cache["parameters-as-run"] = _shape(tool_or_fn.fn, tool_or_fn.passing)
     else:
-        signature, hidden = _signature(tool_or_fn), frozenset()
-    try:
-        if signature is None:
-            raise TypeError
-        bound = signature.bind(*positional, **kwargs)
-    except TypeError:  # no signature to read (some builtins): what is passed
+        shape = _shape(tool_or_fn, ())
+    if shape is None:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
-    bound.apply_defaults()
     shown: dict = {}
-    for name, value in bound.arguments.items():
-        if name in hidden:
+    index, count = 0, len(positional)
+    for name, kind, default, hidden in shape:
+        if kind <= _POSITIONAL_OR_KEYWORD:
+            if index < count:
+                value, index = positional[index], index + 1
+            elif name in kwargs:
+                value = kwargs[name]
+            elif default is _EMPTY:
+                continue
+            else:
+                value = default
+        elif kind == _VAR_POSITIONAL:
+            value, index = tuple(positional[index:]), count
+        elif kind == _KEYWORD_ONLY:
+            if name in kwargs:
+                value = kwargs[name]
+            elif default is _EMPTY:
+                continue
+            else:
+                value = default
+        else:  # **kwargs: the keys no named parameter took, spread out
+            if not hidden:
+                named = {each[0] for each in shape}
+                shown.update((key, item) for key, item in kwargs.items() if key not in named)
             continue
-        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
-            shown.update(value)
-        else:
+        if not hidden:
             shown[name] = value
     return shown
 
 
-_UNREAD = object()
+_EMPTY = inspect.Parameter.empty
+_POSITIONAL_OR_KEYWORD = int(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_VAR_POSITIONAL = int(inspect.Parameter.VAR_POSITIONAL)
+_KEYWORD_ONLY = int(inspect.Parameter.KEYWORD_ONLY)
 
 
-def _signature(fn: Any) -> inspect.Signature | None:
+def _shape(fn: Any, passing: tuple) -> tuple | None:
+    """(name, kind as int, default, hidden) per parameter of `fn`; hidden: not sent by a model."""
     try:
-        return inspect.signature(fn)
+        parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None
+    sent = {name for name, _ in passing}
+    return tuple((each.name, int(each.kind), each.default, bool(sent) and each.name not in sent and
+                  each.kind is not inspect.Parameter.VAR_KEYWORD) for each in parameters)
 
 
 def approval_failed(tool: Tool, error: Exception) -> ToolCallError:

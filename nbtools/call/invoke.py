@@ -22,9 +22,9 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import ToolCallError
 from .. import policy
-from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of, source_of
+from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of
 from ..tool import Tool
-from .asking import approval, refused
+from .asking import SKIP, Asking, is_pending, refused
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
@@ -159,13 +159,12 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
 
 def _begin(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> tuple[Callable, tuple, dict, Any]:
     """Everything before the call: the function, its converted arguments, and the approval still to
-    ask (None when none is needed; else a generator `_drive`/`_adrive` run, see `_approval`)."""
+    ask (None when none is needed; else the `Asking` that `_drive`/`_adrive` go through)."""
     fn = tool.fn
     if fn is None:
         raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
     for layer in layers:
-        source = layer.source
-        if source is not None and source.get(layer.name) is not None and not source.is_enabled(layer.name):
+        if layer.source is not None and layer.source.is_disabled(layer.name):
             raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
     positional, kwargs, raw = prepare(tool, inputs, limits)
     if "destructive" not in tool.hints:
@@ -178,38 +177,38 @@ def _begin(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> tupl
             asks.append(layer)
     if not asks:
         return fn, positional, kwargs, None
-    return fn, positional, kwargs, approval(tool, asks, limits, positional, kwargs, raw)
+    return fn, positional, kwargs, Asking(tool, asks, limits, positional, kwargs, raw)
 
 
-def _drive(approval: Any) -> tuple[tuple, dict]:
-    """Run an `_approval` generator from synchronous code: awaitables are waited for with
-    `run_awaitable` (in a kernel, an ApprovalPrompt is then answered through a subshell)."""
-    try:
-        pending = next(approval)
-        while True:
+def _drive(asking: Asking) -> tuple[tuple, dict]:
+    """Ask from synchronous code: awaitables are waited for with `run_awaitable` (in a kernel, an
+    ApprovalPrompt is then answered through a subshell)."""
+    for layer in asking.layers:
+        answer = asking.question(layer)
+        if answer is SKIP:
+            continue
+        if is_pending(answer):
             try:
-                value = run_awaitable(pending)
+                answer = run_awaitable(answer)
             except BaseException as error:
-                pending = approval.throw(error)
-            else:
-                pending = approval.send(value)
-    except StopIteration as done:
-        return done.value
+                asking.failed(error)
+        asking.settle(answer)
+    return asking.positional, asking.kwargs
 
 
-async def _adrive(approval: Any) -> tuple[tuple, dict]:
-    """Run an `_approval` generator in this event loop."""
-    try:
-        pending = next(approval)
-        while True:
+async def _adrive(asking: Asking) -> tuple[tuple, dict]:
+    """Ask in this event loop."""
+    for layer in asking.layers:
+        answer = asking.question(layer)
+        if answer is SKIP:
+            continue
+        if is_pending(answer):
             try:
-                value = await pending
+                answer = await answer
             except BaseException as error:
-                pending = approval.throw(error)
-            else:
-                pending = approval.send(value)
-    except StopIteration as done:
-        return done.value
+                asking.failed(error)
+        asking.settle(answer)
+    return asking.positional, asking.kwargs
 
 
 _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
@@ -293,12 +292,15 @@ def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive
     from (else of `ns` when it is a registry), then of every registry it was added from (all must
     allow: the stricter wins). Explicit `approve`/`refuse_destructive` replace the first layer's
     settings only; `limits` the first source's limits."""
-    first = source_of(tool)
+    first = tool.source
     if first is None and isinstance(ns, policy.ToolSource):
         first = ns
-    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
-    if limits is None:
-        limits = first.policy()[0] if first is not None else DEFAULT_LIMITS
+    if first is None:
+        layers = [Layer(None, tool.name, None, False)]
+        limits = limits or DEFAULT_LIMITS
+    else:
+        layers = layers_of(tool, first)
+        limits = limits or first.limits
     if approve is not _UNSET or refuse_destructive is not _UNSET:
         head = layers[0]
         layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
