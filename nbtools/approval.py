@@ -133,8 +133,8 @@ class ApprovalRecord:
     origin: str = "call"
 
     def _repr_html_(self) -> str:
-        return (f"<div style='color:var(--jp-ui-font-color1)'>{html.escape(who_asks(self.origin))}: "
-                f"<code><b>{html.escape(self.tool)}</b></code>: <b>{html.escape(self.verdict)}</b>"
+        return (f"<div style='color:var(--jp-ui-font-color1)'>Approval for <code><b>{html.escape(self.tool)}"
+                f"</b></code> ({html.escape(who_asks(self.origin))}): <b>{html.escape(self.verdict)}</b>"
                 f"<pre style='margin:4px 0'>{html.escape(self.arguments)}</pre></div>")
 
     def __repr__(self) -> str:
