@@ -119,6 +119,14 @@ class CallRefused(ToolCallError):
         return [f"{type(self).__name__}: {self.text()}"]
 
 
+class ApprovalInterrupt(KeyboardInterrupt):
+    """A person interrupted the kernel while a call waited for approval: the call did not run.
+    Still a KeyboardInterrupt (the run stops), shown by IPython as its one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 def _cut(text: str, limit: int) -> str:
     """`text`, cut to `limit` characters with a marker saying how long it was."""
     return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text)} characters]"
@@ -146,4 +154,4 @@ class NotebookError(NbtoolsError):
         super().__init__(f"{path}, cell {cell} failed: {what}")
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "CallRefused", "TargetError", "NotebookError"]
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "CallRefused", "ApprovalInterrupt", "TargetError", "NotebookError"]

@@ -222,3 +222,30 @@ def test_a_chat_tool_call_is_answered_in_the_notebook(kernel, asynchronous):
         assert kernel.value("ran") == [] and kernel.value("guarded.decisions[-1].verdict") == "denied"
     finally:
         kernel.run("model.close()")
+
+
+@pytest.mark.parametrize("code", ["guarded.call('wipe', {'path': 'x'})",
+                                  "await guarded.acall('wipe', {'path': 'x'})"], ids=["sync", "await"])
+def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel, code):
+    kernel = new_kernel()
+    kernel.run(SETUP)
+    client = kernel.blocking()
+    request = client.execute(code)
+    errors, interrupted = [], False
+    while True:
+        message = client.get_iopub_msg(timeout=60)
+        if message["parent_header"].get("msg_id") != request:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "display_data" and not interrupted:
+            kernel.manager.interrupt_kernel()
+            interrupted = True
+        elif kind == "error":
+            errors.append(content)
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    (error,) = errors
+    assert error["traceback"] == ["Interrupted while waiting for approval of 'wipe': not run."]
+    assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
+    assert kernel.value("[(d.verdict, d.by) for d in guarded.decisions]") == [["interrupted", "person"]]
+    assert kernel.value("ran") == []

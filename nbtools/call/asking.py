@@ -12,7 +12,7 @@ import inspect
 import time
 from typing import Any
 
-from ..errors import CallRefused, ToolCallError
+from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
 from ..policy import Decision, DecisionRecord, Layer, Limits, current_origin
 from ..tool import Tool
 from .plan import prepare
@@ -78,6 +78,9 @@ class Asking:
             raise approval_failed(self.tool, error) from error
         if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)) or not isinstance(error, Exception):
             self.log("client gave up" if self.origin.startswith("mcp:") else "interrupted", self.by)
+            if isinstance(error, KeyboardInterrupt) and not isinstance(error, ApprovalInterrupt):
+                raise ApprovalInterrupt(f"Interrupted while waiting for approval of {self.tool.name!r}: "
+                                        "not run.") from None
             raise error
         self.log("failed", self.by, f"{type(error).__name__}: {short(str(error), 200)}")
         raise approval_failed(self.tool, error) from error
