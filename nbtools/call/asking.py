@@ -177,6 +177,12 @@ def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any)
     if shape is None:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
+    template = shape[0]
+    if template is not None and not positional:  # keyword parameters only: defaults, then what is passed
+        shown = template.copy()
+        shown.update(kwargs)
+        return shown
+    shape = shape[1]
     shown: dict = {}
     index, count = 0, len(positional)
     for name, kind, default, hidden in shape:
@@ -212,17 +218,24 @@ _EMPTY = inspect.Parameter.empty
 _POSITIONAL_OR_KEYWORD = int(inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _VAR_POSITIONAL = int(inspect.Parameter.VAR_POSITIONAL)
 _KEYWORD_ONLY = int(inspect.Parameter.KEYWORD_ONLY)
+_VAR_KEYWORD = int(inspect.Parameter.VAR_KEYWORD)
 
 
 def _shape(fn: Any, passing: tuple) -> tuple | None:
-    """(name, kind as int, default, hidden) per parameter of `fn`; hidden: not sent by a model."""
+    """(template, parameters): per parameter of `fn` (name, kind as int, default, hidden: not sent by a
+    model); template: for a function of keyword parameters only (no hidden, no *args), the
+    parameters in order with their defaults (required ones are always passed), else None."""
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None
     sent = {name for name, _ in passing}
-    return tuple((each.name, int(each.kind), each.default, bool(sent) and each.name not in sent and
-                  each.kind is not inspect.Parameter.VAR_KEYWORD) for each in parameters)
+    shape = tuple((each.name, int(each.kind), each.default, bool(sent) and each.name not in sent and
+                   each.kind is not inspect.Parameter.VAR_KEYWORD) for each in parameters)
+    simple = all(kind in (_POSITIONAL_OR_KEYWORD, _KEYWORD_ONLY, _VAR_KEYWORD) and not hidden
+                 for _, kind, _, hidden in shape)
+    template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
+    return template, shape
 
 
 def approval_failed(tool: Tool, error: Exception) -> ToolCallError:
