@@ -147,7 +147,7 @@ class Registry(ToolSource):
     def resolve(self, name: str) -> Tool | None:
         """The Tool a model's call named, or None when unknown or disabled."""
         found = self.get(name)
-        if found is None or found.name in self._disabled:
+        if found is None or self.is_disabled(found.name):
             return None
         return found
 
@@ -205,12 +205,21 @@ class Registry(ToolSource):
 
     def is_enabled(self, name: str) -> bool:
         """Whether `name` is registered and enabled (in a `select()` view: also in its registry)."""
-        return name in self._tools and name not in self._disabled and (
-            self._parent is None or self._parent.is_enabled(name))
+        return name in self._tools and not self.is_disabled(name)
 
     def is_disabled(self, name: str) -> bool:
-        """Whether `name` is disabled here (in a view: also in its registry)."""
-        return name in self._disabled or (self._parent is not None and self._parent.is_disabled(name))
+        """Whether `name` is disabled here, in a view's registry, or in the registry the tool was
+        added from (`Registry([other["wipe"]])`): a disabled tool stays disabled everywhere."""
+        return (name in self._disabled or (self._parent is not None and self._parent.is_disabled(name))
+                or (bool(self._upstream) and self._disabled_upstream(name)))
+
+    def _disabled_upstream(self, name: str) -> bool:
+        upstream = self._upstream.get(name)
+        tool = self._tools.get(name)
+        if upstream is None or tool is None:
+            return False
+        there = upstream.registered_name(tool)
+        return there is not None and upstream.is_disabled(there)
 
     def all_tools(self) -> list[Tool]:
         """Every registered Tool, enabled or not (what iteration gives)."""
@@ -218,7 +227,7 @@ class Registry(ToolSource):
 
     def enabled(self) -> list[Tool]:
         """The enabled Tools, in registration order."""
-        return [tool for name, tool in self._tools.items() if name not in self._disabled]
+        return [tool for name, tool in self._tools.items() if not self.is_disabled(name)]
 
     # -- selection and rendering -------------------------------------------------------------------
     def select(self, allow: str | Iterable[str] | None = None, deny: str | Iterable[str] | None = None,
@@ -254,7 +263,7 @@ class Registry(ToolSource):
         Raises ValueError when two tools get the same name in `fmt` (e.g. `a.b` and `a__b` for
         OpenAI): the provider would refuse the list, or calls would reach the wrong tool.
         """
-        tools = [tool for name, tool in self._tools.items() if name not in self._disabled]
+        tools = self.enabled()
         if fmt is not None and len(tools) > 1:
             from .formats import wire_name
 

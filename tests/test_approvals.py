@@ -451,3 +451,16 @@ async def test_async_callbacks_may_answer_with_a_decision_and_remember():
     assert reg.forget("wipe") == ["wipe"]
     with pytest.raises(ToolCallError, match="denied"):
         reg.call("wipe")
+
+
+def test_a_tool_disabled_in_its_source_is_not_offered_by_another_registry():
+    reg, ran = make()
+    again = Registry([reg["wipe"], reg["peek"]])
+    reg.disable("wipe")
+    assert [tool.name for tool in again.enabled()] == ["peek"]
+    assert [each["name"] for each in again.schemas()] == ["peek"]
+    view = reg.select()
+    reg.disable("peek")
+    assert view.enabled() == [] and not view.is_enabled("peek")
+    reg.enable("wipe")
+    assert [tool.name for tool in again.enabled()] == ["wipe"] and again.call("wipe") == "wiped /data"
