@@ -312,5 +312,15 @@ def panel(registry: Registry | None = None, filter: str = "", group: str | None 
     return ToolsPanel(registry, filter=filter, group=group)
 
 
+def __getattr__(name: str) -> Any:
+    """`nbtools.widgets.ApprovalPrompt` and its companions moved to `nbtools.approval`; old imports keep working."""
+    if name in ("ApprovalPrompt", "ApprovalBox", "ApprovalRecord", "ApprovalTimedOut", "ApprovalInterrupted",
+                "approval_question_html"):
+        from . import approval
+
+        return getattr(approval, name)
+    raise AttributeError(f"module 'nbtools.widgets' has no attribute {name!r}")
+
+
 __all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "FORMAT_CHOICES",
            "tool_summary_html", "schema_html", "name_matches"]
