@@ -249,3 +249,30 @@ def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel,
     assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
     assert kernel.value("[(d.verdict, d.by) for d in guarded.decisions]") == [["interrupted", "person"]]
     assert kernel.value("ran") == []
+
+
+def test_a_served_call_whose_client_gave_up_never_runs(kernel, tmp_path):
+    url = kernel.run(SERVED)[0]["text"].strip()
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT.replace('session.call_tool("wipe", {"path": "served"})',
+                                     'session.call_tool("wipe", {"path": "served"}, read_timeout_seconds=2)')
+                      .replace("\nasyncio.run(main())", "\ntry:\n    asyncio.run(main())\n"
+                               "except BaseException as error:\n    print('gave up:', type(error).__name__)"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert "gave up" in done.stdout, done.stdout + done.stderr
+    # The person clicks Approve after the client left: nothing runs, the record says what happened.
+    kernel.run("""
+        import asyncio
+        for _ in range(100):
+            if guarded.approve.record is not None:
+                break
+            await asyncio.sleep(0.05)
+        if guarded.approve.record is None:
+            guarded.approve.approve_button.click()
+            await asyncio.sleep(0.5)
+    """)
+    assert kernel.value("ran") == []
+    assert kernel.value("guarded.approve.record.verdict") == "The MCP client probe-client gave up waiting: not run."
+    assert kernel.value("[(d.verdict, d.origin) for d in guarded.decisions]") == [["client gave up", "mcp:probe-client"]]
