@@ -108,7 +108,15 @@ class DecisionRecord:
 
 
 class Decisions(list):
-    """The audit log of one registry (its `select()` views share it): a list of DecisionRecord."""
+    """The audit log of one registry (its `select()` views share it): a list of DecisionRecord, the
+    newest last. It keeps the last `MAX` decisions (a server answering for days stays bounded)."""
+
+    MAX = 10_000
+
+    def add(self, record: DecisionRecord) -> None:
+        self.append(record)
+        if len(self) > self.MAX:
+            del self[: len(self) - self.MAX + self.MAX // 10]  # drop the oldest tenth at once, not one per call
 
     def __repr__(self) -> str:
         if not self:

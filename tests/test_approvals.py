@@ -464,3 +464,13 @@ def test_a_tool_disabled_in_its_source_is_not_offered_by_another_registry():
     assert view.enabled() == [] and not view.is_enabled("peek")
     reg.enable("wipe")
     assert [tool.name for tool in again.enabled()] == ["wipe"] and again.call("wipe") == "wiped /data"
+
+
+def test_the_audit_log_stays_bounded(monkeypatch):
+    from nbtools.policy import Decisions
+
+    monkeypatch.setattr(Decisions, "MAX", 20)
+    reg, ran = make(approve=Asker(True))
+    for index in range(25):
+        reg.call("wipe", {"folder": str(index)})
+    assert 10 < len(reg.decisions) <= 20 and reg.decisions[-1].arguments["folder"] == "24"

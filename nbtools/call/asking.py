@@ -47,7 +47,7 @@ class Asking:
 
     def log(self, verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
         if self.source is not None:
-            self.source._memory.decisions.append(DecisionRecord(time.time(), self.tool.name, self.shown, self.origin,
+            self.source._memory.decisions.add(DecisionRecord(time.time(), self.tool.name, self.shown, self.origin,
                                                         verdict, by, reason, edited))
 
     def question(self, layer: Layer) -> Any:
