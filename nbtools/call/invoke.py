@@ -157,20 +157,30 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
     return outcome.get("value")
 
 
-def _begin(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> tuple[Callable, tuple, dict, Any]:
+def _begin(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> tuple[Callable, tuple, dict, Any]:
     """Everything before the call: the function, its converted arguments, and the approval still to
-    ask (None when none is needed; else the `Asking` that `_drive`/`_adrive` go through)."""
+    ask (None when none is needed; else the `Asking` that `_drive`/`_adrive` go through).
+    `rules`: see `_policies`; the layers are read only for a destructive tool."""
     fn = tool.fn
     if fn is None:
         raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
-    for layer in layers:
-        if layer.source is not None and layer.source.is_disabled(layer.name):
-            raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
+    first, checked, approve, refuse = rules
+    if first is not None and not checked:  # not looked up in its own registry: is it disabled there?
+        name = first.registered_name(tool)
+        if name is not None and first.is_disabled(name):
+            raise refused(tool, f"the tool {name!r} is disabled in its registry; it cannot be called now")
     positional, kwargs, raw = prepare(tool, inputs, limits)
     if "destructive" not in tool.hints:
         return fn, positional, kwargs, None
+    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
+    if approve is not _UNSET or refuse is not _UNSET:  # explicit options replace the first layer's settings
+        head = layers[0]
+        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
+                          head.refuse_destructive if refuse is _UNSET else bool(refuse))
     asks = []
     for layer in layers:
+        if layer.source is not None and layer is not layers[0] and layer.source.is_disabled(layer.name):
+            raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
         if layer.refuse_destructive:
             raise refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
         if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
@@ -214,8 +224,8 @@ async def _adrive(asking: Asking) -> tuple[tuple, dict]:
 _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 
-def _call(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer]) -> Any:
-    fn, positional, kwargs, approval = _begin(tool, inputs, limits, layers)
+def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
     if approval is not None:
         positional, kwargs = _drive(approval)
     try:
@@ -259,9 +269,9 @@ def _stops_the_run(error: BaseException) -> bool:
     return False
 
 
-async def _acall(tool: Tool, inputs: Any, limits: Limits, layers: list[Layer],
+async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
                  run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> Any:
-    fn, positional, kwargs, approval = _begin(tool, inputs, limits, layers)
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
     if approval is not None:
         positional, kwargs = await _adrive(approval)
     try:
@@ -287,25 +297,19 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
-def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, list[Layer]]:
-    """The limits and the policy layers of a call of `tool`: those of the registry the Tool came
-    from (else of `ns` when it is a registry), then of every registry it was added from (all must
-    allow: the stricter wins). Explicit `approve`/`refuse_destructive` replace the first layer's
-    settings only; `limits` the first source's limits."""
+def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, tuple]:
+    """The limits of a call of `tool` and its policy: (the registry the Tool came from, else `ns`
+    when it is a registry; whether that registry itself looked the tool up, so it is known to be
+    enabled there; the explicit `approve` and `refuse_destructive`, `_UNSET` when not given).
+    `_begin` reads that registry's policy layers, then every registry the tool was added from
+    (`policy.layers_of`: all must allow, the stricter wins), only for a destructive tool."""
     first = tool.source
+    checked = first is not None and first is ns
     if first is None and isinstance(ns, policy.ToolSource):
-        first = ns
-    if first is None:
-        layers = [Layer(None, tool.name, None, False)]
-        limits = limits or DEFAULT_LIMITS
-    else:
-        layers = layers_of(tool, first)
-        limits = limits or first.limits
-    if approve is not _UNSET or refuse_destructive is not _UNSET:
-        head = layers[0]
-        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
-                          head.refuse_destructive if refuse_destructive is _UNSET else bool(refuse_destructive))
-    return limits, layers
+        first, checked = ns, True
+    if limits is None:
+        limits = first.limits if first is not None else DEFAULT_LIMITS
+    return limits, (first, checked, approve, refuse_destructive)
 
 
 def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = _UNSET,
