@@ -82,7 +82,11 @@ def run_answering(kernel, code: str, answer, any_parent: bool = False) -> dict:
 @pytest.fixture
 def kernel(nbtools_kernel):
     nbtools_kernel.run(SETUP)
-    return nbtools_kernel
+    yield nbtools_kernel
+    # the session's kernel is shared: leave no names behind for the next test (`ran` is a common one)
+    nbtools_kernel.run("for _name in ('ran', 'wipe', 'guarded', 'reply', 'model', 'chat', 'server', 'Registry', "
+                       "'ApprovalPrompt', 'RecordedModel', 'openai_reply', 'make_client', 'Chat', 'call_func', "
+                       "'run_tool_calls', 'nbmcp'):\n    globals().pop(_name, None)")
 
 
 def test_sync_call_func_is_answered_through_a_subshell(kernel):
