@@ -20,7 +20,7 @@ import threading
 import types
 from typing import Any, Awaitable, Callable
 
-from ..errors import ToolCallError
+from ..errors import Interrupted, ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of
 from ..tool import Tool
@@ -324,6 +324,8 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     """
     try:
         return _call(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:  # a person's: one line in a cell
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -335,6 +337,8 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
         return await _acall(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -350,6 +354,14 @@ def _as_called(error: ToolCallError, name: str) -> ToolCallError:
     renamed = type(error)(name, error.problem, error.argument, error.schema)
     renamed.__cause__ = error.__cause__
     return renamed
+
+
+def _interrupted(name: str, stop: KeyboardInterrupt) -> KeyboardInterrupt:
+    """A person's interrupt of a call as one line in a cell (errors.Interrupted), not nbtools' frames;
+    one that already reads as a line (an inner call's, a Chat's) goes on as it is."""
+    if hasattr(stop, "_render_traceback_"):
+        return stop
+    return Interrupted(f"tool {name!r}").with_traceback(stop.__traceback__)
 
 
 def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, **options: Any) -> Any:
@@ -370,6 +382,8 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         # the policy of the registry the Tool came from (also through a dict or list of its Tools)
         return _call(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
                                                options.get("refuse_destructive", _UNSET)))
+    except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
+        raise _interrupted(name, stop) from None
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)
@@ -398,6 +412,8 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
         tool = resolve_tool(name, ns)
         return await _acall(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
                                                       options.get("refuse_destructive", _UNSET)), run_sync)
+    except KeyboardInterrupt as stop:
+        raise _interrupted(name, stop) from None
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)
