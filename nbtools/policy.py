@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import datetime
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+# The records of this module generate no code (immutable dataclasses through ir's `_record`, plain
+# slots classes): generating their methods cost a tenth of `from nbtools import call_func`'s import.
+from .ir import _Record, _record
+
 if TYPE_CHECKING:
+    import datetime
+
     from .tool import Tool
 
 
-@dataclass(frozen=True)
-class Limits:
+@_record
+class Limits(_Record):
     """Limits on what a model may send (checked before anything runs).
 
     Fields:
@@ -41,12 +45,17 @@ class Limits:
     max_int: int = 2**63
     max_result_chars: int = 100_000
 
+    def __init__(self, max_bytes: int = 1 << 20, max_depth: int = 64, max_string: int = 1 << 20,
+                 max_items: int = 1 << 20, max_int: int = 2**63, max_result_chars: int = 100_000):
+        self.__dict__.update(max_bytes=max_bytes, max_depth=max_depth, max_string=max_string, max_items=max_items,
+                             max_int=max_int, max_result_chars=max_result_chars)
+
 
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True)
-class Decision:
+@_record
+class Decision(_Record):
     """What an approval callback may answer instead of a bool.
 
     Fields:
@@ -65,13 +74,9 @@ class Decision:
     def __init__(self, allow: bool, *, args: Any = None, remember: str | None = None, reason: str | None = None):
         if remember not in (None, "tool"):
             raise ValueError(f"Decision(remember=...) takes None or 'tool', got {remember!r}")
-        object.__setattr__(self, "allow", allow)
-        object.__setattr__(self, "args", args)
-        object.__setattr__(self, "remember", remember)
-        object.__setattr__(self, "reason", reason)
+        self.__dict__.update(allow=allow, args=args, remember=remember, reason=reason)
 
 
-@dataclass(slots=True)
 class DecisionRecord:
     """One entry of `registry.decisions`: who decided what about which call.
 
@@ -87,18 +92,25 @@ class DecisionRecord:
         edited: whether the arguments were edited before the call.
     """
 
-    timestamp: float
-    tool: str
-    arguments: dict
-    origin: str
-    verdict: str
-    by: str
-    reason: str | None = None
-    edited: bool = False
+    __slots__ = ("timestamp", "tool", "arguments", "origin", "verdict", "by", "reason", "edited")
+
+    def __init__(self, timestamp: float, tool: str, arguments: dict, origin: str, verdict: str, by: str,
+                 reason: str | None = None, edited: bool = False):
+        self.timestamp, self.tool, self.arguments, self.origin = timestamp, tool, arguments, origin
+        self.verdict, self.by, self.reason, self.edited = verdict, by, reason, edited
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
     @property
     def time(self) -> datetime.datetime:
         """When it was decided, as a local, time-zone-aware datetime."""
+        import datetime  # only when a person reads the log
+
         return datetime.datetime.fromtimestamp(self.timestamp).astimezone()
 
     def __repr__(self) -> str:
@@ -312,15 +324,18 @@ def source_of(tool: Tool) -> ToolSource | None:
     return tool.__dict__.get("source")
 
 
-@dataclass(slots=True)
 class Layer:
     """One policy a call must pass: the source it belongs to, under which name the tool is
     registered there, and the settings read now."""
 
-    source: ToolSource
-    name: str
-    approve: Callable[..., Any] | None
-    refuse_destructive: bool
+    __slots__ = ("source", "name", "approve", "refuse_destructive")
+
+    def __init__(self, source: ToolSource | None, name: str, approve: Callable[..., Any] | None,
+                 refuse_destructive: bool):
+        self.source, self.name, self.approve, self.refuse_destructive = source, name, approve, refuse_destructive
+
+    def __repr__(self) -> str:
+        return f"Layer({self.name!r}, approve={self.approve!r}, refuse_destructive={self.refuse_destructive})"
 
 
 def layers_of(tool: Tool, first: ToolSource | None) -> list[Layer]:
