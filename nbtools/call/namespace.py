@@ -147,6 +147,10 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
     """
     if ns is None:
         ns = policy.default()
+    if type(name) is str and isinstance(ns, ToolSource):  # the common case: one lookup
+        found = ns.resolve(name)
+        if found is not None and not (name.startswith("__") and name.endswith("__")):
+            return found
     elif type(ns) is dict:
         _refuse_globals(ns)
     elif not isinstance(ns, ToolSource):
