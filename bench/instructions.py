@@ -1,0 +1,134 @@
+"""Deterministic figures for a loaded machine: instructions per call, counted by valgrind.
+
+Wall and CPU times on a shared machine move by 20 % from one run to the next; the number of
+instructions a call executes does not. Each variant runs in a child under
+`valgrind --tool=cachegrind --cache-sim=no` after the same set-up (every variant prepared and
+warmed); a child that runs no calls gives the set-up's count, so (count - set-up) / calls is the
+cost of one call. Also the import rows of `bench_import` as instructions (a child that imports
+against one that does only `pass`).
+
+Run: `python bench/instructions.py [variant ...]` (needs valgrind; takes minutes). Not a section
+of `bench.py`: it is slow, and the timed sections are the figures of record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PASSES = 40
+
+CHILD = r"""
+import json, sys
+sys.path[:0] = [{root!r}, {here!r}]
+import pydantic
+import bench_replay as b
+import bench_call as c
+from nbtools import Registry
+from nbtools.call import call_func
+methods = b.bound_methods()
+registry = Registry(methods)
+plain, approving = Registry(), Registry(approve=lambda tool, args: True)
+for method in methods:
+    plain.add(method, hints="destructive")
+    approving.add(method, hints="destructive")
+validated = {{m.__name__: pydantic.validate_call(m) for m in methods}}
+loads = json.loads
+adds = Registry([c.add])
+add_validated = pydantic.validate_call(c.add)
+
+def ours():
+    for name, text in b.CALLS: call_func(name, text, ns=registry)
+    return len(b.CALLS)
+def theirs():
+    for name, text in b.CALLS: validated[name](**loads(text))
+    return len(b.CALLS)
+def ours_refused():
+    for name, text in b.REFUSED: call_func(name, text, ns=registry, raise_on_err=False)
+    return len(b.REFUSED)
+def theirs_refused():
+    for name, text in b.REFUSED:
+        try: validated[name](**loads(text))
+        except pydantic.ValidationError as error: str(error)
+    return len(b.REFUSED)
+def approved():
+    getattr(approving, "decisions", []).clear()
+    for name, text in b.CALLS: call_func(name, text, ns=approving)
+    return len(b.CALLS)
+def no_policy():
+    for name, text in b.CALLS: call_func(name, text, ns=plain)
+    return len(b.CALLS)
+def add():
+    for _ in range(20): call_func("add", c.ADD_TEXT, ns=adds)
+    return 20
+def add_floor():
+    for _ in range(20): c.add(**loads(c.ADD_TEXT))
+    return 20
+def add_pydantic():
+    for _ in range(20): add_validated(**loads(c.ADD_TEXT))
+    return 20
+variants = dict(ours=ours, pydantic=theirs, ours_refused=ours_refused, pydantic_refused=theirs_refused,
+                approved=approved, no_policy=no_policy, add=add, add_floor=add_floor, add_pydantic=add_pydantic)
+for run in variants.values():
+    run(); run()
+chosen = {chosen!r}
+calls = 0
+if chosen:
+    for _ in range({passes}):
+        calls += variants[chosen]()
+print(calls)
+"""
+
+PAIRS = [("ours", "pydantic"), ("ours_refused", "pydantic_refused"), ("approved", "no_policy"),
+         ("add", "add_floor"), ("add", "add_pydantic")]
+IMPORTS = [("from nbtools import get_schema, call_func, python", "import json, ast, inspect, typing, asyncio, dataclasses"),
+           ("import nbtools", "import json, ast, inspect, typing, asyncio")]
+
+
+def _count(code: str) -> tuple[int, str]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)  # bytecode cached
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           sys.executable, "-s", "-c", code], env=env, check=True, capture_output=True, text=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", "")), done.stdout.strip()
+
+
+def main(argv: list[str]) -> int:
+    if shutil.which("valgrind") is None:
+        print("instructions.py: valgrind is not installed", file=sys.stderr)
+        return 2
+    wanted = set(argv)
+    per_call: dict[str, float] = {}
+    setup, _ = _count(CHILD.format(root=str(ROOT), here=str(HERE), chosen="", passes=0))
+    for name in dict.fromkeys(name for pair in PAIRS for name in pair):
+        if wanted and name not in wanted:
+            continue
+        total, calls = _count(CHILD.format(root=str(ROOT), here=str(HERE), chosen=name, passes=PASSES))
+        per_call[name] = (total - setup) / int(calls)
+        print(f"{name:18} {per_call[name]:12,.0f} instructions per call", flush=True)
+    for ours, ref in PAIRS:
+        if ours in per_call and ref in per_call:
+            print(f"{ours} / {ref}: {per_call[ours] / per_call[ref]:.2f}x")
+    if not wanted or "import" in wanted:
+        empty, _ = _count("pass")
+        for ours, floor in IMPORTS:
+            mine, _ = _count(ours)
+            theirs, _ = _count(floor)
+            print(f"{ours!r}: {mine - empty:,} vs {floor!r}: {theirs - empty:,} -> "
+                  f"{(mine - empty) / (theirs - empty):.2f}x")
+    print(json.dumps({name: round(value) for name, value in per_call.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
