@@ -323,7 +323,8 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     iteration, `mk_ns`), read at call time; a Tool no registry handed out runs without approval.
     """
     try:
-        return _call(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
+        limits, rules = _policies(tool, None, limits, approve, refuse_destructive)
+        return _call(tool, args, limits, rules)
     except KeyboardInterrupt as stop:  # a person's: one line in a cell
         raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
@@ -336,7 +337,8 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
                      refuse_destructive: Any = _UNSET, raise_on_err: bool = True) -> Any:
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
-        return await _acall(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
+        limits, rules = _policies(tool, None, limits, approve, refuse_destructive)
+        return await _acall(tool, args, limits, rules)
     except KeyboardInterrupt as stop:
         raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
@@ -379,9 +381,14 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        # the policy of the registry the Tool came from (also through a dict or list of its Tools)
-        return _call(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
-                                               options.get("refuse_destructive", _UNSET)))
+        # the policy of the registry the Tool came from (also through a dict or list of its Tools);
+        # plain calls, not `_call(*...)`: a star call is a slower call and the hot path has two
+        if options:
+            limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                      options.get("refuse_destructive", _UNSET))
+        else:
+            limits, rules = _policies(tool, ns, None, _UNSET, _UNSET)
+        return _call(tool, inputs, limits, rules)
     except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
         raise _interrupted(name, stop) from None
     except ToolCallError as error:
@@ -410,8 +417,12 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        return await _acall(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
-                                                      options.get("refuse_destructive", _UNSET)), run_sync)
+        if options:
+            limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                      options.get("refuse_destructive", _UNSET))
+        else:
+            limits, rules = _policies(tool, ns, None, _UNSET, _UNSET)
+        return await _acall(tool, inputs, limits, rules, run_sync)
     except KeyboardInterrupt as stop:
         raise _interrupted(name, stop) from None
     except ToolCallError as error:
