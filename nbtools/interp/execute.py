@@ -33,6 +33,7 @@ from .compiling import Compiled, compile_source, defines_code, new_filename
 from .isolated import run_isolated
 from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, join_lines, quiet_result
 from .shown import bounded_repr, model_value
+from .started import stop as stop_threads
 from .timeouts import Run, Waker, arm, check_timeout, disarm
 from .tracebacks import format_error
 
@@ -165,6 +166,9 @@ class _Execution:
     def finish(self) -> ExecResult:
         capture = self.capture
         capture.closed = True
+        if self.timed_out and capture.threads:  # its work ends with it
+            capture.stopped = self.timeout or 0.0
+            stop_threads(capture.threads, capture.stopped)
         current_capture.reset(self.token)
         process.leave()
         if self.added_builtins:

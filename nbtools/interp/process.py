@@ -72,7 +72,9 @@ import sys
 import threading
 from typing import Any, Callable
 
-from . import interrupts, timeouts
+from .result import TimeoutInterrupt
+
+from . import interrupts, started, timeouts
 from .capture import DisplayRouter, StdinRouter, StreamRouter, active_capture, current_capture
 
 _lock = threading.Lock()
@@ -108,17 +110,40 @@ def _thread_start(original: Callable) -> Callable:
     @functools.wraps(original)
     def start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
         capture = active_capture()
-        if capture is not None:
+        if capture is None:
+            started.refuse_start(current_capture.get())  # a thread of a timed-out run
+        else:
             run = self.run
+            record = capture.add_thread(started.Started())
 
             def run_in_capture() -> None:
                 current_capture.set(capture)
-                run()
+                if not started.begins(record):
+                    return  # its run timed out before it began
+                try:
+                    run()
+                except TimeoutInterrupt:
+                    if not record.stopped:
+                        raise
+                    # stopped because its run timed out: nothing to report on stderr
+                finally:
+                    started.ends(record)
 
             self.run = run_in_capture  # type: ignore[method-assign]
         return original(self, *args, **kwargs)
 
     return start
+
+
+def _interrupt_main(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def interrupt_main(*args: Any, **kwargs: Any) -> Any:
+        if current_capture.get() is not None:  # a run's code, or a thread or task it started
+            raise RuntimeError("python(): the code may not interrupt the main thread "
+                               "(_thread.interrupt_main): that is how a person stops the kernel")
+        return original(*args, **kwargs)
+
+    return interrupt_main
 
 
 # The code's SIGALRM settings live in `timeouts.code_timer` while a main-thread run is active
@@ -150,8 +175,12 @@ def _signal_getsignal(original: Callable) -> Callable:
 def _signal_setitimer(original: Callable) -> Callable:
     @functools.wraps(original)
     def setitimer(which: Any, seconds: float, interval: float = 0.0) -> tuple[float, float]:
-        timer = timeouts.code_timer
-        if timer is None or which != timeouts.ITIMER_REAL:
+        if which != timeouts.ITIMER_REAL:
+            if seconds and which in _OTHER_TIMERS:
+                _code_timer("signal.setitimer()", _OTHER_TIMERS[which])
+            return original(which, seconds, interval)
+        timer = _code_timer("signal.setitimer()")
+        if timer is None:
             return original(which, seconds, interval)
         return timeouts.code_setitimer(timer, seconds, interval)
 
@@ -172,12 +201,28 @@ def _signal_getitimer(original: Callable) -> Callable:
 def _signal_alarm(original: Callable) -> Callable:
     @functools.wraps(original)
     def alarm(seconds: int) -> int:
-        timer = timeouts.code_timer
+        timer = _code_timer("signal.alarm()")
         if timer is None:
             return original(seconds)
         return timeouts.code_alarm(timer, seconds)
 
     return alarm
+
+
+def _code_timer(what: str, signum: int | None = None) -> Any:
+    """The code's SIGALRM timer (`timeouts.code_timer`) for a call from a main-thread run; None for
+    a call from outside any run (passed through). From any other run's context (off the main
+    thread, where our handler cannot keep it; or after its run ended) the real timer would fire
+    the default handler, which ends the process (the kernel, the MCP server): refused."""
+    if current_capture.get() is None:
+        return None
+    if threading.get_ident() == timeouts.main_ident and active_capture() is not None:
+        return timeouts.code_timer  # None: no deadline armed, the real functions serve
+    if signum is not None and callable(signal.getsignal(signum)):
+        return None  # the code's own handler for SIGVTALRM/SIGPROF is there: the timer is harmless
+    raise RuntimeError(f"python(): {what} is not available here: the code runs off the main thread "
+                       "(or after its run ended), where the timer's signal would stop the whole "
+                       "process. Time the work with time.monotonic() instead.")
 
 
 def _sigmask(original: Callable) -> Callable:
@@ -189,6 +234,11 @@ def _sigmask(original: Callable) -> Callable:
 
     return pthread_sigmask
 
+
+# The other interval timers, and the signal each sends (whose default action ends the process too).
+_OTHER_TIMERS = {getattr(signal, timer): getattr(signal, signum)
+                 for timer, signum in (("ITIMER_VIRTUAL", "SIGVTALRM"), ("ITIMER_PROF", "SIGPROF"))
+                 if hasattr(signal, timer) and hasattr(signal, signum)}
 
 _SIGNAL_REPLACEMENTS = {"signal": _signal_signal, "getsignal": _signal_getsignal,
                         "setitimer": _signal_setitimer, "getitimer": _signal_getitimer,
@@ -240,6 +290,9 @@ def _install_locked() -> None:
 
     if hasattr(_signal, "pthread_sigmask"):
         patches.append(_Patch(_signal, "pthread_sigmask", _sigmask))
+    import _thread
+
+    patches.append(_Patch(_thread, "interrupt_main", _interrupt_main))
     _patches = tuple(patches)
     if not _hooks_registered:
         _hooks_registered = True
