@@ -32,6 +32,13 @@ class _Full(Exception):
 def _is_small_plain(value: Any, budget: int = VALUE_CHARS) -> bool:
     """Whether `value` is plain data (exact builtin types; dict keys str or int) of at most about
     `budget` characters: rendering it runs no code of the run's and takes little time."""
+    kind = type(value)
+    if kind is int:  # the common results first
+        return value.bit_length() <= 4000
+    if value is None or kind is float or kind is bool:
+        return True
+    if kind is str:
+        return len(value) <= budget
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
