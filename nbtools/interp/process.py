@@ -6,18 +6,27 @@ Lasting patches: put in by `install()` (lazily, when the first run begins), take
 `uninstall()` (at interpreter exit, on `%unload_ext nbtools`, or when called).
 
 1. `threading.Thread.start`: a thread started by a run's code writes into that run's output, as
-   the code's own prints do (threads do not inherit context variables before Python 3.14). Outside
-   a run, and for a thread that prints after its run ended, it only calls the start it replaced.
+   the code's own prints do (threads do not inherit context variables before Python 3.14), and is
+   recorded in the run's capture, so a run that times out stops it (`started.py`); a thread of a
+   timed-out run cannot start another. Outside a run, and for a thread that prints after its run
+   ended, it only calls the start it replaced.
 2. `signal.signal`, `signal.getsignal`, `signal.setitimer`, `signal.getitimer`, `signal.alarm`
    (where the platform has interval timers): while a run on the main thread is active, our SIGALRM
    handler and timer enforce its deadline, and code that installs its own handler or timer (a
    model guarding its work with `signal.alarm(5)` is common) would silently disarm the time-out.
    So for that run's duration these functions keep the code's SIGALRM handler and timer beside
-   ours (`timeouts.code_timer`); the code sees its own settings, and they end with the run. Every
-   other call (other signals, other threads for `signal.signal`, no run active) is passed through.
+   ours (`timeouts.code_timer`); the code sees its own settings, and they end with the run. From a
+   run's context anywhere else (a run off the main thread, such as a served call; a thread or task
+   the code started) `alarm` and `setitimer` are refused with RuntimeError: no handler of ours is
+   there, and the signal's default action would end the process (SIGVTALRM/SIGPROF timers too,
+   unless the code installed a handler). Every other call (other signals, `signal.signal` off the
+   main thread, outside any run) is passed through.
 2b. `_signal.pthread_sigmask` (what `signal.pthread_sigmask` calls, also after
    `importlib.reload(signal)`): passed through, and the mask it replaced is told to
    `interrupts.note_mask`, so a mask the code changes is put back when the run ends.
+2c. `_thread.interrupt_main`: refused (RuntimeError) from a run's context, a thread it started
+   included: it would raise a person's interrupt in the main thread, in the caller of `python()`
+   or long after the run returned.
 3. An at-fork hook (`os.register_at_fork`, registered once at the first install): in the child of
    a fork only the forking thread exists, so the child gets a fresh lock here, no watchdog thread
    and no main-thread runs in `timeouts`. The `os` module cannot unregister a hook; after
