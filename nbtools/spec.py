@@ -99,8 +99,8 @@ def _keeps_alive(spec: Spec, key: Any) -> bool:
 
 
 def _classes_in(node: ir.Node, found: set[type], walked: set[int] | None = None) -> set[type]:
-    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types).
-    `walked`: Objects already walked (a shared type is one node reached many times)."""
+    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types); `walked`:
+    Objects walked already (a shared type is one node met many times: walked once)."""
     walked = set() if walked is None else walked
     if isinstance(node, ir.Object):
         if id(node) in walked:

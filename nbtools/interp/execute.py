@@ -434,57 +434,15 @@ def python(
                 return model_value(result.value)
             return result.for_model()
         if limit is not None and threading.get_ident() != timeouts.main_ident and active_capture() is None:
-            return _python_off_main(code, *_namespaces(glb, loc, None), limit)
+            from .detached import python_off_main
+
+            return python_off_main(_run, code, *_namespaces(glb, loc, None), limit)
         execution = _run(code, *_namespaces(glb, loc, None), limit, present=True)
     except (TypeError, ValueError, RuntimeError) as exc:  # bad arguments: tell the model, do not raise
         return f"Error: {exc}"
     return execution.answer()
 
 
-# Off the main thread a run blocked in one C call (`time.sleep(30)`) cannot be stopped before that
-# call returns. A served call runs in a worker thread of a small pool: held for the whole call,
-# forty of them would leave no thread for any tool. So off the main thread python() runs the code
-# in a thread of its own and waits until the deadline (plus `DETACH_GRACE`): a run still going then
-# is left detached, its thread is hit by the time-out again until it stops, and the caller's
-# thread is free. (Not for a python() call inside a run: the enclosing run's deadline must reach
-# the nested one, which it does only in the same thread.) At most `MOST_DETACHED` runs can be detached at once (each holds a thread).
-DETACH_GRACE = 0.5
-MOST_DETACHED = 32
-_detached: set[threading.Thread] = set()
-_detached_lock = threading.Lock()
-
-
-def _python_off_main(code: str, glb: dict, loc: Mapping | None, limit: float) -> Any:
-    import contextvars
-
-    with _detached_lock:
-        for thread in [thread for thread in _detached if not thread.is_alive()]:
-            _detached.discard(thread)
-        if len(_detached) >= MOST_DETACHED:
-            return (f"Error: {len(_detached)} earlier python() runs timed out and are still blocked in "
-                    "calls Python cannot interrupt (such as time.sleep); try again when they have ended")
-    box: list[Any] = []
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box.append(context.run(_run, code, glb, loc, limit, True))
-        except BaseException as exc:  # pragma: no cover - run_code returns the code's exceptions
-            box.append(exc)
-
-    thread = threading.Thread(target=target, name="nbtools-python-run", daemon=True)
-    thread.start()
-    thread.join(limit + DETACH_GRACE)
-    if thread.is_alive():
-        with _detached_lock:
-            _detached.add(thread)
-        return (f"TimeoutError: the code did not finish within {limit:g} s and was stopped; it was "
-                "blocked in a call Python cannot interrupt (such as time.sleep), which goes on in "
-                "the background until it returns")
-    outcome = box[0]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome.answer()
 
 
 async def python_async(
