@@ -9,48 +9,88 @@ is hit by the time-out again until it stops, and its threads are stopped too), a
 thread is free. At most `MOST_DETACHED` runs are detached at once (each holds a thread); past that
 `python()` answers with an error until some have ended. Not used for a `python()` call inside a
 run: the enclosing run's deadline reaches the nested one only in the same thread.
+
+The threads are reused (`_Runner`; starting one per call costs ~200 us): a runner whose run ended
+waits for the next one, up to `MOST_IDLE` of them; a detached runner joins them once its run ends.
 """
 
 from __future__ import annotations
 
 import contextvars
+import queue
 import threading
 from typing import Any, Callable, Mapping
 
 DETACH_GRACE = 0.5
 MOST_DETACHED = 32
-_detached: set[threading.Thread] = set()
-_detached_lock = threading.Lock()
+MOST_IDLE = 4
+
+_lock = threading.Lock()
+_idle: list[_Runner] = []
+_detached = 0  # runs detached and still going
+
+
+class _Job:
+    __slots__ = ("call", "done", "finished", "detached", "outcome")
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.call = call
+        self.done = threading.Event()
+        self.finished = self.detached = False
+        self.outcome: Any = None
+
+
+class _Runner:
+    """A thread that runs python() calls one after another (`_Job`s from its queue)."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="nbtools-python-run", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        global _detached
+        while True:
+            job = self.jobs.get()
+            try:
+                job.outcome = job.call()
+            except BaseException as exc:  # pragma: no cover - a run returns the code's exceptions
+                job.outcome = exc
+            with _lock:
+                job.finished = True
+                if job.detached:
+                    _detached -= 1
+                job.done.set()
+                if len(_idle) >= MOST_IDLE:
+                    return
+                _idle.append(self)
 
 
 def python_off_main(run: Callable[..., Any], code: str, glb: dict, loc: Mapping | None, limit: float) -> Any:
-    """`python()` off the main thread: `run(code, glb, loc, limit, True)` (`execute._run`) in a thread of
-    its own; its answer, or a time-out text when it is still running at the deadline plus `DETACH_GRACE`."""
-    with _detached_lock:
-        for thread in [thread for thread in _detached if not thread.is_alive()]:
-            _detached.discard(thread)
-        if len(_detached) >= MOST_DETACHED:
-            return (f"Error: {len(_detached)} earlier python() runs timed out and are still blocked in "
+    """`python()` off the main thread: `run(code, glb, loc, limit, True)` (`execute._run`) in a runner
+    thread; its answer, or a time-out text when it is still running at the deadline plus `DETACH_GRACE`."""
+    global _detached
+    with _lock:
+        if _detached >= MOST_DETACHED:
+            return (f"Error: {_detached} earlier python() runs timed out and are still blocked in "
                     "calls Python cannot interrupt (such as time.sleep); try again when they have ended")
-    box: list[Any] = []
+        runner = None
+        while _idle and runner is None:
+            runner = _idle.pop()
+            if not runner.thread.is_alive():  # e.g. in the child of a fork: only the forking thread runs
+                runner = None
     context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box.append(context.run(run, code, glb, loc, limit, True))
-        except BaseException as exc:  # pragma: no cover - run_code returns the code's exceptions
-            box.append(exc)
-
-    thread = threading.Thread(target=target, name="nbtools-python-run", daemon=True)
-    thread.start()
-    thread.join(limit + DETACH_GRACE)
-    if thread.is_alive():
-        with _detached_lock:
-            _detached.add(thread)
-        return (f"TimeoutError: the code did not finish within {limit:g} s and was stopped; it was "
-                "blocked in a call Python cannot interrupt (such as time.sleep), which goes on in "
-                "the background until it returns")
-    outcome = box[0]
+    job = _Job(lambda: context.run(run, code, glb, loc, limit, True))
+    (runner or _Runner()).jobs.put(job)
+    if not job.done.wait(limit + DETACH_GRACE):
+        with _lock:
+            if not job.finished:
+                job.detached = True
+                _detached += 1
+                return (f"TimeoutError: the code did not finish within {limit:g} s and was stopped; it was "
+                        "blocked in a call Python cannot interrupt (such as time.sleep), which goes on in "
+                        "the background until it returns")
+    outcome = job.outcome
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome.answer()
