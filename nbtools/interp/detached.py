@@ -21,6 +21,8 @@ import queue
 import threading
 from typing import Any, Callable, Mapping
 
+from .result import Answer
+
 DETACH_GRACE = 0.5
 MOST_DETACHED = 32
 MOST_IDLE = 4
@@ -72,8 +74,8 @@ def python_off_main(run: Callable[..., Any], code: str, glb: dict, loc: Mapping 
     global _detached
     with _lock:
         if _detached >= MOST_DETACHED:
-            return (f"Error: {_detached} earlier python() runs timed out and are still blocked in "
-                    "calls Python cannot interrupt (such as time.sleep); try again when they have ended")
+            return Answer(f"Error: {_detached} earlier python() runs timed out and are still blocked in "
+                          "calls Python cannot interrupt (such as time.sleep); try again when they have ended")
         runner = None
         while _idle and runner is None:
             runner = _idle.pop()
@@ -87,9 +89,9 @@ def python_off_main(run: Callable[..., Any], code: str, glb: dict, loc: Mapping 
             if not job.finished:
                 job.detached = True
                 _detached += 1
-                return (f"TimeoutError: the code did not finish within {limit:g} s and was stopped; it was "
-                        "blocked in a call Python cannot interrupt (such as time.sleep), which goes on in "
-                        "the background until it returns")
+                return Answer(f"TimeoutError: the code did not finish within {limit:g} s and was stopped; "
+                              "it was blocked in a call Python cannot interrupt (such as time.sleep), "
+                              "which goes on in the background until it returns")
     outcome = job.outcome
     if isinstance(outcome, BaseException):
         raise outcome

@@ -32,7 +32,7 @@ from . import process, timeouts
 from .capture import Capture, active_capture, claim_for_child, current_capture, ipython_shell
 from .compiling import Compiled, compile_source, defines_code, new_filename
 from .isolated import run_isolated
-from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, join_lines, quiet_result
+from .result import Answer, Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, join_lines, quiet_result
 from .shown import VALUE_CHARS, bounded_repr, model_value
 from .started import stop as stop_threads
 from .timeouts import Run, Waker, arm, check_timeout, disarm
@@ -155,14 +155,14 @@ class _Execution:
         """What `python()` returns (see `ExecResult.for_model`), from what `produce` made."""
         result = self.result
         if result.error is not None:
-            return join_lines(result.output, result.error)
+            return Answer(join_lines(result.output, result.error))
         if not result.output:
             return self.shown
         if result.value is None:
-            return result.output
+            return Answer(result.output)
         # a thread may have printed after `produce`: then the repr of the value as shown (plain data)
-        return join_lines(result.output, self.shown_repr if self.shown_repr is not None
-                          else bounded_repr(self.shown))
+        return Answer(join_lines(result.output, self.shown_repr if self.shown_repr is not None
+                                 else bounded_repr(self.shown)))
 
     def finish(self) -> ExecResult:
         capture = self.capture
