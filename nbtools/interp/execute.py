@@ -31,7 +31,7 @@ from typing import Any, Mapping
 from . import process, timeouts
 from .capture import Capture, active_capture, claim_for_child, current_capture, ipython_shell
 from .compiling import Compiled, compile_source, defines_code, new_filename
-from .isolated import run_isolated
+from .isolated import _ReprOnly, run_isolated
 from .result import Answer, Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, join_lines, quiet_result
 from .shown import VALUE_CHARS, bounded_repr, model_value
 from .started import stop as stop_threads
@@ -431,7 +431,10 @@ def python(
         if isolated:  # the value came back as data or text, never the code's object
             result = run_isolated(code, *_namespaces(glb, loc, None), limit, run_code)
             if result.error is None and not result.output:
-                return model_value(result.value)
+                value = result.value
+                if isinstance(value, _ReprOnly) and len(value.text) <= VALUE_CHARS:
+                    return value  # a stand-in showing the value's repr: renders as that text, runs no code
+                return model_value(value)  # JSON data: itself when small, else the start of its text
             return result.for_model()
         if limit is not None and threading.get_ident() != timeouts.main_ident and active_capture() is None:
             from .detached import python_off_main
