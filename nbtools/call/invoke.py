@@ -10,6 +10,7 @@ of nbtools and the asyncio/threading plumbing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dis
 import functools
 import inspect
@@ -129,7 +130,9 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
         except BaseException as error:  # handed to the waiting thread, which re-raises it
             outcome["error"] = error
 
-    thread = threading.Thread(target=worker, name="nbtools-await", daemon=True)
+    # the caller's context variables hold in the awaitable too (e.g. a sub-agent's usage reaching its Chat)
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(worker,), name="nbtools-await",
+                              daemon=True)
     thread.start()
     thread.join()
     if "error" in outcome:
