@@ -365,7 +365,9 @@ class Chat:
         if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
             run.doing = f"step {number}: running its tool calls"
         else:
-            run.status(f"step {number}: running " + ", ".join(request.name for request in parse_reply(source)[1]))
+            names = ", ".join(request.name for request in parse_reply(source)[1])
+            if names:
+                run.status(f"step {number}: running {names}")
 
     def _collected(self, spent: list[Usage]) -> Usage:
         total = Usage()
