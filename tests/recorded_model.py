@@ -24,6 +24,8 @@ class RecordedModel:
         self.replies = list(replies)
         self.requests: list[dict] = []  # {"path", "body"} of each request received
         self.streamed = 0  # how many were answered with a stream
+        self.hold: threading.Event | None = None  # when given, requests wait for it to be set...
+        self.hold_after = 0  # ...after this many were answered
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,6 +35,8 @@ class RecordedModel:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
                 owner.requests.append({"path": self.path, "body": body})
+                if owner.hold is not None and len(owner.requests) > owner.hold_after:
+                    owner.hold.wait(60)  # a slow model: the answer waits until the test lets it go
                 index = min(len(owner.requests), len(owner.replies)) - 1
                 status, answer = owner.replies[index]
                 streamed = status == 200 and (":streamGenerateContent" in self.path
@@ -68,6 +72,8 @@ class RecordedModel:
         self._thread.start()
 
     def close(self) -> None:
+        if self.hold is not None:
+            self.hold.set()
         self.server.shutdown()
         self.server.server_close()
 
