@@ -4,7 +4,7 @@ JupyterLab renders a running session's Markdown output without sanitising it, an
 can be steered by anything it read (a web page, a tool result). So, outside code:
 
 - every `<` becomes `&lt;`: no tag, no autolink, no HTML block the model wrote reaches the page;
-- every `![` becomes `!\\[`: an image is shown as a link (a person may click it; the page fetches
+- every `![` becomes `\\![`: an image is shown as a link (a person may click it; the page fetches
   nothing by itself, so no data leaves in an image URL), unless `remote_images=True`.
 
 Fenced code blocks (CommonMark's rules: up to 3 spaces, 3+ backticks or tildes, no backtick in a
@@ -96,7 +96,16 @@ def _code_text(content: str) -> str:
 
 def _prose(text: str, remote_images: bool) -> str:
     text = text.replace("<", "&lt;")
-    return text if remote_images else text.replace("![", "!\\[")
+    return text if remote_images else _IMAGE.sub(_as_link, text)
+
+
+_IMAGE = re.compile(r"(\\*)!\[")  # an image's opening, after any backslashes
+
+
+def _as_link(match: re.Match) -> str:
+    """`![` as an escaped `!` before a link's `[` (a `!` already escaped is left as it is)."""
+    slashes = match.group(1)
+    return match.group(0) if len(slashes) % 2 else slashes + "\\!["
 
 
 __all__ = ["safe_markdown"]
