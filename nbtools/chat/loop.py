@@ -42,6 +42,7 @@ from .steps import CallRecord, Step, trace_lines
 # for the caller, whose usage, cost and budget they count in.
 _SPENT: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_chat_spent", default=None)
 
+_NOTHING = Usage()  # no usage besides the reply's (compared by identity: nothing to add)
 INTERRUPTED = "interrupted: not run (the person stopped the chat before this call finished)"
 
 
@@ -199,7 +200,7 @@ class Chat:
                 reply = self._send(run, number)
                 source, usage = self._receive(reply)
                 stop = self._stop(number, source)
-                extra = Usage()
+                extra = _NOTHING
                 if source is not None and stop is None:
                     outcomes, extra = self._run_calls(run, number, reply, source, usage)
                 else:
@@ -230,7 +231,7 @@ class Chat:
                 reply = await self._asend(run, number)
                 source, usage = self._receive(reply)
                 stop = self._stop(number, source)
-                extra = Usage()
+                extra = _NOTHING
                 if source is not None and stop is None:
                     outcomes, extra = await self._arun_calls(run, number, reply, source, usage)
                 else:
@@ -370,6 +371,8 @@ class Chat:
                 run.status(f"step {number}: running {names}")
 
     def _collected(self, spent: list[Usage]) -> Usage:
+        if not spent:
+            return _NOTHING
         total = Usage()
         for usage in spent:
             total = total + usage
@@ -434,12 +437,14 @@ class Chat:
         dialect = self.endpoint.dialect
         recorded = turns.assistant_turns(dialect, reply)
         self.messages.extend(recorded)
-        usage = priced(turns.reply_usage(dialect, reply), self.prices.get(self.model))
+        usage = turns.reply_usage(dialect, reply)
+        if self.prices:
+            usage = priced(usage, self.prices.get(self.model))
         self.usage = self.usage + usage
-        return turns.calls_source(dialect, recorded), usage
+        return (turns.calls_source(dialect, recorded) if turns.has_calls(dialect, recorded) else None), usage
 
     def _answer(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
-                extra: Usage = Usage()) -> None:
+                extra: Usage | None = None) -> None:
         """Append the results of one step's calls; record and show the step."""
         dialect = self.endpoint.dialect
         results = [result for result, _value in outcomes]
@@ -447,7 +452,7 @@ class Chat:
             self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
                                  result.content, result.is_error, value) for result, value in outcomes)
-        step = Step(number, turns.reply_text(dialect, reply), calls, self._count_step(usage, extra))
+        step = Step(number, turns.reply_text(dialect, reply), calls, self._count_step(usage, extra or _NOTHING))
         self.steps.append(step)
         if self.trace is not None:
             for line in trace_lines(step):
@@ -458,13 +463,16 @@ class Chat:
     def _count_step(self, usage: Usage, extra: Usage) -> Usage:
         """A step's usage: its reply's (already in the totals, see `_receive`) and what sub-agents
         spent during its tools (added to the totals here); kept in `usage.steps`."""
-        step = usage + extra
-        self.usage = dataclasses.replace(self.usage + extra, steps=self.usage.steps + (step,))
+        if extra is _NOTHING:
+            step, total = usage, self.usage
+        else:
+            step, total = usage + extra, self.usage + extra
+        self.usage = dataclasses.replace(total, steps=total.steps + (step,))
         return step
 
     def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:
         text = turns.reply_text(self.endpoint.dialect, reply)
-        self.steps.append(Step(number, text, (), self._count_step(usage, Usage())))
+        self.steps.append(Step(number, text, (), self._count_step(usage, _NOTHING)))
         if run.view is not None:
             return run.view.final(text, self.usage)
         return text

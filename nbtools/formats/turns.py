@@ -195,6 +195,20 @@ def calls_source(dialect: str, recorded: list) -> Any:
     return recorded[0]
 
 
+def has_calls(dialect: str, recorded: list) -> bool:
+    """Whether a reply as `assistant_turns` recorded it asks for a function call (cheaper than
+    reading the calls: a final answer needs no dispatch at all)."""
+    if not recorded:
+        return False
+    if dialect == "openai":
+        return bool(recorded[0].get("tool_calls") or recorded[0].get("function_call"))
+    if dialect == "responses":
+        return any(item.get("type") == "function_call" for item in recorded)
+    if dialect == "anthropic":
+        return any(block.get("type") == "tool_use" for block in recorded[0].get("content") or ())
+    return any("function_call" in part or "functionCall" in part for part in recorded[0].get("parts") or ())
+
+
 def result_turns(dialect: str, message: Any) -> list:
     """`run_tool_calls`' answer as history entries (a list in the OpenAI dialects, one message else)."""
     if not message:
@@ -308,4 +322,4 @@ def _gemini_content(reply: Any) -> Any:
 
 
 __all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "calls_source", "result_turns", "reply_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
+           "calls_source", "has_calls", "result_turns", "reply_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
