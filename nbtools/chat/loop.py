@@ -30,7 +30,7 @@ import functools
 from typing import Any, Callable
 
 from ..call.answers import arun_reply_calls, run_reply_calls
-from ..errors import NbtoolsError
+from ..errors import Interrupted, NbtoolsError
 from ..formats import ToolResult, parse_reply, result_message
 from ..formats import streamed, turns
 from ..formats.turns import Usage
@@ -62,20 +62,18 @@ class MaxStepsReached(NbtoolsError):
                          "max_steps larger (Chat(..., max_steps=N))")
 
 
-class ChatInterrupted(KeyboardInterrupt):
-    """A person interrupted the chat (the kernel's stop button, Ctrl+C). Still a KeyboardInterrupt;
-    IPython shows its one line (`_render_traceback_`) instead of a traceback. Calls that had not
-    finished were answered "interrupted: not run", so `chat.messages` stays valid and calling the
-    chat again goes on. Field: `steps` (the Steps of the interrupted call)."""
+class ChatInterrupted(Interrupted):
+    """A person interrupted the chat (the kernel's stop button, Ctrl+C): an `errors.Interrupted`, so
+    still a KeyboardInterrupt, shown as one line. Calls that had not finished were answered
+    "interrupted: not run", so `chat.messages` stays valid and calling the chat again goes on.
+    Fields: `steps` (the Steps of the interrupted call), `what`."""
 
-    by_signal = True  # an enclosing tool call (a Chat used as a tool) stops too, as for the signal itself
+    def __init__(self, message: str, steps: list[Step] | None = None):
+        KeyboardInterrupt.__init__(self, message)
+        self.what, self.steps = "the chat", list(steps or ())
 
-    def __init__(self, message: str, steps: list[Step]):
-        super().__init__(message)
-        self.steps = steps
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"KeyboardInterrupt: {self}"]
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (str(self), self.steps))
 
 
 def _registry_of(tools: Any) -> Any:
@@ -135,6 +133,9 @@ class Chat:
         allow_dangerous_native_tools: allow hosted tools that run code, a shell or a computer.
         remote_images: show images the model's Markdown links from the web (off: they are shown as
             links, so an answer cannot make the page fetch a URL carrying data out).
+        record: a path: every exchange with the provider is written to this cassette file (no key or
+            Authorization header), for `nbtools.replay(path)` to answer from offline. The first Chat
+            of a process to record to a path starts the file afresh; later ones add to it, in order.
         **create_kwargs: forwarded to every create call (Anthropic needs `max_tokens`; for Gemini
             they go into the request's `config`). With the Responses API and `store=False`, pass
             `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
@@ -149,7 +150,12 @@ class Chat:
                  max_steps: int = 10, api: str | None = None, strict: bool = False,
                  trace: Callable[[str], Any] | None = None, show: bool | None = None, stream: bool = False,
                  prices: dict | None = None, budget: dict | None = None, native_tools: list | None = None,
-                 allow_dangerous_native_tools: bool = False, remote_images: bool = False, **create_kwargs: Any):
+                 allow_dangerous_native_tools: bool = False, remote_images: bool = False, record: Any = None,
+                 **create_kwargs: Any):
+        if record is not None:  # the chat talks through a recording copy of the client (chat/cassette.py)
+            from .cassette import recording
+
+            client = recording(client, record)
         self.endpoint = turns.endpoint(client, api)
         if self.endpoint.dialect == "anthropic" and "max_tokens" not in create_kwargs:
             raise TypeError("Chat with an Anthropic client needs max_tokens= (the Messages API requires it), "
