@@ -24,7 +24,6 @@ Errors of the SDK (network, API status) propagate unchanged. Provider shapes liv
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import functools
 from typing import Any, Callable
@@ -35,12 +34,9 @@ from ..formats import ToolResult, parse_reply, result_message
 from ..formats import streamed, turns
 from ..formats.turns import Usage
 from ..registry import Registry, registry as default_registry
-from .spend import BudgetExceeded, check_budget, check_prices, over, priced
+from .spend import _SPENT, BudgetExceeded, check_budget, check_prices, over, priced
 from .steps import CallRecord, Step, trace_lines
 
-# The usage of Chats called while another Chat runs its tools (a sub-agent: `as_tool`), collected
-# for the caller, whose usage, cost and budget they count in.
-_SPENT: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_chat_spent", default=None)
 
 _NOTHING = Usage()  # no usage besides the reply's (compared by identity: nothing to add)
 INTERRUPTED = "interrupted: not run (the person stopped the chat before this call finished)"

@@ -9,12 +9,17 @@ and output tokens together; `budget={"cost": X}` needs the chat's model priced.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 from typing import Any
 
 from ..errors import NbtoolsError
 from ..formats.turns import Usage
+
+# The usage of Chats called while another Chat runs its tools (a sub-agent: `as_tool`), collected
+# for the caller, whose usage, cost and budget they count in.
+_SPENT: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_chat_spent", default=None)
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 BUDGET_KEYS = ("tokens", "cost")

@@ -16,12 +16,12 @@ from typing import Any
 
 from ..formats.turns import Usage
 from ..tool import Tool
-from .loop import _SPENT, Chat
+from .spend import _SPENT
 
 
-def as_tool(chat: Chat, name: str | None = None, description: str | None = None) -> Tool:
+def as_tool(chat: Any, name: str | None = None, description: str | None = None) -> Tool:
     """`chat` as a Tool with one required string parameter, `task` (see the module docstring)."""
-    if not isinstance(chat, Chat):
+    if not (hasattr(chat, "acall") and hasattr(chat, "endpoint")):
         raise TypeError(f"as_tool: expected a nbtools Chat; got a {type(chat).__name__}")
     snapshot = list(chat.messages)
     name = name or "ask_" + (re.sub(r"[^A-Za-z0-9_]+", "_", chat.model).strip("_")[:56] or "agent")
@@ -31,7 +31,7 @@ def as_tool(chat: Chat, name: str | None = None, description: str | None = None)
         if chat.system:
             description += f" Its instructions: {chat.system[:300]}"
 
-    def worker() -> Chat:
+    def worker() -> Any:
         run = copy.copy(chat)
         run.messages, run.steps = list(snapshot), []
         run._first_usage = run.usage  # type: ignore[attr-defined]
@@ -39,7 +39,7 @@ def as_tool(chat: Chat, name: str | None = None, description: str | None = None)
             run.show = False
         return run
 
-    def settle(run: Chat, spent: list[Usage]) -> None:
+    def settle(run: Any, spent: list[Usage]) -> None:
         total = Usage()
         for usage in spent:
             total = total + usage
