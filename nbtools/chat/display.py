@@ -81,13 +81,18 @@ class Answer(str):
 
 
 def _execution_count() -> Any:
-    """The running cell's number (IPython counts it up when a cell starts), None outside IPython."""
+    """Which cell execution is running: the kernel's execute request id (unique even where cells run
+    without counting, as nbval runs them), else IPython's cell number; None outside IPython."""
     if "IPython" not in sys.modules:
         return None
     from IPython import get_ipython
 
     shell = get_ipython()
-    return None if shell is None else shell.execution_count
+    if shell is None:
+        return None
+    header = getattr(shell, "parent_header", None)
+    request = header.get("msg_id") if isinstance(header, dict) else None
+    return request if request else shell.execution_count
 
 
 # Theme colours (JupyterLab's CSS variables, with a fallback outside JupyterLab) and text that breaks
@@ -95,6 +100,7 @@ def _execution_count() -> Any:
 _ERROR_COLOUR = "var(--jp-error-color1, #d32f2f)"
 _MUTED_COLOUR = "var(--jp-ui-font-color2, #757575)"
 _BORDER = "var(--jp-border-color1, #bdbdbd)"
+_EMPTY = _Shown("", "")
 _WRAP = "white-space: pre-wrap; word-break: normal; overflow-wrap: break-word"
 
 
@@ -158,57 +164,51 @@ class StepView:
 
         return f"nbtools-chat-{uuid.uuid4().hex}"
 
+    # The status line and the streamed text are transient: each starts as an empty output and is
+    # only ever updated, ending empty. A saved notebook keeps an empty output where they were, and a
+    # re-run compared with it (nbval, which ignores updates) sees the same empty output.
+    def _transient(self, shown: Any, display_id: Any) -> Any:
+        if display_id is None:
+            display_id = self._new_id()
+            self._display(_EMPTY, display_id=display_id)
+        self._update(shown, display_id=display_id)
+        return display_id
+
     def status(self, text: str | None) -> None:
-        """Show what the loop is doing now (None: nothing: the status line is emptied)."""
-        shown = _Shown("", "") if text is None else _Shown(
-            f"… {text}", f"<div style='color: {_MUTED_COLOUR}; font-style: italic'>… {html.escape(text)}</div>")
-        if self._update is None:
-            if text is not None:
-                self._display(shown)
+        """Show what the loop is doing now (None: the status line is emptied)."""
+        if self._update is None or (text is None and self._status is None):
             return
-        if self._status is None:
-            if text is None:
-                return
-            self._status = self._new_id()
-            self._display(shown, display_id=self._status)
-        else:
-            self._update(shown, display_id=self._status)
+        shown = _EMPTY if text is None else _Shown(
+            f"… {text}", f"<div style='color: {_MUTED_COLOUR}; font-style: italic'>… {html.escape(text)}</div>")
+        self._status = self._transient(shown, self._status)
 
     def text(self, piece: str) -> None:
         """A piece of the model's text as it streams: shown with what came before, in place."""
-        self._text.append(piece)
-        shown = _Markdown("".join(self._text), self.remote_images)
         if self._update is None:
             return
-        if self._live is None:
-            self._live = self._new_id()
-            self._display(shown, display_id=self._live)
-        else:
-            self._update(shown, display_id=self._live)
+        self._text.append(piece)
+        self._live = self._transient(_Markdown("".join(self._text), self.remote_images), self._live)
 
-    def _settle_text(self, text: str) -> bool:
-        """End a streamed reply: its output now shows `text` (the reply's whole text); whether
-        there was one (else the text still has to be shown)."""
+    def _settle_text(self) -> None:
+        """End a streamed reply: its transient output is emptied (the text is shown as a step's)."""
         live, self._live, self._text = self._live, None, []
-        if live is None:
-            return False
-        self._update(_Markdown(text, self.remote_images), display_id=live)
-        return True
+        if live is not None:
+            self._update(_EMPTY, display_id=live)
 
     def step(self, step: Step) -> None:
-        streamed = self._settle_text(step.text)
+        self._settle_text()
         for call in step.calls:
             self._display(call_output(step, call))
             for item in rich_items(call):
                 if isinstance(item, Image):  # shown as the picture (its text form: "Image(image/png, N bytes)")
                     self._display(item)
-        if step.text and not streamed:
+        if step.text:
             self._display(_Markdown(step.text, self.remote_images))
 
     def final(self, text: str, usage: Usage) -> Answer:
         """Show the final answer (once); the `Answer` the chat returns."""
-        if not self._settle_text(text):
-            self._display(_Markdown(text, self.remote_images))
+        self._settle_text()
+        self._display(_Markdown(text, self.remote_images))
         answer = Answer(text)
         answer._shown_in = _execution_count()
         answer.remote_images = self.remote_images
