@@ -469,7 +469,7 @@ class Chat:
             step, total = usage, self.usage
         else:
             step, total = usage + extra, self.usage + extra
-        self.usage = dataclasses.replace(total, steps=total.steps + (step,))
+        self.usage = total.with_step(step)
         return step
 
     def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:

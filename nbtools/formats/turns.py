@@ -44,6 +44,11 @@ class Usage:
         """Input and output tokens together (what a token budget counts)."""
         return self.input_tokens + self.output_tokens
 
+    def with_step(self, step: "Usage") -> "Usage":
+        """These totals with `step` added to `steps` (the token counts are left as they are)."""
+        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                     self.cost, (*self.steps, step))
+
     def __add__(self, other: "Usage") -> "Usage":
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
