@@ -16,11 +16,11 @@ Rows, per provider (openai, responses, anthropic, gemini):
 - the same two loops with the SDK's create replaced by one handing back the SDK's own parsed reply
   objects (recorded once): only the loops' own work is left (echo, parse, dispatch, results,
   records). Target: <= 1.5x the hand loop (Chat also records steps, sums usage, checks the tool set
-  is unchanged and the budget). Measured on a loaded 2-core machine (2026-11-25): 1.5-2.7x
+  is unchanged and the budget). Measured on a loaded 2-core machine (2026-11-25): 1.6-2.5x
   (main before this change: 2.1-2.5x on the same machine), i.e. about 50-300 µs more per step,
   against SDK steps of 5-35 ms: the target is not met everywhere yet.
 - streaming (OpenAI chat, Anthropic): the same, with the SDK's parsed stream events replayed,
-  against a hand loop that puts text and tool calls together from the events. Measured 2.7-3.5x:
+  against a hand loop that puts text and tool calls together from the events. Measured 2.6-3.5x:
   the assembler reads every event generically (dicts or SDK objects) and the reply it builds is
   copied once more when recorded; not met yet.
 

@@ -21,6 +21,11 @@ from typing import Any
 from .turns import _field, _plain
 
 
+def _get(value: Any, name: str) -> Any:
+    """`_field` for the hot path: one type check (events are SDK objects, or dicts in tests)."""
+    return value.get(name) if type(value) is dict else getattr(value, name, None)
+
+
 class Assembler:
     """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
 
@@ -41,31 +46,38 @@ class OpenAIChunks(Assembler):
         self.head: dict = {}
 
     def feed(self, chunk: Any) -> str:
+        choices = _get(chunk, "choices")
         if not self.head:
-            self.head = {key: _field(chunk, key) for key in ("id", "model", "created")}
-        usage = _field(chunk, "usage")
-        if usage is not None:
-            self.usage = _plain(usage)
-        choices = _field(chunk, "choices") or ()
-        if not choices:
+            self.head = {key: _get(chunk, key) for key in ("id", "model", "created")}
+        if not choices:  # the usage chunk (stream_options include_usage) has no choices
+            usage = _get(chunk, "usage")
+            if usage is not None:
+                self.usage = _plain(usage)
             return ""
         choice = choices[0]
-        self.finish = _field(choice, "finish_reason") or self.finish
-        delta = _field(choice, "delta")
+        finish = _get(choice, "finish_reason")
+        if finish:
+            self.finish = finish
+            usage = _get(chunk, "usage")
+            if usage is not None:
+                self.usage = _plain(usage)
+        delta = _get(choice, "delta")
         if delta is None:
             return ""
-        for piece in _field(delta, "tool_calls") or ():
-            call = self.calls.setdefault(_field(piece, "index") or 0,
-                                         {"id": None, "type": "function", "name": "", "arguments": []})
-            call["id"] = _field(piece, "id") or call["id"]
-            function = _field(piece, "function")
-            if function is not None:
-                call["name"] += _field(function, "name") or ""
-                call["arguments"].append(_field(function, "arguments") or "")
-        refusal = _field(delta, "refusal")
+        calls = _get(delta, "tool_calls")
+        if calls:
+            for piece in calls:
+                call = self.calls.setdefault(_get(piece, "index") or 0,
+                                             {"id": None, "type": "function", "name": "", "arguments": []})
+                call["id"] = _get(piece, "id") or call["id"]
+                function = _get(piece, "function")
+                if function is not None:
+                    call["name"] += _get(function, "name") or ""
+                    call["arguments"].append(_get(function, "arguments") or "")
+        refusal = _get(delta, "refusal")
         if refusal:
             self.refusal.append(refusal)
-        text = _field(delta, "content")
+        text = _get(delta, "content")
         if text:
             self.text.append(text)
             return text
@@ -115,16 +127,16 @@ class AnthropicEvents(Assembler):
         self.json: dict[int, list[str]] = {}
 
     def feed(self, event: Any) -> str:
-        kind = _field(event, "type")
+        kind = _get(event, "type")
         if kind == "content_block_delta":
-            index, delta = _field(event, "index"), _field(event, "delta")
-            block, what = self.blocks[index], _field(delta, "type")
+            index, delta = _get(event, "index"), _get(event, "delta")
+            block, what = self.blocks[index], _get(delta, "type")
             if what == "text_delta":
-                text = _field(delta, "text") or ""
+                text = _get(delta, "text") or ""
                 block["text"] = block.get("text", "") + text
                 return text
             if what == "input_json_delta":
-                self.json.setdefault(index, []).append(_field(delta, "partial_json") or "")
+                self.json.setdefault(index, []).append(_get(delta, "partial_json") or "")
             elif what == "thinking_delta":
                 block["thinking"] = block.get("thinking", "") + (_field(delta, "thinking") or "")
             elif what == "signature_delta":
