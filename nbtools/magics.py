@@ -528,6 +528,9 @@ class ToolMagics(Magics):
               help="serve the enabled tools over MCP (streamable HTTP at http://127.0.0.1:PORT/mcp; "
                    "no PORT: a free one); calls run in this kernel between cells")
     @argument("--stop", action="store_true", help="stop the MCP servers started with --serve")
+    @argument("--forget", action="store_true",
+              help="forget every Always allow / Always deny answer given to approval prompts (all registries; "
+                   "with GLOB: only those tools), so they are asked again")
     @argument("--token", default=None, metavar="TOKEN",
               help="with --serve: the bearer token clients must send (default: $NBTOOLS_MCP_TOKEN, else a "
                    "random one, printed)")
@@ -545,7 +548,8 @@ class ToolMagics(Magics):
         disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so an agent outside can
         call the enabled tools while you keep working: the calls run on the kernel's main thread
         between cells (see `nbtools.mcp`); `--stop` ends it. These are four different actions: give
-        at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call.
+        at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call. `--forget [GLOB]` forgets
+        the Always allow / Always deny answers given to approvals (`registry.forget()` everywhere).
         """
         args = _parse_args(self.tools, line, "%tools")
         self._tools_action(args)
@@ -553,6 +557,13 @@ class ToolMagics(Magics):
     def _tools_action(self, args: Any) -> None:
         from IPython.display import display
 
+        if args.forget:
+            from .policy import forget_everywhere
+
+            forgotten = forget_everywhere(args.glob)
+            print(f"forgot the remembered answers for: {', '.join(forgotten)}" if forgotten
+                  else "no remembered approval answers to forget")
+            return
         chosen = [option for option, given in (("--fmt", args.fmt is not None), ("--panel", args.panel),
                                                  ("--serve", args.serve is not None), ("--stop", args.stop))
                   if given]

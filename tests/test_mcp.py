@@ -611,7 +611,7 @@ def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behi
     # in a child, so that what asyncio prints at exit (a failed future nobody retrieved) is seen
     finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                               timeout=DEADLINE * 2)
-    assert "no answer to `initialize` within 1 s" in finished.stdout, finished
+    assert "no answer to the handshake (`server/discover`, `initialize`) within 1 s" in finished.stdout, finished
     assert "never retrieved" not in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
     leftover = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True)
     assert leftover.stdout == ""  # the server process was stopped
