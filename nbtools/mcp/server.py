@@ -1,4 +1,5 @@
-"""A Registry as an `mcp` low-level `Server`: tools/list, tools/call, logging/setLevel, list_changed.
+"""A Registry as an `mcp` low-level `Server`: tools/list, tools/call, logging/setLevel, list_changed,
+and (through `offerings`) the registry's resources, prompts and completions.
 
 The transports that carry the server (stdio, streamable HTTP) live in `blocking`, `web` and
 `background`; how values and errors become MCP results lives in `results`; what a tool reaches
@@ -108,7 +109,11 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from .. import __version__
     from .served import LEVEL_KEY, ServedContext, connection_of
 
+    from ..resources import catalog_of
+    from .offerings import Announcer, add_offerings
+
     tools = as_registry(registry)
+    catalog = catalog_of(tools)
     clients = _Clients()
 
     @contextlib.asynccontextmanager
@@ -117,10 +122,12 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         # from now on a change of the registry reaches every connected client.
         clients.loop = asyncio.get_running_loop()
         unsubscribe = tools.on_change(clients.registry_changed)
+        unsubscribe_catalog = catalog.on_change(Announcer(clients))  # resources, prompts (offerings.py)
         try:
             yield {}
         finally:
             unsubscribe()
+            unsubscribe_catalog()
             clients.loop = None
 
     async def list_tools(ctx: Any, params: Any) -> "mcp_types.ListToolsResult":
@@ -160,7 +167,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
             # `listChanged: true`: this server sends notifications/tools/list_changed (see _Clients)
             return super().create_initialization_options(
-                notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+                notification_options or NotificationOptions(tools_changed=True, resources_changed=True,
+                                                            prompts_changed=True), *args, **kwargs)
 
     server = NbtoolsServer(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                            instructions=INSTRUCTIONS, lifespan=lifespan)
@@ -168,6 +176,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+    add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
     return server
 
 
