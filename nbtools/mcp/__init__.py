@@ -69,7 +69,7 @@ notebook, a progress bar and the cell's output.
 
 from __future__ import annotations
 
-from .background import RunningServer, running_servers, serve_magic, start, stop
+from .background import RunningServer, running_servers, serve_magic, served_at, start, stop
 from .blocking import DEFAULT_PORT, serve
 from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
 from .notify import LogMessage, Progress
@@ -78,7 +78,7 @@ from .server import as_registry, build_server, call_result
 from .web import MCP_PATH, bind_socket
 
 __all__ = [
-    "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
+    "serve", "start", "stop", "running_servers", "served_at", "RunningServer", "build_server", "call_result",
     "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
     "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage",

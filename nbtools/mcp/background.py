@@ -209,6 +209,15 @@ def running_servers() -> list[RunningServer]:
     return [server for server in _RUNNING.values() if server.running]
 
 
+def served_at(port: int) -> RunningServer:
+    """The server `start` (or `%tools --serve`) runs on `port`: its `.token`, `.url`, `.stop()`."""
+    server = _RUNNING.get(port)
+    if server is None or not server.running:
+        ports = ", ".join(str(each.port) for each in running_servers()) or "none"
+        raise LookupError(f"no nbtools MCP server runs on port {port} (ports serving: {ports})")
+    return server
+
+
 def stop(port: int | None = None) -> list[RunningServer]:
     """Stop the server on `port` (default: every server `start` started); returns the ones stopped."""
     if port is not None and port not in _RUNNING:
@@ -258,10 +267,13 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
 
 
 def _token_line(server: RunningServer) -> str:
-    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
+    """The second line: how clients authenticate. Never the token itself: this line is a cell's
+    output, saved with the notebook (the token is `.token` of the server object, read when needed)."""
     if server.token is None:
         return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
-    return f"\nClients send the header `Authorization: Bearer {server.token}`."
+    return ("\nClients send the header `Authorization: Bearer <token>`; the token is "
+            f"`nbtools.mcp.served_at({server.port}).token` (not shown here: outputs are saved with the "
+            "notebook). To choose it, set $NBTOOLS_MCP_TOKEN before serving, or pass --token.")
 
 
 @atexit.register

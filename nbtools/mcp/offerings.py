@@ -30,7 +30,7 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
-    from .served import ServedContext, connection_of
+    from .served import ServedContext, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
         if isinstance(error, ResourceError):
@@ -39,16 +39,28 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
             return MCPError(types.INVALID_PARAMS if error.argument else types.INTERNAL_ERROR, str(error))
         return MCPError(types.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
 
-    async def run(ctx: Any, make: Any) -> Any:
-        """Run a catalog call with the request's ToolContext (log, progress, elicit reach the client)."""
+    async def run(ctx: Any, params: Any, make: Any, build: Any) -> Any:
+        """Run a catalog call with the request's ToolContext (log, progress, elicit reach the client);
+        `build(value)` makes the result; at 2026-07-28 unanswered questions make an InputRequiredResult."""
         connections.add(connection_of(ctx))
-        served = ServedContext(ctx, asyncio.get_running_loop())
+        served = ServedContext(ctx, asyncio.get_running_loop(), params)
         token = use_context(served)
         try:
-            return await make()
+            value = await make()
+        except Exception as error:
+            await served.flush()
+            if served.input_required() is None and not (served.missing is not None and served._input_required):
+                raise failure(error) from None
+            return round_outcome(served, None)
         finally:
             reset_context(token)
-            await served.flush()
+        await served.flush()
+        if served.input_required() is not None:  # the function caught the end of its run: still ask
+            return served.input_required()
+        try:
+            return build(value)
+        except Exception as error:
+            raise failure(error) from None
 
     async def list_resources(ctx: Any, params: Any) -> Any:
         connections.add(connection_of(ctx))
@@ -69,11 +81,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
             catalog.find(uri)
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
-        try:
-            value, mime = await run(ctx, lambda: catalog.read(uri))
-        except Exception as error:
-            raise failure(error) from None
-        return types.ReadResourceResult(contents=[resource_contents(uri, value, mime)])
+        return await run(ctx, params, lambda: catalog.read(uri),
+                         lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]))
 
     async def subscribe(ctx: Any, params: Any) -> Any:
         connection = connection_of(ctx)
@@ -96,13 +105,13 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
             for entry in catalog.prompts.values()])
 
     async def get_prompt(ctx: Any, params: Any) -> Any:
-        try:
-            messages, description = await run(ctx, lambda: catalog.render_prompt(params.name, params.arguments))
+        def build(rendered: Any) -> Any:
+            messages, description = rendered
             return types.GetPromptResult(description=description, messages=[
                 types.PromptMessage(role=message["role"], content=prompt_content(message["content"]))
                 for message in messages])
-        except Exception as error:
-            raise failure(error) from None
+
+        return await run(ctx, params, lambda: catalog.render_prompt(params.name, params.arguments), build)
 
     async def complete(ctx: Any, params: Any) -> Any:
         ref = params.ref

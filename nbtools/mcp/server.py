@@ -107,7 +107,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     import mcp_types as types
 
     from .. import __version__
-    from .served import LEVEL_KEY, ServedContext, connection_of
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+    from .served import LEVEL_KEY, ServedContext, connection_of, round_outcome
 
     from ..resources import catalog_of
     from .offerings import Announcer, add_offerings
@@ -141,7 +143,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
                                                  "tools/list names the tools it has")
-        served = ServedContext(ctx, asyncio.get_running_loop())
+        served = ServedContext(ctx, asyncio.get_running_loop(), params)
         token = use_context(served)
         try:
             result = await call_result(tools, params.name, params.arguments,
@@ -152,7 +154,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         finally:
             reset_context(token)
         await served.flush()  # every progress/log notification goes out before the result
-        return result
+        return round_outcome(served, result)
 
     async def set_level(ctx: Any, params: "mcp_types.SetLevelRequestParams") -> "mcp_types.EmptyResult":
         connection = connection_of(ctx)
@@ -177,6 +179,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
     add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
+    # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
+    # state from another process or a tampered one is refused with -32602) and verifies it on return.
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
     return server
 
 
