@@ -223,3 +223,49 @@ async def test_shared_variables_are_read_live_and_updates_reach_subscribers():
         unshare("SHARED_VALUE", registry=reg)
     with pytest.raises(NameError, match="no variable 'NOT_DEFINED'"):
         share("NOT_DEFINED", registry=reg)
+
+
+async def test_elicit_sample_and_roots_work_for_a_2026_client_through_input_required_rounds():
+    """`mcp.Client` picks 2026-07-28 (stateless): no server-to-client requests; the tool's questions go
+    out as an InputRequiredResult, the client answers, and the tool runs again with the answers."""
+    from mcp import Client
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    import nbtools.mcp as nbmcp
+
+    runs: list[str] = []
+    reg = Registry()
+
+    @reg.add
+    async def interview(topic: str, ctx: ToolContext) -> str:
+        "Asks a name, the model's opinion and the roots."
+        runs.append(topic)
+        name = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}},
+                                key="name")
+        opinion, roots = await asyncio.gather(ctx.sample(f"About {topic}?", max_tokens=20, key="opinion"),
+                                              ctx.roots(key="roots"))
+        return f"{name.content['name']} / {opinion} / {[root['uri'] for root in roots]}"
+
+    @prompt(registry=reg)
+    async def greet(ctx: ToolContext):
+        answer = await ctx.elicit("Whom?", {"type": "object", "properties": {"who": {"type": "string"}}})
+        return f"Greet {answer.content['who']}"
+
+    async def elicited(context, params):
+        return types.ElicitResult(action="accept", content={"name": "Ada", "who": "Bob"})
+
+    async def sampled(context, params):
+        return types.CreateMessageResult(role="assistant", model="m",
+                                         content=types.TextContent(type="text", text="fine"))
+
+    async def rooted(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work")])
+
+    async with Client(nbmcp.build_server(reg), elicitation_callback=elicited, sampling_callback=sampled,
+                      list_roots_callback=rooted) as client:
+        assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        result = await client.call_tool("interview", {"topic": "tea"})
+        assert result.content[0].text == "Ada / fine / ['file:///work']", result
+        assert runs == ["tea", "tea", "tea"]  # asked the name, then the two others together, then done
+        got = await client.get_prompt("greet")
+        assert got.messages[0].content.text == "Greet Bob"
