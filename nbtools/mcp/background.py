@@ -49,6 +49,8 @@ class RunningServer:
     _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _began: bool = field(default=False, repr=False)  # the serving coroutine has started running
+    activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
+    view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
 
     @property
     def running(self) -> bool:
@@ -113,8 +115,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     when it is loopback) or one of `allow_hosts`.
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
+    from .activity import Activity
+
     tools = as_registry(registry)
-    server = build_server(tools, name=name)
+    activity = Activity()
+    server = build_server(tools, name=name, activity=activity)
     secret = resolve_token(token)
     listener = bind_socket(host, port)
     try:
@@ -122,7 +127,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
                                 allow_hosts=allow_hosts)
         running = RunningServer(url, host, listener.getsockname()[1], tools, False, secret, served,
-                                listener, None)
+                                listener, None, activity=activity)
         # 2. On this thread's running loop (a kernel's: calls run between cells), else on a thread of its own.
         try:
             loop = asyncio.get_running_loop()
@@ -254,6 +259,7 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
+            _show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
                     f"(`%tools --stop` ends it).{_token_line(server)}")
     try:
@@ -262,8 +268,30 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
+    _show_activity(server)
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
+
+
+def _show_activity(server: RunningServer) -> None:
+    """In a kernel: show the server's activity log (its recent tool calls) in this cell's output."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None or server.activity is None:
+        return
+    try:
+        from .activity import ActivityView
+    except ImportError:
+        return
+    from IPython.display import display
+
+    try:
+        server.view = ActivityView(server.activity, server._loop)
+        display(server.view)
+    except ImportError:  # no ipywidgets: the log stays available as `served_at(port).activity.records`
+        return
 
 
 def _token_line(server: RunningServer) -> str:

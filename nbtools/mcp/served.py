@@ -48,6 +48,13 @@ def connection_of(request_ctx: Any) -> Any:
     return getattr(getattr(request_ctx, "session", None), "_connection", None)
 
 
+def client_name(request_ctx: Any) -> str:
+    """The name the client gave (`clientInfo.name`), else "an MCP client"."""
+    params = getattr(getattr(request_ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    return str(getattr(info, "name", None) or "an MCP client")
+
+
 def connection_level(request_ctx: Any) -> str:
     """The least severe level this request's client wants log lines at."""
     from mcp_types import LOG_LEVEL_META_KEY

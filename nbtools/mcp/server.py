@@ -95,12 +95,14 @@ class _Clients:
                 await connection.send_tool_list_changed()
 
 
-def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False) -> "Server":
+def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False,
+                 activity: Any = None) -> "Server":
     """An `mcp` low-level `Server` serving the registry's enabled tools through nbtools' dispatch.
 
     The registry is read on every request, so tools added, removed, enabled or disabled after the
     server started show up in the next `tools/list` (and clients are told). `threads`: run plain
-    (non-async) tools in worker threads (see the module docs).
+    (non-async) tools in worker threads (see the module docs). `activity`: an `activity.Activity`
+    that records every tool call (client, tool, arguments, elapsed time, outcome).
     """
     from mcp.server.lowlevel import NotificationOptions, Server  # first: a missing SDK is named "mcp"
 
@@ -109,7 +111,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from .. import __version__
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
-    from .served import LEVEL_KEY, ServedContext, connection_of, round_outcome
+    from .served import LEVEL_KEY, ServedContext, client_name, connection_of, round_outcome
 
     from ..resources import catalog_of
     from .offerings import Announcer, add_offerings
@@ -144,17 +146,23 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
                                                  "tools/list names the tools it has")
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
+        record = activity.begin(client_name(ctx), params.name, params.arguments) if activity is not None else None
         token = use_context(served)
         try:
             result = await call_result(tools, params.name, params.arguments,
                                        in_thread=threads and not tool.is_async)
         except BaseException:
             served.cancel()  # cancelled (by the client, or the server stopping): a tool may check it
+            if record is not None:
+                activity.end(record, cancelled=True)
             raise
         finally:
             reset_context(token)
         await served.flush()  # every progress/log notification goes out before the result
-        return round_outcome(served, result)
+        outcome = round_outcome(served, result)
+        if record is not None:
+            activity.end(record, outcome)
+        return outcome
 
     async def set_level(ctx: Any, params: "mcp_types.SetLevelRequestParams") -> "mcp_types.EmptyResult":
         connection = connection_of(ctx)
