@@ -27,6 +27,8 @@ _LAZY = {
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
     "Chat": "chat",
     "resource": "resources", "prompt": "resources", "share": "sharing",
+    "replay": "chat.cassette",
+    "describe": "chat.describing",
 }
 
 

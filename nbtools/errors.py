@@ -4,7 +4,10 @@
     ├── SchemaError      a callable, parameter or schema with no faithful tool definition (also a TypeError)
     ├── ToolCallError    a tool call refused (unknown tool, bad arguments, denied) or that failed
     ├── TargetError      a TARGET of the `nbtools` command that cannot be found or loaded
-    └── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
+    ├── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
+    ├── CassetteError    a cassette (`Chat(record=)`, `replay`) that cannot be read or written
+    │   └── CassetteMismatch   a replayed request that differs from the recorded one
+    └── DescriptionError a model's descriptions (`describe`) refused, or a pin file that does not fit
 
 `except NbtoolsError` catches all of them; each keeps the standard base class code already catches
 (`except TypeError` for a SchemaError, `except Exception` for the rest).
@@ -137,4 +140,31 @@ class NotebookError(NbtoolsError):
         super().__init__(f"{path}, cell {cell} failed: {what}")
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError"]
+class CassetteError(NbtoolsError):
+    """A cassette that cannot be read, written or replayed (the message names the file and what to do)."""
+
+
+class CassetteMismatch(CassetteError):
+    """A request sent to a `replay` client that differs from the one recorded at that point.
+
+    Fields: `path` (the cassette), `index` (the exchange, from 1), `where` (what differs: `method`,
+    `path`, `query`, or a place in the JSON body such as `messages[3].content`), `recorded`, `sent`.
+    Raised through the SDK as the SDK's own error type too (`openai.OpenAIError`...), so the SDK
+    passes it on unchanged instead of reporting a connection error.
+    """
+
+    def __init__(self, path: str, index: int, where: str, recorded: Any, sent: Any, note: str = ""):
+        self.path, self.index, self.where, self.recorded, self.sent = path, index, where, recorded, sent
+        super().__init__(
+            f"request {index} differs from the recording in {path} at {where}: recorded {_cut(repr(recorded), 300)}, "
+            f"sent {_cut(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
+            "(Chat(..., record=PATH) with the real client)")
+
+
+class DescriptionError(NbtoolsError, ValueError):
+    """Descriptions that cannot be used: a model's answer that is not the JSON asked for or names a tool
+    or parameter that does not exist (nothing is changed), or a pin file that no longer fits the tools."""
+
+
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError", "CassetteError",
+           "CassetteMismatch", "DescriptionError"]
