@@ -269,3 +269,23 @@ async def test_elicit_sample_and_roots_work_for_a_2026_client_through_input_requ
         assert runs == ["tea", "tea", "tea"]  # asked the name, then the two others together, then done
         got = await client.get_prompt("greet")
         assert got.messages[0].content.text == "Greet Bob"
+
+
+def test_a_root_allof_and_if_then_else_are_kept_and_enforced_by_tool_from_schema():
+    from nbtools import Tool, ToolCallError
+
+    schema = {"type": "object", "properties": {"method": {"enum": ["phone", "email"]}, "phone": {"type": "string"},
+                                               "email": {"type": "string"}},
+              "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+              "if": {"properties": {"method": {"const": "phone"}}, "required": ["method"]},
+              "then": {"required": ["phone"]}, "additionalProperties": False}
+    contact = Tool.from_schema("contact", "Reach someone.", schema, lambda **arguments: sorted(arguments))
+    listed = contact.schema("mcp")["inputSchema"]
+    assert listed["allOf"] == schema["allOf"] and listed["if"] == schema["if"] and listed["then"] == schema["then"]
+    assert contact.call({"email": "a@b"}) == ["email"]
+    with pytest.raises(ToolCallError, match="allOf"):
+        contact.call({})
+    with pytest.raises(ToolCallError, match="'phone' is a required property"):
+        contact.call({"method": "phone", "email": "a@b"})
+    with pytest.raises(ToolCallError, match="argument 'fax'"):  # the object itself is still checked
+        contact.call({"fax": "1"})
