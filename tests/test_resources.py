@@ -289,3 +289,37 @@ def test_a_root_allof_and_if_then_else_are_kept_and_enforced_by_tool_from_schema
         contact.call({"method": "phone", "email": "a@b"})
     with pytest.raises(ToolCallError, match="argument 'fax'"):  # the object itself is still checked
         contact.call({"fax": "1"})
+
+
+async def test_a_2026_client_hears_of_changes_on_a_listen_stream_and_discover_says_so():
+    from mcp import Client
+    from mcp.shared.subscriptions import ResourceUpdated
+
+    import nbtools.mcp as nbmcp
+
+    reg = Registry()
+    value = {"n": 1}
+
+    @resource("data://n", registry=reg)
+    def n():
+        return value
+
+    async with Client(nbmcp.build_server(reg)) as client:
+        caps = client.server_capabilities
+        assert caps.tools.list_changed and caps.prompts.list_changed and caps.resources.list_changed
+        assert caps.resources.subscribe
+        async with client.listen(tools_list_changed=True, prompts_list_changed=True,
+                                 resource_subscriptions=["data://n"]) as subscription:
+            reg.add(lambda: 1, name="one")
+            prompt("p", registry=reg)(lambda: "hi")
+            catalog_of(reg).updated("data://n")
+            seen = []
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    seen.append(event)
+                    if len(seen) == 3:
+                        break
+        assert sorted(type(event).__name__ for event in seen) == [
+            "PromptsListChanged", "ResourceUpdated", "ToolsListChanged"]
+        assert [event.uri for event in seen if isinstance(event, ResourceUpdated)] == ["data://n"]
+        assert [t.name for t in (await client.list_tools()).tools] == ["one"]

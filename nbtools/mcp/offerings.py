@@ -188,6 +188,7 @@ class Announcer:
             loop.call_soon_threadsafe(lambda: loop.create_task(self._send(kind, uri)))
 
     async def _send(self, kind: str, uri: str | None) -> None:
+        await self.connections.publish(kind, uri)  # 2026-07-28 listen streams
         for connection in list(self.connections.connections.values()):
             with contextlib.suppress(Exception):  # best-effort: a client that left is forgotten at teardown
                 if kind == "resources":

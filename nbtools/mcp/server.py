@@ -65,6 +65,7 @@ class _Clients:
         self.connections: dict[int, Any] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queued = False
+        self.bus: Any = None  # 2026-07-28 clients hear of changes on `subscriptions/listen` streams
 
     def add(self, connection: Any) -> None:
         if connection is None or id(connection) in self.connections:
@@ -90,9 +91,22 @@ class _Clients:
 
     async def _broadcast(self) -> None:
         self._queued = False  # later changes queue another notification
+        await self.publish("tools")
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):  # best-effort: a client that left is forgotten at teardown
                 await connection.send_tool_list_changed()
+
+    async def publish(self, kind: str, uri: str | None = None) -> None:
+        """Tell the `subscriptions/listen` streams (2026-07-28) that `kind` changed."""
+        if self.bus is None:
+            return
+        from mcp.shared.subscriptions import (PromptsListChanged, ResourcesListChanged, ResourceUpdated,
+                                              ToolsListChanged)
+
+        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged,
+                 "resources": ResourcesListChanged}.get(kind)
+        with contextlib.suppress(Exception):  # best-effort, as the notifications above
+            await self.bus.publish(event() if event is not None else ResourceUpdated(uri or ""))
 
 
 def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False,
@@ -116,9 +130,12 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from ..resources import catalog_of
     from .offerings import Announcer, add_offerings
 
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
     tools = as_registry(registry)
     catalog = catalog_of(tools)
     clients = _Clients()
+    clients.bus = InMemorySubscriptionBus()
 
     @contextlib.asynccontextmanager
     async def lifespan(server: Any) -> AsyncIterator[dict]:
@@ -187,6 +204,10 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
     add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
+    # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
+    # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
+    server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
+                               ListenHandler(clients.bus))
     # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
