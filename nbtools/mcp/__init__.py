@@ -6,7 +6,11 @@ Importing it imports neither `mcp` nor uvicorn: each function imports what it ne
 
 One job per module:
 
-* `server`: a Registry as an `mcp` low-level `Server` (tools/list, tools/call, logging/setLevel, list_changed).
+* `server`: a Registry as an `mcp` low-level `Server` (tools/list, tools/call, logging/setLevel, list_changed,
+  subscriptions/listen).
+* `offerings`: the registry's resources, prompts and completions (`nbtools.resource`, `nbtools.prompt`,
+  `nbtools.share`) on that Server.
+* `activity`: the recent tool calls of a server, and their view under the `%tools --serve` cell.
 * `context`: the `ToolContext` of a served call (progress, log, sampling, elicitation).
 * `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
 * `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
