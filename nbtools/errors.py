@@ -3,14 +3,23 @@
     NbtoolsError
     ├── SchemaError      a callable, parameter or schema with no faithful tool definition (also a TypeError)
     ├── ToolCallError    a tool call refused (unknown tool, bad arguments, denied) or that failed
+    │   └── CallRefused  refused by the approval policy (denied, no answer in time, disabled, destructive)
     ├── TargetError      a TARGET of the `nbtools` command that cannot be found or loaded
     ├── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
     ├── CassetteError    a cassette (`Chat(record=)`, `replay`) that cannot be read or written
     │   └── CassetteMismatch   a replayed request that differs from the recorded one
-    └── DescriptionError a model's descriptions (`describe`) refused, or a pin file that does not fit
+    ├── DescriptionError a model's descriptions (`describe`) refused, or a pin file that does not fit
+    └── MagicError       a `%%tool`/`%tools` magic that failed for a reason its message gives in full
+    Interrupted          a person's interrupt that ended a call (`call_func`, `python()`); a
+                         KeyboardInterrupt, so `except Exception` never swallows it
+    ApprovalInterrupt    a person's interrupt while a call waited for approval (also a KeyboardInterrupt)
 
 `except NbtoolsError` catches all of them; each keeps the standard base class code already catches
 (`except TypeError` for a SchemaError, `except Exception` for the rest).
+
+In a notebook each of them reads as one or two lines (IPython shows `_render_traceback_` instead of
+a traceback): these are expected outcomes whose message says what happened and what to do, and 25
+to 60 lines of nbtools' internals above it only hid that. `error.__traceback__` keeps the frames.
 
 A ToolCallError's text ("Error calling tool 'name', argument 'path': problem", then the schema) is
 written only by `ToolCallError.text`. Where an error crosses a process boundary (an MCP server's
@@ -24,7 +33,15 @@ import json
 from typing import Any
 
 
-class NbtoolsError(Exception):
+class ShortDisplay:
+    """Shown by IPython as `Name: message` (a line per message line) instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {line}" if index == 0 else line
+                for index, line in enumerate(str(self).splitlines() or [""])]
+
+
+class NbtoolsError(ShortDisplay, Exception):
     """Base class of the errors nbtools raises on purpose (see the module docs for the family)."""
 
 
@@ -112,6 +129,29 @@ class ToolCallError(NbtoolsError):
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
 
+    def _render_traceback_(self) -> list[str]:
+        """The first line of the text, without the schema (it is for the model; `error.schema` has it)."""
+        return [f"{type(self).__name__}: {self.text().splitlines()[0]}"]
+
+
+class CallRefused(ToolCallError):
+    """A call the approval policy refused: denied, not answered in time, a disabled or refused
+    destructive tool. Nothing ran; in a cell IPython shows its whole text (one or two lines: the
+    reason a person gave is part of it)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self.text()}"]
+
+
+class ApprovalInterrupt(KeyboardInterrupt):
+    """A person interrupted the kernel while a call waited for approval: the call did not run.
+    Still a KeyboardInterrupt (the run stops), shown by IPython as its one line."""
+
+    by_signal = True  # an enclosing tool call stops too, as it would for the signal itself
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
 
 def _cut(text: str, limit: int) -> str:
     """`text`, cut to `limit` characters with a marker saying how long it was."""
@@ -166,5 +206,36 @@ class DescriptionError(NbtoolsError, ValueError):
     or parameter that does not exist (nothing is changed), or a pin file that no longer fits the tools."""
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError", "CassetteError",
-           "CassetteMismatch", "DescriptionError"]
+class MagicError(NbtoolsError):
+    """A magic that failed for a reason the message says in full: shown as the message alone (it
+    starts with the magic's name), and the cell still ends with an error status (nbclient and
+    `nbconvert --execute` stop there)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return str(self).splitlines() or [""]
+
+
+class Interrupted(ShortDisplay, KeyboardInterrupt):
+    """A person interrupted the kernel (or pressed Ctrl+C) while a call ran: the call did not finish.
+
+    Still a KeyboardInterrupt (the run stops; `except Exception` does not catch it), shown as one
+    line instead of a traceback through nbtools. Field: `what` (what was running, e.g. "tool 'add'").
+    `by_signal`: an enclosing tool call stops too, as it would for the signal itself.
+    """
+
+    by_signal = True
+
+    def __init__(self, what: str = "the code"):
+        self.what = what
+        super().__init__(f"{what} was interrupted and did not finish")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.what,))
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
+
+
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "CallRefused", "ApprovalInterrupt", "TargetError",
+           "NotebookError", "CassetteError", "CassetteMismatch", "DescriptionError", "MagicError", "Interrupted",
+           "ShortDisplay"]

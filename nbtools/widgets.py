@@ -1,9 +1,9 @@
-"""The tools panel and the approval prompt (ipywidgets).
+"""The tools panel (ipywidgets).
 
 `panel()` shows one row per registered tool: a checkbox that enables or disables it (disabled tools
 are left out of `registry.schemas()` and refused by `call_func`), group and hint badges, the first
-line of its description, and its schema on demand in any format. `ApprovalPrompt` is an approval
-callback for `Registry(approve=...)` that asks with Approve / Deny buttons.
+line of its description, and its schema on demand in any format. (The approval prompt is in
+`nbtools.approval`.)
 
 Everything a tool's author wrote (names, docstrings, groups) is HTML-escaped before it is shown.
 This module imports ipywidgets at the top; `nbtools` imports it only when `panel` is first used.
@@ -11,11 +11,8 @@ This module imports ipywidgets at the top; `nbtools` imports it only when `panel
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
-import math
-import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +20,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
-from .listing import SEARCHED, NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
+from .listing import (
+    SEARCHED, NEUTRAL, code_spans_html, first_line, format_words, matching_tools, name_matches, parameter_summary,
+)
 from .registry import Registry
 from .tool import Tool
 
@@ -49,17 +48,18 @@ _TEXT = "color:var(--jp-ui-font-color1)"
 _QUIET = "color:var(--jp-ui-font-color2)"
 
 
-def tool_summary_html(tool: Tool, enabled: bool = True) -> str:
-    """Name and parameters, group and hint badges, and the description's first line, all escaped;
-    dimmed when the tool is disabled."""
+def tool_summary_html(tool: Tool, enabled: bool = True, show_group: bool = True) -> str:
+    """Name and parameters, group and hint badges, and the description's first line (its Markdown
+    `code` as <code>), all escaped; dimmed when the tool is disabled. `show_group=False` under a
+    heading that already names the group. Cut parts are whole in `details_html` ("details")."""
     signature = f"{tool.name}({parameter_summary(tool.parameters)})"
     name = (f"<code style='flex:0 0 18em;{_ONE_LINE};{_TEXT}' title='{html.escape(signature)}'>"
             f"<b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>")
-    badges = ([badge(tool.group, "#3b5bdb")] if tool.group else []) + [
+    badges = ([badge(tool.group, "#3b5bdb")] if tool.group and show_group else []) + [
         badge(hint, _HINT_COLOURS.get(hint, "#44546a")) for hint in sorted(tool.hints)]
     description = first_line(tool.description, limit=300)
     about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
-             f"{html.escape(description)}</span>") if description else ""
+             f"{code_spans_html(description)}</span>") if description else ""
     dim = "" if enabled else "opacity:0.55;"
     return (f"<div style='display:flex;align-items:baseline;gap:6px;width:100%;min-width:0;{dim}'>{name}"
             f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
@@ -72,6 +72,16 @@ def schema_html(tool: Tool, fmt: str | None) -> str:
     except (SchemaError, KeyError, ValueError) as error:
         text = f"No {fmt or 'neutral'} definition: {error}"
     return f"<pre style='margin:2px 0 6px 24px;font-size:85%'>{html.escape(text)}</pre>"
+
+
+def details_html(tool: Tool, fmt: str | None) -> str:
+    """What a row's "details" shows: the whole signature and description (the row cuts both to one
+    line), wrapping, then the definition in `fmt`."""
+    signature = f"{tool.name}({parameter_summary(tool.parameters)})"
+    description = "".join(f"<div>{code_spans_html(line)}</div>" for line in tool.description.strip().splitlines())
+    return (f"<div style='margin:2px 0 0 24px;{_TEXT};overflow-wrap:anywhere'>"
+            f"<code style='white-space:pre-wrap'>{html.escape(signature)}</code>"
+            f"<div style='{_QUIET};margin-top:2px'>{description}</div></div>" + schema_html(tool, fmt))
 
 
 @dataclass(frozen=True)
@@ -100,16 +110,18 @@ class ToolsPanel(widgets.VBox):
     a filter over name, group, hints and description (any case), rows grouped by group and
     scrolling past about a dozen.
 
-    The panel follows the registry: after each notebook cell, and when Refresh is clicked, rows are
-    rebuilt if tools were added, replaced, removed, enabled or disabled elsewhere.
+    The panel follows the registry (`Registry.on_change`): rows are rebuilt as soon as tools are
+    added, replaced, removed, enabled or disabled elsewhere; Refresh re-reads it all. Closing the
+    panel (or losing every reference to it) ends the subscription.
     """
 
     def __init__(self, registry: Registry, filter: str = "", group: str | None = None, **kwargs: Any):
         self.registry = registry
         self.group = group
-        self.filter_text = widgets.Text(value=filter, placeholder="name, group, hint or description; globs: math_*",
-                                        description="Filter", continuous_update=True,
-                                        layout=widgets.Layout(width="24em", flex="0 1 auto"))
+        # The placeholder fits the box whole (a longer one was cut to "…descriptior"); the tooltip says the rest.
+        self.filter_text = widgets.Text(value=filter, placeholder=FILTER_PLACEHOLDER, description="Filter",
+                                        tooltip=f"searches {SEARCHED}; a glob (math_*) matches names and groups",
+                                        continuous_update=True, layout=widgets.Layout(width="26em", flex="0 0 auto"))
         self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value=NEUTRAL,
                                               description="Format", layout=widgets.Layout(width="14em"))
         self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry",
@@ -125,6 +137,7 @@ class ToolsPanel(widgets.VBox):
         # Past about a dozen rows the list scrolls instead of making the output thousands of pixels tall.
         self._rows_box = widgets.VBox(layout=widgets.Layout(max_height="26em", overflow="auto"))
         self._seen: tuple = ()
+        self._headed = False  # rows sit under group headings (so their group badge is left out)
         controls = widgets.HBox([self.filter_text, self.format_picker, self.refresh_button, self.enable_all,
                                  self.disable_all], layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         super().__init__(children=[controls, self._rows_box, self.status], **kwargs)
@@ -134,7 +147,11 @@ class ToolsPanel(widgets.VBox):
         self.enable_all.on_click(lambda button: self.set_all_shown(True))
         self.disable_all.on_click(lambda button: self.set_all_shown(False))
         self.refresh(force=True)
-        _live_panels.add(self)
+        self._unsubscribe = _follow_registry(self)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        super().close()
 
     @property
     def fmt(self) -> str | None:
@@ -157,7 +174,7 @@ class ToolsPanel(widgets.VBox):
 
         Only rows whose tool was added, replaced or removed are rebuilt; the others keep their
         widgets (an open schema stays open) and only their checkbox follows the registry. Every
-        panel ever shown stays alive until closed and is refreshed after each cell, so rebuilding
+        panel ever shown follows its registry until closed, so rebuilding
         all rows of all panels on every change made each new `%%tool` cell slower.
         """
         state = self._registry_state()
@@ -171,7 +188,7 @@ class ToolsPanel(widgets.VBox):
                 enabled = self.registry.is_enabled(tool.name)
                 if row.enabled.value != enabled:
                     row.enabled.value = enabled
-                    row.summary.value = tool_summary_html(tool, enabled)
+                    row.summary.value = self._summary(tool, enabled)
             else:  # new, or redefined: a fresh row; a schema the person had open stays open
                 reopen = row is not None and row.schema_toggle.value
                 row = self._make_row(tool)
@@ -197,7 +214,12 @@ class ToolsPanel(widgets.VBox):
         groups: dict[str, list[ToolRowWidgets]] = {}
         for name, row in self.rows.items():
             groups.setdefault(self._built_from[name].group or "", []).append(row)
-        if len(groups) <= 1:
+        headed = len(groups) > 1
+        if headed != self._headed:  # under a heading the group badge would repeat it
+            self._headed = headed
+            for name, row in self.rows.items():
+                row.summary.value = self._summary(self._built_from[name], row.enabled.value)
+        if not headed:
             return [row.box for row in self.rows.values()]
         children: list[widgets.Widget] = []
         for group, members in groups.items():
@@ -218,9 +240,10 @@ class ToolsPanel(widgets.VBox):
         # accessible name, so a screen reader tells the rows apart.
         enabled = widgets.Checkbox(value=enabled_now, indent=False, tooltip=f"offer {tool.name} to the model",
                                    layout=widgets.Layout(width="28px", flex="0 0 auto"))
-        summary = widgets.HTML(tool_summary_html(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
+        summary = widgets.HTML(self._summary(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
                                                                                           min_width="0"))
-        toggle = widgets.ToggleButton(value=False, description="schema", tooltip=f"show the definition of {tool.name}",
+        toggle = widgets.ToggleButton(value=False, description="details",
+                                      tooltip=f"the whole signature, description and definition of {tool.name}",
                                       layout=widgets.Layout(width="6.5em", flex="0 0 auto"))
         schema = widgets.HTML(layout=widgets.Layout(display="none"))
         line = widgets.HBox([enabled, summary, toggle], layout=widgets.Layout(align_items="center", width="100%"))
@@ -238,20 +261,32 @@ class ToolsPanel(widgets.VBox):
         self.registry.enable(name, value)
         row, tool = self.rows.get(name), self.registry.get(name)
         if row is not None and tool is not None:
-            row.summary.value = tool_summary_html(tool, value)
+            row.summary.value = self._summary(tool, value)
         self._seen = self._registry_state()
         self._update_status()
 
     def _show_schema(self, row: ToolRowWidgets, shown: bool) -> None:
         tool = self.registry.get(row.name)
         if shown and tool is not None:
-            row.schema.value = schema_html(tool, self.fmt)
+            row.schema.value = details_html(tool, self.fmt)
         row.schema.layout.display = None if shown and tool is not None else "none"
 
     def _rerender_open_schemas(self) -> None:
         for row in self.rows.values():
             if row.schema_toggle.value:
                 self._show_schema(row, True)
+
+    def _summary(self, tool: Tool, enabled: bool) -> str:
+        return tool_summary_html(tool, enabled, show_group=not self._headed)
+
+    def _ipython_display_(self) -> None:
+        """The widget, then a separate plain output naming the tools: a saved notebook reopened
+        without its kernel has no widget model, and JupyterLab then shows only "Error displaying
+        widget: model not found" in the widget's place (never its text/plain)."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        display(PanelRecord.of(self))
 
     def _update_status(self) -> None:
         total = len(self.registry)
@@ -271,35 +306,58 @@ class ToolsPanel(widgets.VBox):
         return f"ToolsPanel({len(self.rows)} of {len(self.registry)} tools shown: {', '.join(self.rows)})"
 
 
+@dataclass(frozen=True)
+class PanelRecord:
+    """The plain output shown beside a panel: which tools it showed when displayed, enabled or not,
+    and their hints; what a saved notebook still shows when the widget is gone. Static: a record
+    updated by later cells would differ between a saved run and a re-run (nbval compares them)."""
+
+    tools: tuple[tuple[str, bool, tuple[str, ...]], ...]  # (name, enabled, hints)
+    total: int
+
+    @classmethod
+    def of(cls, shown: ToolsPanel) -> "PanelRecord":
+        registry = shown.registry
+        return cls(tuple((tool.name, registry.is_enabled(tool.name), tuple(sorted(tool.hints)))
+                         for tool in (shown._built_from[name] for name in shown.rows)), len(registry))
+
+    def _parts(self) -> list[tuple[str, str]]:
+        return [(name, ", ".join(([] if enabled else ["disabled"]) + list(hints)))
+                for name, enabled, hints in self.tools]
+
+    def _repr_html_(self) -> str:
+        names = ", ".join(f"<code>{html.escape(name)}</code>" + (f" ({html.escape(notes)})" if notes else "")
+                          for name, notes in self._parts())
+        return (f"<div style='{_QUIET};font-size:85%'>Tools panel, when shown: {len(self.tools)} of {self.total} "
+                f"tools{': ' + names if names else ''}. <i>(Without its kernel the panel above cannot show; "
+                f"<code>%tools</code> lists the tools.)</i></div>")
+
+    def __repr__(self) -> str:
+        names = ", ".join(name + (f" ({notes})" if notes else "") for name, notes in self._parts())
+        return f"Tools panel, when shown: {len(self.tools)} of {self.total} tools" + (f": {names}" if names else "")
+
+
 _BUTTON = widgets.Layout(width="auto", flex="0 0 auto")
+FILTER_PLACEHOLDER = "name, hint, text or math_*"
 
 
-_live_panels: "weakref.WeakSet[ToolsPanel]" = weakref.WeakSet()
-_hooked_shells: "weakref.WeakSet[Any]" = weakref.WeakSet()
+def _follow_registry(shown: ToolsPanel) -> Any:
+    """Refresh `shown` after every change of its registry; the registry holds it only weakly, so a
+    panel nobody displays any more is collected (and unsubscribes). Returns the unsubscribe function."""
+    ref = weakref.ref(shown)
 
-
-def _refresh_live_panels(*_: Any) -> None:
-    for live in list(_live_panels):
-        if live.comm is None:  # closed
-            _live_panels.discard(live)
-            continue
+    def changed() -> None:
+        live = ref()
+        if live is None or live.comm is None:  # collected or closed
+            unsubscribe()
+            return
         try:
             live.refresh()
-        except Exception:  # a panel must never break the person's cells
+        except Exception:  # a panel must never break the change that reached it
             pass
 
-
-def _follow_cells() -> None:
-    """Refresh panels after each cell, so tools defined later show up without a click."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None or shell in _hooked_shells:
-        return
-    shell.events.register("post_run_cell", _refresh_live_panels)
-    _hooked_shells.add(shell)
+    unsubscribe = shown.registry.on_change(changed)
+    return unsubscribe
 
 
 def panel(registry: Registry | None = None, filter: str = "", group: str | None = None) -> ToolsPanel:
@@ -311,187 +369,18 @@ def panel(registry: Registry | None = None, filter: str = "", group: str | None 
         from .registry import registry as default_registry
 
         registry = default_registry
-    _follow_cells()
     return ToolsPanel(registry, filter=filter, group=group)
 
 
-class ApprovalBox(widgets.VBox):
-    """The widget one approval question shows: the question, the two buttons, then the verdict."""
+def __getattr__(name: str) -> Any:
+    """`nbtools.widgets.ApprovalPrompt` and its companions moved to `nbtools.approval`; old imports keep working."""
+    if name in ("ApprovalPrompt", "ApprovalBox", "ApprovalRecord", "ApprovalTimedOut", "ApprovalInterrupted",
+                "approval_question_html"):
+        from . import approval
 
-    def __init__(self, tool_name: str, children: list[widgets.Widget]):
-        self.tool_name = tool_name
-        super().__init__(children=children)
-
-    def __repr__(self) -> str:
-        return f"ApprovalBox(tool={self.tool_name!r})"
-
-
-# Kept short: the call's error text quotes at most 200 characters of it.
-NEEDS_ASYNC = ("ApprovalPrompt needs an async call (await arun_tool_calls(...), await registry.acall(...)): "
-               "a synchronous call blocks the kernel, so no click can arrive")
+        return getattr(approval, name)
+    raise AttributeError(f"module 'nbtools.widgets' has no attribute {name!r}")
 
 
-NEEDS_KERNEL = ("ApprovalPrompt needs a Jupyter kernel whose front end shows widgets; here (a terminal or "
-                "a script) nobody could click, so the call would only wait for the time-out. Give the "
-                "registry an approve callback of your own instead (for example one that asks with input())")
-
-
-def _in_kernel() -> bool:
-    """Whether this runs in a Jupyter kernel (the only place a widget's buttons can be clicked)."""
-    import sys
-
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-class ApprovalTimedOut(TimeoutError):
-    """Nobody answered the prompt in time: the call does not run, and the model is told it timed out
-    (not that the person said no)."""
-
-
-class ApprovalInterrupted(asyncio.CancelledError):
-    """The kernel was interrupted while the prompt waited: the call does not run. Still a
-    CancelledError (cancellation must go on up), shown by IPython as this one line instead of a
-    traceback through nbtools and asyncio."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
-
-
-@dataclass(frozen=True)
-class ApprovalRecord:
-    """What was asked and decided, as static output: a decided prompt's widget is replaced by it, so a
-    saved notebook reopened without its kernel still shows the record (a widget shows nothing there)."""
-
-    tool: str
-    arguments: str  # JSON text
-    verdict: str
-
-    def _repr_html_(self) -> str:
-        return (f"<div style='color:var(--jp-ui-font-color1)'>Approval for <code><b>{html.escape(self.tool)}</b>"
-                f"</code>: <b>{html.escape(self.verdict)}</b><pre style='margin:4px 0'>"
-                f"{html.escape(self.arguments)}</pre></div>")
-
-    def __repr__(self) -> str:
-        return f"Approval for {self.tool}: {self.verdict}\n{self.arguments}"
-
-
-class ApprovalPrompt:
-    """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
-
-    Called as `await prompt(tool, args)`, it shows the tool's name, the first line of its description
-    and its arguments with Approve and Deny buttons, and the time left before it denies by itself;
-    it returns True or False. No answer within `timeout` seconds raises ApprovalTimedOut, so the
-    call is refused and the model reads "no answer within N s (timed out)", not a denial. Interrupting
-    the kernel while it waits ends the call with one line (ApprovalInterrupted). Once decided, the
-    widget is replaced by a static record (tool, arguments, verdict) that survives save and reopen.
-
-    The buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
-    with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
-    call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
-    refuses at once with an error saying to use the async form. Outside a Jupyter kernel (terminal
-    IPython, a script) it refuses at once too, instead of waiting for a click that cannot come.
-
-    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt, and `record`,
-    its decision (for tests and for closing it).
-    """
-
-    def __init__(self, timeout: float | None = 300.0):
-        self.timeout = timeout
-        self.widget: ApprovalBox | None = None
-        self.record: ApprovalRecord | None = None
-        self.approve_button: widgets.Button | None = None
-        self.deny_button: widgets.Button | None = None
-
-    async def __call__(self, tool: Any, args: Any) -> bool:
-        # 1. Refuse at once where no click can ever arrive.
-        if threading.current_thread() is not threading.main_thread():
-            # A synchronous `call_func`/`run_tool_calls` in a cell waits for us on a helper thread
-            # while the kernel's main thread is blocked, so no click could ever arrive: say so now
-            # instead of showing buttons that can only time out (and then report a denial).
-            raise RuntimeError(NEEDS_ASYNC)
-        if not _in_kernel():
-            raise RuntimeError(NEEDS_KERNEL)
-        # 2. The question: tool, description, arguments, buttons, time left.
-        loop = asyncio.get_running_loop()
-        decision: asyncio.Future[bool] = loop.create_future()
-        name = getattr(tool, "name", None) or str(tool)
-        try:
-            shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):
-            shown_args = repr(args)
-        approve = widgets.Button(description="Approve", button_style="success", icon="check",
-                                 tooltip=f"run {name} with these arguments")
-        deny = widgets.Button(description="Deny", button_style="danger", icon="times",
-                              tooltip=f"do not run {name}")
-        clock, outcome = widgets.HTML(), widgets.HTML()
-
-        def decide(value: bool) -> None:
-            # The click may arrive on another thread than the one awaiting; hand it to that loop.
-            loop.call_soon_threadsafe(lambda: decision.done() or decision.set_result(value))
-
-        approve.on_click(lambda button: decide(True))
-        deny.on_click(lambda button: decide(False))
-        self.widget = ApprovalBox(name, [widgets.HTML(approval_question_html(tool, name, shown_args)),
-                                         widgets.HBox([approve, deny, clock]), outcome])
-        self.approve_button, self.deny_button = approve, deny
-        self.record = None
-        handle = _display(self.widget)
-        # 3. Wait for a click, the time-out or an interrupt; always leave a verdict, never live buttons.
-        verdict = "Interrupted: not run."
-        try:
-            approved = await self._wait(decision, clock, loop)
-            verdict = "Approved." if approved else "Denied."
-            return approved
-        except ApprovalTimedOut:
-            verdict = f"No answer within {self.timeout:g} s (timed out): not run."
-            raise
-        except asyncio.CancelledError:
-            if decision.done():  # the click arrived first: it stands
-                verdict = "Approved." if decision.result() else "Denied."
-            raise ApprovalInterrupted(f"Interrupted while waiting for approval of {name!r}: not run.") from None
-        finally:
-            approve.disabled = deny.disabled = True
-            clock.value = ""
-            outcome.value = f"<b>{html.escape(verdict)}</b>"
-            self.record = ApprovalRecord(name, shown_args, verdict)
-            if handle is not None:
-                handle.update(self.record)
-
-    async def _wait(self, decision: "asyncio.Future[bool]", clock: widgets.HTML,
-                    loop: asyncio.AbstractEventLoop) -> bool:
-        """The click's answer; ApprovalTimedOut when `timeout` passes first. `clock` shows the seconds left."""
-        deadline = None if self.timeout is None else loop.time() + self.timeout
-        while not decision.done():
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                raise ApprovalTimedOut(f"no answer within {self.timeout:g} s (timed out)")
-            if left is not None:
-                clock.value = (f"<span style='color:var(--jp-ui-font-color2);margin-left:8px'>"
-                               f"denies by itself in {math.ceil(left)} s</span>")
-            await asyncio.wait({decision}, timeout=None if left is None else min(left, 1.0))
-        return decision.result()
-
-
-def approval_question_html(tool: Any, name: str, shown_args: str) -> str:
-    """The question of a prompt: name, destructive badge, the description's first line, the arguments."""
-    destructive = "destructive" in getattr(tool, "hints", ())
-    warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
-    description = first_line(getattr(tool, "description", "") or "", limit=160)
-    about = (f"<div style='color:var(--jp-ui-font-color2);margin:2px 0'>{html.escape(description)}</div>"
-             if description else "")
-    return (f"<div style='color:var(--jp-ui-font-color1)'>Run tool <code><b>{html.escape(name)}</b></code> "
-            f"{warning} with these arguments?{about}<pre style='margin:4px 0'>{html.escape(shown_args)}</pre></div>")
-
-
-def _display(widget: widgets.Widget) -> Any:
-    """Show `widget`; the handle that replaces it later (None outside IPython)."""
-    from IPython.display import display
-
-    return display(widget, display_id=True)
-
-
-__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "ApprovalRecord",
-           "ApprovalTimedOut", "ApprovalInterrupted", "approval_question_html", "FORMAT_CHOICES",
-           "tool_summary_html", "schema_html", "name_matches"]
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "FORMAT_CHOICES",
+           "tool_summary_html", "schema_html", "details_html", "name_matches", "PanelRecord", "FILTER_PLACEHOLDER"]

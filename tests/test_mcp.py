@@ -611,7 +611,7 @@ def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behi
     # in a child, so that what asyncio prints at exit (a failed future nobody retrieved) is seen
     finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                               timeout=DEADLINE * 2)
-    assert "no answer to `initialize` within 1 s" in finished.stdout, finished
+    assert "no answer to the handshake (`server/discover`, `initialize`) within 1 s" in finished.stdout, finished
     assert "never retrieved" not in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
     leftover = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True)
     assert leftover.stdout == ""  # the server process was stopped
@@ -816,12 +816,14 @@ def test_tools_serve_magic_in_a_real_kernel(tmp_path, nbtools_kernel):
 
 
 def test_tools_serve_again_reuses_the_running_server():
-    first = nbmcp.serve_magic(examples.example_tools, None, False)
+    from nbtools.magics import serve_magic
+
+    first = serve_magic(examples.example_tools, None, False)
     try:
         [server] = nbmcp.running_servers()
         assert first.startswith(f"MCP server for 6 tools at {server.url}")
         for again in (None, 0, server.port):
-            assert nbmcp.serve_magic(examples.example_tools, again, False) == \
+            assert serve_magic(examples.example_tools, again, False) == \
                 f"Already serving 6 tools at {server.url} (`%tools --stop` ends it).\n" \
                 "Clients send the header `Authorization: Bearer <token>`; the token is " \
                 f"`nbtools.mcp.served_at({server.port}).token` (not shown here: outputs are saved with the " \
@@ -829,10 +831,10 @@ def test_tools_serve_again_reuses_the_running_server():
             assert nbmcp.served_at(server.port) is server
         assert nbmcp.running_servers() == [server]
         other = Registry(examples.example_tools)  # another registry: a server of its own
-        assert nbmcp.serve_magic(other, None, False).startswith("MCP server for 6 tools at")
+        assert serve_magic(other, None, False).startswith("MCP server for 6 tools at")
         assert len(nbmcp.running_servers()) == 2
     finally:
-        assert nbmcp.serve_magic(examples.example_tools, None, True).startswith("Stopped the MCP servers at")
+        assert serve_magic(examples.example_tools, None, True).startswith("Stopped the MCP servers at")
     assert not nbmcp.running_servers()
 
 

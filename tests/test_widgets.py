@@ -1,10 +1,8 @@
-"""The tools panel and the approval prompt, headless: widget state, clicks from Python and from a
+"""The tools panel, headless: widget state, clicks from Python and from a
 simulated browser, and the exact messages a browser would receive (recorded by a fake comm)."""
 
 from __future__ import annotations
 
-import asyncio
-import re
 import json
 
 import comm
@@ -12,8 +10,7 @@ import pytest
 from comm.base_comm import BaseComm
 
 from nbtools import Registry
-import nbtools.widgets as widgets_module
-from nbtools.widgets import ApprovalPrompt, ToolsPanel, name_matches, panel
+from nbtools.widgets import ToolsPanel, name_matches, panel
 
 
 class RecordingComm(BaseComm):
@@ -29,8 +26,6 @@ class RecordingComm(BaseComm):
 def recording_comm(monkeypatch):
     RecordingComm.sent = []
     monkeypatch.setattr(comm, "create_comm", RecordingComm)
-    # These tests play the browser themselves (clicks from Python), so the prompt may show here.
-    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: True)
     return RecordingComm.sent
 
 
@@ -72,10 +67,69 @@ def test_one_row_per_tool_with_enabled_checkboxes(tools):
 
 
 def test_user_text_is_escaped_and_badges_shown(tools):
-    summary = panel(tools).rows["area"].summary.value
+    shown = panel(tools)
+    summary = shown.rows["area"].summary.value
     assert "<script>" not in summary and "&lt;script&gt;" in summary
-    assert "geo&lt;metry&gt;" in summary and "read-only" in summary
+    assert "read-only" in summary
     assert "area</b>(width, height=1.0)" in summary
+    # two groups: each has a heading (escaped), so the rows leave the group badge out
+    headings = [child.value for child in shown._rows_box.children if not hasattr(child, "children")]
+    assert any("geo&lt;metry&gt;" in heading for heading in headings)
+    assert "geo&lt;metry&gt;" not in summary
+
+
+def test_the_group_badge_shows_only_without_headings(tools):
+    shown = panel(tools, group="geo<metry>")  # one group: no heading, so the badge names it
+    assert "geo&lt;metry&gt;" in shown.rows["area"].summary.value
+    shown = panel(tools)
+    assert "geo&lt;metry&gt;" not in shown.rows["area"].summary.value
+    tools.remove("delete_file")  # one group left: the headings go and the badge comes back
+    assert "geo&lt;metry&gt;" in shown.rows["area"].summary.value
+
+
+def test_markdown_code_in_descriptions_is_shown_as_code_and_escaped():
+    def find(pattern: str) -> list:
+        """Find files matching `pattern` (a glob like `*.py`), or `<b>` literally."""
+        return []
+
+    local = Registry([find])
+    summary = panel(local).rows["find"].summary.value
+    assert "<code>pattern</code>" in summary and "<code>*.py</code>" in summary
+    assert "<code>&lt;b&gt;</code>" in summary and "`" not in summary.split("title=")[0]
+    from nbtools.listing import tool_table
+    table = tool_table(local)._repr_html_()
+    assert "<code>pattern</code>" in table and "<code>&lt;b&gt;</code>" in table and "`" not in table
+
+
+def test_details_show_the_whole_signature_and_description(recording_comm):
+    def report(title: str, very_long_parameter_name_one: int = 1, very_long_parameter_name_two: str = "x",
+               another_one: list[int] | None = None) -> str:
+        """Make a report.
+
+        The second paragraph, which the row leaves out."""
+        return title
+
+    shown = panel(Registry([report]))
+    row = shown.rows["report"]
+    row.schema_toggle.value = True  # what clicking "details" does
+    details = row.schema.value
+    assert ("report(title, very_long_parameter_name_one=1, very_long_parameter_name_two=&quot;x&quot;, "
+            "another_one=null)") in details
+    assert "The second paragraph, which the row leaves out." in details
+    assert row.schema.layout.display is None
+    assert row.schema_toggle.description == "details"
+
+
+def test_the_panel_follows_the_registry_without_a_cell_or_a_click(tools):
+    shown = panel(tools)
+    tools.add(remove_all)
+    assert "remove_all" in shown.rows  # Registry.on_change: no post-cell polling, no Refresh
+    tools.enable("area", False)
+    assert shown.rows["area"].enabled.value is False
+    shown.close()
+    tools.remove("remove_all")
+    assert "remove_all" in shown.rows  # a closed panel no longer listens
+    assert not tools._listeners
 
 
 def test_browser_unchecking_disables_the_tool_everywhere(tools, recording_comm):
@@ -211,7 +265,7 @@ def test_an_open_schema_stays_open_when_the_registry_changes(tools):
         """Area of a square."""
         return side * side
 
-    with pytest.warns(UserWarning, match="replaces it"):
+    with pytest.warns(UserWarning, match="replaced the earlier one"):
         tools.add(area)  # redefined in a later cell: the rows are rebuilt
     shown.refresh()
     row = shown.rows["area"]
@@ -221,13 +275,13 @@ def test_an_open_schema_stays_open_when_the_registry_changes(tools):
 
 
 def test_refresh_rebuilds_only_the_rows_whose_tool_changed(tools, recording_comm):
-    # Every panel shown stays alive and is refreshed after each cell: rebuilding all its rows on
-    # every change made each new %%tool cell slower with every panel ever displayed.
+    # Every panel shown follows its registry: rebuilding all its rows on every change made each
+    # new %%tool cell slower with every panel ever displayed.
     shown = panel(tools)
     area_row, delete_row = shown.rows["area"], shown.rows["delete_file"]
+    recording_comm.clear()
     tools.add(remove_all, hints="destructive")
     tools.disable("area")
-    recording_comm.clear()
     shown.refresh()
     assert shown.rows["area"] is area_row and shown.rows["delete_file"] is delete_row
     assert area_row.enabled.value is False  # follows the registry without a new row
@@ -252,127 +306,6 @@ def test_empty_registry_says_how_to_add_tools():
     assert shown.rows == {} and "%%tool" in shown.status.value
 
 
-# -- approval prompt -------------------------------------------------------------------------------
-
-async def answer(prompt: ApprovalPrompt, button_name: str) -> None:
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    getattr(prompt, button_name).click()
-
-
-async def test_approval_prompt_approve_and_deny(tools):
-    tool = tools.get("delete_file")
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tool, {"path": "<b>/tmp/x</b>"}))
-    await answer(prompt, "approve_button")
-    assert await decision is True
-    question = prompt.widget.children[0].value
-    assert "&lt;b&gt;/tmp/x&lt;/b&gt;" in question and "delete_file" in question
-    assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Approved" in prompt.widget.children[2].value
-    assert repr(prompt.widget) == "ApprovalBox(tool='delete_file')"  # what nbval compares
-
-    prompt.widget = None
-    decision = asyncio.create_task(prompt(tool, {"path": "/tmp/y"}))
-    await answer(prompt, "deny_button")
-    assert await decision is False
-    assert "Denied" in prompt.widget.children[2].value
-
-
-async def test_approval_click_from_the_browser(tools):
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    # What the browser sends when the person clicks the button.
-    prompt.deny_button.comm.handle_msg({"content": {"data": {"method": "custom", "content": {"event": "click"}}},
-                                        "buffers": []})
-    assert await decision is False
-
-
-async def test_approval_time_out_refuses_and_tells_the_model_it_timed_out(tools):
-    prompt = ApprovalPrompt(timeout=0.05)
-    with pytest.raises(widgets_module.ApprovalTimedOut, match=r"no answer within 0.05 s \(timed out\)"):
-        await prompt(tools.get("delete_file"), {"path": "/tmp/x"})
-    assert "No answer within 0.05 s (timed out): not run." in prompt.widget.children[2].value
-    prompt.approve_button.click()  # a late click changes nothing
-    assert prompt.approve_button.disabled
-    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=0.05))
-    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
-    # What the model reads: nobody answered (not a denial), the call did not run, what to do.
-    assert "refused: nobody approved this call in time (no answer within 0.05 s (timed out)); it did not run" in text
-    assert "denied" not in text and "ApprovalTimedOut" not in text
-
-
-async def test_the_prompt_shows_the_description_and_the_time_left(tools):
-    prompt = ApprovalPrompt(timeout=30)
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None or not prompt.widget.children[1].children[2].value:
-        await asyncio.sleep(0)
-    question = prompt.widget.children[0].value
-    assert "Delete a file (pretend)." in question  # the tool's description, first line
-    clock = prompt.widget.children[1].children[2].value
-    assert re.search(r"denies by itself in (30|29) s", clock), clock
-    assert "var(--jp-ui-font-color2)" in clock and "#555" not in question + clock
-    prompt.deny_button.click()
-    assert await decision is False
-    assert prompt.widget.children[1].children[2].value == ""  # no clock once decided
-
-
-async def test_a_decided_prompt_is_replaced_by_a_static_record(tools, monkeypatch):
-    updates = []
-
-    class Handle:
-        def update(self, value):
-            updates.append(value)
-
-    monkeypatch.setattr(widgets_module, "_display", lambda widget: Handle())
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "<b>/tmp/x</b>"}))
-    await answer(prompt, "deny_button")
-    assert await decision is False
-    (record,) = updates
-    assert record == widgets_module.ApprovalRecord("delete_file", '{\n  "path": "<b>/tmp/x</b>"\n}', "Denied.")
-    assert repr(record).startswith("Approval for delete_file: Denied.")  # text/plain, what nbval compares
-    page = record._repr_html_()  # static HTML: shown by a reopened notebook without a kernel
-    assert "delete_file" in page and "Denied." in page and "&lt;b&gt;/tmp/x&lt;/b&gt;" in page
-    assert "<b>/tmp/x</b>" not in page
-
-
-async def test_outside_a_kernel_the_prompt_refuses_at_once(tools, monkeypatch):
-    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: False)  # a terminal or a script
-    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=300))
-    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
-    assert "refused: the approval check failed (RuntimeError: ApprovalPrompt needs a Jupyter kernel" in text
-    assert not RecordingComm.sent  # no widget was shown
-
-
-def test_a_plain_python_process_is_not_a_kernel():
-    import subprocess
-    import sys
-
-    code = "import nbtools.widgets as w; print(w._in_kernel())"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout == "False\n"
-
-
-async def test_registry_asks_the_prompt_before_a_destructive_tool(tools):
-    pytest.importorskip("nbtools.call")
-    prompt = ApprovalPrompt()
-    guarded = Registry([tools.get("area"), tools.get("delete_file")], approve=prompt)
-    assert await guarded.acall("area", {"width": 2}) == 2.0  # not destructive: no prompt
-    assert prompt.widget is None
-    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
-    await answer(prompt, "approve_button")
-    assert await call == "deleted /tmp/x"
-    prompt.widget = None
-    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
-    await answer(prompt, "deny_button")
-    from nbtools import ToolCallError
-
-    with pytest.raises(ToolCallError):
-        await call
-
-
 def test_panel_is_not_imported_by_nbtools():
     import subprocess
     import sys
@@ -386,105 +319,5 @@ def test_schema_json_is_valid_inside_the_pre(tools):
 
     row = panel(tools).rows["area"]
     row.schema_toggle.value = True
-    body = row.schema.value.split(">", 1)[1].rsplit("</pre>", 1)[0]
+    body = row.schema.value.split("<pre", 1)[1].split(">", 1)[1].rsplit("</pre>", 1)[0]
     assert json.loads(html.unescape(body))["name"] == "area"
-
-
-async def test_a_synchronous_call_refuses_at_once_instead_of_waiting_for_a_click(tools):
-    # In a cell (a loop is running) a synchronous call waits on a helper thread while the kernel is
-    # blocked: no click could arrive, so the prompt must not sit there until its time-out.
-    import time
-
-    from nbtools import ToolCallError
-
-    prompt = ApprovalPrompt(timeout=30)
-    guarded = Registry([tools.get("delete_file")], approve=prompt)
-    started = time.perf_counter()
-    with pytest.raises(ToolCallError) as refused:
-        guarded.call("delete_file", {"path": "/tmp/x"})
-    assert time.perf_counter() - started < 5
-    assert "ApprovalPrompt needs an async call" in str(refused.value) and "delete_file" in str(refused.value)
-    assert prompt.widget is None  # no buttons that could never work
-
-
-async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    decision.cancel()
-    with pytest.raises(asyncio.CancelledError) as caught:  # cancellation still goes on up
-        await decision
-    assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Interrupted: not run." in prompt.widget.children[2].value
-    assert prompt.record.verdict == "Interrupted: not run."
-    if isinstance(caught.value, widgets_module.ApprovalInterrupted):  # a task re-raises a fresh CancelledError
-        assert caught.value._render_traceback_() == ["Interrupted while waiting for approval of 'delete_file': not run."]
-
-
-def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel):
-    kernel = new_kernel()
-    client = kernel.blocking()
-    client.execute_interactive(
-        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
-        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
-        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
-        timeout=60)
-    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
-    errors, interrupted = [], False
-    while True:
-        message = client.get_iopub_msg(timeout=30)
-        if message["parent_header"].get("msg_id") != request:
-            continue
-        kind, content = message["msg_type"], message["content"]
-        if kind == "display_data" and not interrupted:
-            kernel.manager.interrupt_kernel()
-            interrupted = True
-        elif kind == "error":
-            errors.append(content)
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    (error,) = errors
-    assert error["traceback"] == ["Interrupted while waiting for approval of 'wipe': not run."]
-    assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
-
-
-def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real_kernel):
-    """The kernel handles the click's comm message while the cell awaits the prompt; a synchronous
-    call in the same kernel is refused at once."""
-    import time
-
-    client = real_kernel.blocking()  # the session's shared kernel (tests/conftest.py)
-    client.execute_interactive(
-        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
-        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
-        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
-        timeout=60)
-    started = time.perf_counter()
-    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
-    approve_comm, printed, clicked = None, [], False
-    while True:
-        message = client.get_iopub_msg(timeout=30)
-        if message["parent_header"].get("msg_id") != request:
-            continue
-        kind, content = message["msg_type"], message["content"]
-        if kind == "comm_open" and content["data"]["state"].get("description") == "Approve":
-            approve_comm = content["comm_id"]
-        elif kind == "display_data" and approve_comm and not clicked:
-            # Exactly what the browser sends when the person clicks Approve.
-            client.shell_channel.send(client.session.msg("comm_msg", {
-                "comm_id": approve_comm, "data": {"method": "custom", "content": {"event": "click"}}}))
-            clicked = True
-        elif kind == "stream":
-            printed.append(content["text"])
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    assert clicked and "".join(printed) == "wiped x\n"
-    assert time.perf_counter() - started < 20  # answered by the click, not by the time-out
-
-    printed.clear()
-    reply = client.execute_interactive(
-        "print(guarded.call('wipe', {'path': 'x'}, raise_on_err=False))", timeout=20,
-        output_hook=lambda message: printed.append(message["content"].get("text", "")))
-    assert reply["content"]["status"] == "ok"
-    assert "ApprovalPrompt needs an async call" in "".join(printed)

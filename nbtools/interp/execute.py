@@ -372,3 +372,7 @@ async def python_async(
 # Namespaces and process isolation are the caller's business, not the model's.
 python.__tool_exclude__ = ("glb", "loc", "isolated")  # type: ignore[attr-defined]
 python_async.__tool_exclude__ = ("glb", "loc")  # type: ignore[attr-defined]
+# A model allowed to run code can do whatever the notebook can (change a registry's policy, answer
+# its own approvals, read a server's token): offered as a tool, it is destructive and open-world,
+# so an approving registry asks before every run.
+python.__tool_hints__ = python_async.__tool_hints__ = ("destructive", "open-world")  # type: ignore[attr-defined]

@@ -18,8 +18,11 @@ One job per module:
 * `interrupts`: a kernel's Interrupt ends a call served between cells.
 * `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
 * `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
-* `client`: `connect()`, another server's tools as nbtools Tools.
-* `notify`: what a remote server reports during a call (`Progress`, `LogMessage`) and where it is shown.
+* `client`: `connect()` and its `Connection`, another server's tools as nbtools Tools.
+* `link`: one live client session (the SDK's `Client` held open on the connection's loop).
+* `transports`: how the client reaches a server (stdio, streamable HTTP, legacy SSE) and which headers go where.
+* `remotetools`: a listed remote tool as a `Tool` (its function, hints, return schema).
+* `notify`: what a remote server reports or asks during a call (`Progress`, `LogMessage`, `Elicitation`).
 
 Serving:
 
@@ -73,17 +76,18 @@ notebook, a progress bar and the cell's output.
 
 from __future__ import annotations
 
-from .background import RunningServer, running_servers, serve_magic, served_at, start, stop
+from .background import RunningServer, running_servers, served_at, start, stop
 from .blocking import DEFAULT_PORT, serve
-from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
-from .notify import LogMessage, Progress
+from .client import Connection, connect
+from .notify import Elicitation, LogMessage, Progress
+from .remotetools import HINT_ANNOTATIONS, hints_from_annotations
 from .toolresults import ERROR_META_KEY, error_result, remote_error, result_value, success_result
 from .server import as_registry, build_server, call_result
 from .web import MCP_PATH, bind_socket
 
 __all__ = [
     "serve", "start", "stop", "running_servers", "served_at", "RunningServer", "build_server", "call_result",
-    "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
+    "success_result", "error_result", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
-    "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage",
+    "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage", "Elicitation",
 ]

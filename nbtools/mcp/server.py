@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from ..context import check_level, reset_context, use_context
 from ..errors import ToolCallError
+from ..policy import asking_as
 from ..registry import Registry
 from ..tool import Tool
 from .toolresults import error_result, success_result
@@ -166,8 +167,10 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         record = activity.begin(client_name(ctx), params.name, params.arguments) if activity is not None else None
         token = use_context(served)
         try:
-            result = await call_result(tools, params.name, params.arguments,
-                                       in_thread=threads and not tool.is_async)
+            # who asks: an approval prompt names the client, registry.decisions records it
+            with asking_as(f"mcp:{client_name(ctx)}"):
+                result = await call_result(tools, params.name, params.arguments,
+                                           in_thread=threads and not tool.is_async)
         except BaseException:
             served.cancel()  # cancelled (by the client, or the server stopping): a tool may check it
             if record is not None:
@@ -212,6 +215,21 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
     return server
+
+
+def client_name(request_ctx: Any) -> str:
+    """The name the MCP client gave in `initialize` (or in a 2026-07-28 request's client info);
+    "unnamed client" when it gave none."""
+    from .served import connection_of
+
+    params = getattr(connection_of(request_ctx), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    if not name:
+        meta = getattr(request_ctx, "meta", None) or {}
+        given = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta, dict) else None
+        name = given.get("name") if isinstance(given, dict) else None
+    return str(name)[:80] if name else "unnamed client"
 
 
 async def _in_worker_thread(call: Any) -> Any:
