@@ -209,8 +209,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
     # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
     # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
-    server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
-                               ListenHandler(clients.bus))
+    listen = ListenHandler(clients.bus)
+    server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, listen)
+    server.end_listen_streams = listen.close  # type: ignore[attr-defined]  # web.py: before shutting down
     # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
