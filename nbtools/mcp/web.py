@@ -5,6 +5,7 @@ Both ways of serving over HTTP use this: `blocking.serve(transport="http")` and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import socket
@@ -166,6 +167,10 @@ def _guarded_protocol() -> type:
 async def _end_sessions(session_manager: Any) -> None:
     # The mcp package has no public way to list live sessions: read its table defensively, so a
     # later version without it only brings back the slower shutdown.
+    end_streams = getattr(getattr(session_manager, "app", None), "end_listen_streams", None)
+    if end_streams is not None:  # 2026-07-28 `subscriptions/listen` streams: closed gracefully first
+        end_streams()
+        await asyncio.sleep(0.05)  # each stream sends its closing result from its own task
     sessions = getattr(session_manager, "_server_instances", None)
     for transport in list(sessions.values()) if isinstance(sessions, dict) else []:
         with contextlib.suppress(Exception):
