@@ -27,6 +27,7 @@ _LAZY = {
     "ToolContext": "context", "Elicitation": "context",
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
     "Chat": "chat",
+    "resource": "resources", "prompt": "resources", "share": "sharing",
     "replay": "chat.cassette",
     "describe": "chat.describing",
 }

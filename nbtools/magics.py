@@ -306,6 +306,7 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
     """
     from .mcp import running_servers, start, stop
+    from .mcp.background import show_activity
 
     if stop_servers and port is not None:
         raise UsageError("%tools: use either --serve or --stop")
@@ -324,6 +325,7 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
+            show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
                     f"(`%tools --stop` ends it).{_token_line(server)}")
     try:
@@ -334,15 +336,16 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
+    show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
 
 
 def _token_line(server: Any) -> str:
-    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
-    if server.token is None:
-        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
-    return f"\nClients send the header `Authorization: Bearer {server.token}`."
+    """How clients authenticate, never the token: this line is saved with the notebook."""
+    from .mcp.background import token_hint
+
+    return token_hint(server)
 
 
 # -- the magics ------------------------------------------------------------------------------------

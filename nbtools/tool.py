@@ -135,10 +135,11 @@ class Tool:
         if not isinstance(name, str) or not name:
             raise SchemaError(None, None, f"Tool.from_schema: the tool name must be a non-empty string, "
                                           f"got {name!r}")
-        from .schema.params import arguments_object, parameters_root
+        from .schema.params import arguments_object, constrained, parameters_root
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)
+        fn = constrained(name, parameters, fn)  # a root allOf/if/then/else: checked before each call
         passing = tuple((item.name, "keyword") for item in args.fields)
         if args.extra is not None:
             passing += (("kwargs", "varkw"),)

@@ -825,7 +825,10 @@ def test_tools_serve_again_reuses_the_running_server():
         for again in (None, 0, server.port):
             assert serve_magic(examples.example_tools, again, False) == \
                 f"Already serving 6 tools at {server.url} (`%tools --stop` ends it).\n" \
-                f"Clients send the header `Authorization: Bearer {server.token}`."
+                "Clients send the header `Authorization: Bearer <token>`; the token is " \
+                f"`nbtools.mcp.served_at({server.port}).token` (not shown here: outputs are saved with the " \
+                "notebook). To choose it, set $NBTOOLS_MCP_TOKEN before serving, or pass --token."
+            assert nbmcp.served_at(server.port) is server
         assert nbmcp.running_servers() == [server]
         other = Registry(examples.example_tools)  # another registry: a server of its own
         assert serve_magic(other, None, False).startswith("MCP server for 6 tools at")

@@ -136,7 +136,8 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
             started.set()
 
     # The caller's context goes along: the cell's output parent (so a prompt or a print shows
-    # under the cell that made the call) and who asks (`policy.asking_as`).
+    # under the cell that made the call) and who asks (`policy.asking_as`), and
+    # a sub-agent's usage reaching its Chat.
     context = contextvars.copy_context()
     thread = threading.Thread(target=context.run, args=(worker,), name="nbtools-await", daemon=True)
     thread.start()
