@@ -32,11 +32,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
+from ..call import call_func_async
 from ..context import check_level, reset_context, use_context
 from ..errors import ToolCallError
 from ..policy import asking_as
 from ..registry import Registry
 from ..tool import Tool
+from .stopping import interruptible
 from .toolresults import error_result, success_result
 
 if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
@@ -132,6 +134,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from .offerings import Announcer, add_offerings
 
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+    from mcp.shared.exceptions import MCPError  # here, not per call
 
     tools = as_registry(registry)
     catalog = catalog_of(tools)
@@ -157,8 +160,6 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         return types.ListToolsResult(tools=[_listed_tool(tool) for tool in tools.enabled()])
 
     async def call_tool(ctx: Any, params: "mcp_types.CallToolRequestParams") -> "mcp_types.CallToolResult":
-        from mcp.shared.exceptions import MCPError
-
         tool = tools.resolve(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
@@ -260,10 +261,6 @@ async def call_result(registry: Registry, name: str, arguments: dict | None, *,
     on this loop, as in the SDK's MCPServer: a thread holds the GIL only for the tool's own work);
     else everything runs on this loop.
     """
-    from ..call import call_func_async
-
-    from .stopping import interruptible
-
     tool = registry.resolve(name)
     arguments = {} if arguments is None else arguments
     try:
