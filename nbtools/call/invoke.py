@@ -198,7 +198,7 @@ def _drive(asking: Asking) -> tuple[tuple, dict]:
         answer = asking.question(layer)
         if answer is SKIP:
             continue
-        if is_pending(answer):
+        if answer is not True and is_pending(answer):  # a plain yes: no call to ask
             try:
                 answer = run_awaitable(answer)
             except BaseException as error:
@@ -213,7 +213,7 @@ async def _adrive(asking: Asking) -> tuple[tuple, dict]:
         answer = asking.question(layer)
         if answer is SKIP:
             continue
-        if is_pending(answer):
+        if answer is not True and is_pending(answer):  # a plain yes: no call to ask
             try:
                 answer = await answer
             except BaseException as error:
