@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .errors import SchemaError
 from .registry import registry as default_registry
 from .spec import Spec, callable_spec
-from .tool import Tool, fresh_top, normalise_hints
+from .tool import Tool, fresh_top, neutral_as_none, normalise_hints
 
 __all__ = ["tool", "get_schema", "tools_from", "module_functions", "tool_from_function", "callable_spec", "Spec"]
 
@@ -27,12 +27,13 @@ def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = 
                name: str | None = None) -> dict:
     """The tool definition of callable `f` in format `fmt`, built once and cached per function object.
 
-    `fmt`: None (neutral: name, description, parameters), "openai", "responses", "anthropic",
+    `fmt`: None or "neutral" (name, description, parameters), "openai", "responses", "anthropic",
     "gemini", "gemini-openapi" or "mcp"; an unknown format raises ValueError. `strict=True`: the
     strict-mode form for "openai", "responses" and "anthropic" (other formats ignore it).
     `name`: the tool name to use instead of the function's (required for a lambda). Raises
     `SchemaError` naming the function, parameter and reason when `f` has no faithful definition.
     """
+    fmt = neutral_as_none(fmt)
     if name is None and not isinstance(f, Tool):
         # warm path: the rendered definition is cached on the spec, no Tool needs building
         spec = callable_spec(f)

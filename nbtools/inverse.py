@@ -284,7 +284,7 @@ def _plan(tool_def: Any) -> _Plan:
 
     varkw = None
     ordered = without_default + with_default
-    if args.extra is not None and _extra_declared(definition.parameters):
+    if args.extra is not None:
         varkw = "kwargs"
         while varkw in owners:
             varkw += "_"
@@ -293,12 +293,6 @@ def _plan(tool_def: Any) -> _Plan:
     signature = inspect.Signature(ordered)
     return _Plan(definition=definition, func_name=func_name, signature=signature, params=tuple(params),
                  varkw=varkw, doc=_docstring(definition.description, doc_lines))
-
-
-def _extra_declared(parameters: dict) -> bool:
-    """Whether the root says extra properties are welcome (absent `additionalProperties` is not enough)."""
-    additional = parameters.get("additionalProperties")
-    return additional is True or isinstance(additional, dict)
 
 
 def _docstring(description: str, params: list[tuple[str, str]]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .registry import Registry, glob_matches
+from .tool import NEUTRAL
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -90,7 +91,6 @@ def parameter_summary(parameters: dict) -> str:
 
 # -- format words ----------------------------------------------------------------------------------
 
-NEUTRAL = "neutral"  # the word people type for the neutral format (`Tool.schema(None)`)
 
 
 def format_words() -> tuple[tuple[str, str | None], ...]:

@@ -38,11 +38,11 @@ class TestScalars:
     def test_numbers(self):
         assert schema_to_ir({"type": "integer", "minimum": 0, "exclusiveMaximum": 10, "multipleOf": 2}) == \
             ir.Int(constraints=(("minimum", 0), ("exclusiveMaximum", 10), ("multipleOf", 2)))
-        assert schema_to_ir({"type": "number", "maximum": 1.5}) == ir.Float(constraints=(("maximum", 1.5),))
+        assert schema_to_ir({"type": "number", "maximum": 1.5}) == ir.Float(None, constraints=(("maximum", 1.5),))
 
     def test_draft4_boolean_exclusive_bounds_become_numeric(self):
         node = schema_to_ir({"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 5})
-        assert node == ir.Float(constraints=(("exclusiveMinimum", 0), ("maximum", 5)))
+        assert node == ir.Float(None, constraints=(("exclusiveMinimum", 0), ("maximum", 5)))
 
     def test_bool_null_any_and_never(self):
         assert schema_to_ir({"type": "boolean"}) == ir.Bool()
@@ -55,7 +55,7 @@ class TestScalars:
     def test_type_list_and_integer_number_overlap(self):
         assert schema_to_ir({"type": ["string", "null"], "maxLength": 3}) == \
             ir.Union(options=(ir.Str(constraints=(("maxLength", 3),)), ir.NoneValue()))
-        assert schema_to_ir({"type": ["integer", "number"]}) == ir.Float()
+        assert schema_to_ir({"type": ["integer", "number"]}) == ir.Float(None)
 
     def test_gemini_openapi_dialect(self):
         # upper-case types, `nullable`, int64 keywords written as strings
@@ -114,7 +114,7 @@ class TestArrays:
 
     def test_legacy_items_list(self):
         legacy = {"type": "array", "items": [{"type": "integer"}, {"type": "number"}], "additionalItems": False}
-        assert schema_to_ir(legacy) == ir.Tuple(items=(ir.Int(), ir.Float()))
+        assert schema_to_ir(legacy) == ir.Tuple(items=(ir.Int(), ir.Float(None)))
 
     def test_open_prefix_is_a_looser_array(self):
         node = schema_to_ir({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}})
@@ -143,7 +143,7 @@ class TestObjects:
         assert schema_to_ir({"type": "object", **props}).extra == ir.AnyValue()
         assert schema_to_ir({"type": "object", **props, "additionalProperties": True}).extra == ir.AnyValue()
         assert schema_to_ir({"type": "object", **props, "additionalProperties": {"type": "number"}}).extra == \
-            ir.Float()
+            ir.Float(None)
         assert schema_to_ir({"type": "object", **props, "additionalProperties": False,
                              "patternProperties": {"^x-": {}}}).extra == ir.AnyValue()
 
@@ -262,14 +262,20 @@ class TestToolFromSchema:
         async def forward(**arguments):
             return arguments
 
-        built = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}}}, forward)
+        built = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}},
+                                                "additionalProperties": True}, forward)
         assert built.passing == (("a", "keyword"), ("kwargs", "varkw"))
         assert built.is_async and built.description == ""
+        # with no additionalProperties, only the named arguments are taken (as by mk_tool's function)
+        closed = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}}}, forward)
+        assert closed.passing == (("a", "keyword"),)
 
     def test_parameters_without_properties(self):
         built = tool_from_schema("ping", "", None, None)
         assert built.parameters == {"type": "object", "properties": {}} and built.args.fields == ()
-        assert tool_from_schema("ping", "", {"type": "object"}, None).args.extra == ir.AnyValue()
+        assert tool_from_schema("ping", "", {"type": "object"}, None).args.extra is None
+        assert tool_from_schema("ping", "", {"type": "object", "additionalProperties": {}},
+                                None).args.extra == ir.AnyValue()
 
     @pytest.mark.parametrize("parameters, fragment", [
         ({"type": "array"}, "type 'object'"),

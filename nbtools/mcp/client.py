@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..extras import require_extra
-from ..formats.mcp import MCP_HINTS
+from ..formats.mcp import MCP_HINTS, hints_from_annotations
 from ..tool import Tool
 from .background import serves_on_loop
 from .access import http_headers, http_transport, refused_status
@@ -380,7 +380,8 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: 
 
     An error result raises ToolCallError: from an nbtools server the same error it raised there (its
     argument, problem and schema), from another server one whose problem is the server's text. Hints
-    come from the tool's annotations (only those the server sets to true), `returns` from its
+    come from the tool's annotations as the server said them (`formats.mcp.hints_from_annotations`:
+    true, false or left out to MCP's default), `returns` from its
     `outputSchema`.
     """
     require_extra("mcp", "nbtools.mcp.connect()")
@@ -399,31 +400,6 @@ async def _list_all_tools(session: Any) -> list:
         tools.extend(listed.tools)
         pages += 1
     return tools
-
-
-# What MCP assumes of a hint a server leaves out (spec, ToolAnnotations): a tool may destroy and may
-# reach the open world unless it says otherwise.
-_MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                      "openWorldHint": True}
-
-
-def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
-    """nbtools hints for a remote tool's MCP annotations (`readOnlyHint` -> "read-only", ...).
-
-    A hint the server leaves out takes the MCP default: with no annotations a tool is destructive
-    and open-world (so `refuse_destructive` and approvals apply to it); a hint set to false stays
-    false. As the spec says, `destructiveHint` means nothing for a read-only tool.
-    """
-    given = annotations if isinstance(annotations, dict) else {}
-
-    def value(key: str) -> bool:
-        found = given.get(key)
-        return found if isinstance(found, bool) else _MCP_DEFAULT_HINTS[key]
-
-    hints = {hint for hint, key in HINT_ANNOTATIONS.items() if value(key)}
-    if "read-only" in hints:
-        hints.discard("destructive")
-    return frozenset(hints)
 
 
 def _is_url(target: str) -> bool:
