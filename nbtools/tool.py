@@ -134,9 +134,9 @@ class Tool:
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)
+        # No "varkw" entry: extra keys the schema allows are not a Python **kwargs (strict mode
+        # refuses an untyped open root rather than leaving it out as an optional catch-all).
         passing = tuple((item.name, "keyword") for item in args.fields)
-        if args.extra is not None:
-            passing += (("kwargs", "varkw"),)
         return cls(
             name=name,
             description=description or "",

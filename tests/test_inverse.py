@@ -264,11 +264,12 @@ class TestToolFromSchema:
 
         built = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}},
                                                 "additionalProperties": True}, forward)
-        assert built.passing == (("a", "keyword"), ("kwargs", "varkw"))
+        assert asyncio.run(built.acall({"a": 1, "b": 2})) == {"a": 1, "b": 2}
         assert built.is_async and built.description == ""
         # with no additionalProperties, only the named arguments are taken (as by mk_tool's function)
         closed = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}}}, forward)
-        assert closed.passing == (("a", "keyword"),)
+        with pytest.raises(ToolCallError, match="argument 'b': unexpected argument"):
+            asyncio.run(closed.acall({"a": 1, "b": 2}))
 
     def test_parameters_without_properties(self):
         built = tool_from_schema("ping", "", None, None)
