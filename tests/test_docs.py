@@ -239,6 +239,20 @@ def test_a_section_title_right_after_the_quotes_keeps_its_items():
     same(function_docs(args_then_prose), expected("More about it.", {"a": "the a."}))
 
 
+def test_a_section_title_right_after_the_quotes_keeps_its_items_as_python_3_13_compiles_it():
+    # Python 3.13 dedents docstrings when compiling: the items arrive at the title's column
+    def args_first(a, b):
+        pass
+
+    def returns_first() -> int:
+        return 0
+
+    args_first.__doc__ = "Args:\na: the a.\nb: the b.\n"
+    returns_first.__doc__ = "Returns:\nint: the count."
+    same(function_docs(args_first), expected("", {"a": "the a.", "b": "the b."}))
+    same(function_docs(returns_first), expected("", returns="the count.", returns_type="int"))
+
+
 def test_a_docstring_docstring_parser_cannot_read_keeps_its_description():
     def fn(a):
         """Summary.
