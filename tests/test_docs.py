@@ -11,7 +11,6 @@ from typing import NamedTuple, TypedDict
 
 import pytest
 
-from nbtools.docs import comments as comments_module
 from nbtools.docs import FunctionDocs, compose_description, field_docs, function_docs
 
 
@@ -725,24 +724,6 @@ def test_notebook_cells_are_searched_for_classes_without_methods():
 ])
 def test_compose_description(docs, return_type, wanted):
     assert compose_description(docs, return_type) == wanted
-
-
-# ---------------------------------------------------------------------------------------------
-# The fast lexer agrees with tokenize
-# ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("fn", [add, header_hash_in_defaults, header_star_args, header_keyword_only,
-                                header_positional_only, header_multiline_values, header_comment_above,
-                                header_name_line_comment, header_leading_commas, fastcore_style,
-                                arrow_on_its_own_line, mixed, decorated.__wrapped__, header_async,
-                                make_nested(), header_string_annotations],
-                         ids=lambda fn: fn.__name__)
-def test_regex_lexer_matches_tokenize(fn):
-    code = fn.__code__
-    text = "".join(linecache.getlines(code.co_filename)[code.co_firstlineno - 1:])
-    expected_names = comments_module._code_parameters(code)
-    fast = comments_module._parse_header(text, code.co_name, expected_names, comments_module._regex_tokens)
-    exact = comments_module._parse_header(text, code.co_name, expected_names, comments_module._tokenize_tokens)
-    assert fast is not None and fast == exact
 
 
 def test_import_stays_light():
