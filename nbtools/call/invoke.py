@@ -344,6 +344,7 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     exceptions raise `ToolCallError`, or with `raise_on_err=False` return its text (for the model).
     `options`: `limits`, `approve`, `refuse_destructive` (default: the registry's settings).
     A bad `ns` (not a namespace, or a whole globals dict) raises TypeError: that is the caller's bug.
+    A list `ns` is scanned by name on each call; for many calls, pass a Registry or `mk_ns(list)`.
     """
     if ns is None:
         ns = policy.default()
