@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from .background import RunningServer, running_servers, serve_magic, start, stop
 from .blocking import DEFAULT_PORT, serve
-from .client import HINT_ANNOTATIONS, Connection, connect, hints_from_annotations
+from .client import Connection, connect, hints_from_annotations
 from .notify import LogMessage, Progress
 from .toolresults import ERROR_META_KEY, error_result, remote_error, result_value, success_result
 from .server import as_registry, build_server, call_result
@@ -81,5 +81,5 @@ __all__ = [
     "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
     "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
-    "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage",
+    "ERROR_META_KEY", "Progress", "LogMessage",
 ]

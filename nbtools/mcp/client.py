@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..extras import require_extra
-from ..formats.mcp import MCP_HINTS, hints_from_annotations
+from ..formats.mcp import hints_from_annotations
 from ..tool import Tool
 from .background import serves_on_loop
 from .access import http_headers, http_transport, refused_status
@@ -32,9 +32,6 @@ from .web import MCP_PATH
 
 if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
     import mcp_types
-
-# MCP tool annotations <-> nbtools hints: one table, owned by the MCP rendering (formats/mcp.py).
-HINT_ANNOTATIONS = MCP_HINTS
 
 
 class Connection(list):
