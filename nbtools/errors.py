@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .shortening import short
+
 
 class NbtoolsError(Exception):
     """Base class of the errors nbtools raises on purpose (see the module docs for the family)."""
@@ -74,10 +76,10 @@ class ToolCallError(NbtoolsError):
     def text(self) -> str:
         """`Error calling tool 'name', argument 'path': problem`, then the parameters schema (compact
         JSON); each part cut to its MAX_*_CHARS with a marker."""
-        head = f"Error calling tool {_cut(repr(self.tool), self.MAX_NAME_CHARS)}" if self.tool else "Error"
+        head = f"Error calling tool {short(repr(self.tool), self.MAX_NAME_CHARS)}" if self.tool else "Error"
         if self.argument:
-            head += f", argument {_cut(repr(self.argument), self.MAX_NAME_CHARS)}"
-        lines = [f"{head}: {_cut(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
+            head += f", argument {short(repr(self.argument), self.MAX_NAME_CHARS)}"
+        lines = [f"{head}: {short(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
         if self.schema is not None:
             schema = json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False, default=str)
             if len(schema) > self.MAX_SCHEMA_CHARS:
@@ -108,11 +110,6 @@ class ToolCallError(NbtoolsError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
-
-
-def _cut(text: str, limit: int) -> str:
-    """`text`, cut to `limit` characters with a marker saying how long it was."""
-    return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text)} characters]"
 
 
 class TargetError(NbtoolsError):

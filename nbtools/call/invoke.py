@@ -26,7 +26,7 @@ from ..tool import Tool
 from .items import aread_items
 from .namespace import resolve_tool, settings
 from .plan import prepare
-from .words import short
+from ..shortening import short
 
 _NBTOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the nbtools package
 _MACHINERY_DIRS = (_NBTOOLS_DIR, os.path.dirname(asyncio.__file__) + os.sep,

@@ -21,7 +21,8 @@ from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..spec import callable_spec
 from ..tool import Tool
-from .words import did_you_mean, got, short
+from ..shortening import short
+from .words import did_you_mean, got
 
 _BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
                       types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)

@@ -22,7 +22,8 @@ from .jsontext import check_limits, check_size, count_keys, no_key_dropped, pars
 from .keywords import with_constraints
 from .convert import Compiler
 from .strictform import null_means_absent, pairs_object
-from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
+from ..shortening import short
+from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got
 
 
 @dataclass(frozen=True)
