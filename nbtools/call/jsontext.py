@@ -24,7 +24,8 @@ def _refuse_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
-_decode = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode
+# (text, index) -> (value, end): the documented `JSONDecoder.raw_decode`, NaN/Infinity refused
+decode_json = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode
 
 
 class _Duplicate(ValueError):
@@ -84,7 +85,7 @@ def parse_arguments(inputs: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict,
             return {}, None
         start = len(text) - len(stripped)
     try:
-        value, end = _decode(text, start)
+        value, end = decode_json(text, start)
     except _NonFinite as error:
         raise ConversionError("", f"the arguments are not valid JSON: {error} is not a JSON number") from None
     except json.JSONDecodeError as error:

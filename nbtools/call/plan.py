@@ -18,7 +18,7 @@ from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
-from .jsontext import check_limits, check_size, count_keys, no_key_dropped, parse_arguments
+from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
 from .keywords import with_constraints
 from .convert import Compiler
 from .strictform import null_means_absent, pairs_object
@@ -228,9 +228,21 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
     """Validate and convert: (positional, keyword, raw arguments). Raises ToolCallError."""
     try:
         plan = call_plan(tool, limits)
-        raw, text = parse_arguments(inputs, limits)
-        if text is None:  # a dict: bounded by size before anything walks it in full
-            check_size(raw, limits)
+        if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
+            # the common case, JSON text of an object: one decode; anything unusual (invalid JSON,
+            # text after the object) goes the careful way, which says what is wrong
+            try:
+                raw, end = decode_json(inputs)
+            except ValueError:
+                end = -1
+            if end == len(inputs):
+                text = inputs
+            else:
+                raw, text = parse_arguments(inputs, limits)
+        else:
+            raw, text = parse_arguments(inputs, limits)
+            if text is None:  # a dict: bounded by size before anything walks it in full
+                check_size(raw, limits)
         if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
             if text is not None and not no_key_dropped(text, len(raw)):
