@@ -26,6 +26,8 @@ _LAZY = {
     "ToolContext": "context", "Elicitation": "context",
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
     "Chat": "chat",
+    "replay": "chat.cassette",
+    "describe": "chat.describing",
 }
 
 

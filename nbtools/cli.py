@@ -64,6 +64,7 @@ class Loaded:
 def load_target(target: str, *, progress: Any = None) -> Loaded:
     """The tools TARGET names (see the module docs). Raises TargetError or NotebookError."""
     path_part, _, attribute = target.partition(":")
+    _refuse_folder(path_part)
     if path_part.endswith(".ipynb"):
         if attribute:
             raise TargetError(f"{target!r}: a notebook target takes no ':name' part")
@@ -83,6 +84,19 @@ def load_target(target: str, *, progress: Any = None) -> Loaded:
                           "(for its methods, name a module variable set to `tools_from(an_instance)`)")
     raise TargetError(f"{target!r} is a {type(value).__name__}: expected a function, a Tool, a Registry "
                       "or a list of them")
+
+
+def _refuse_folder(spec: str) -> None:
+    """TargetError for a folder that is not a package (`nbtools serve notebooks`), naming what to pass
+    instead: the notebooks and .py files in it. A package folder (`__init__.py`) is a module target."""
+    folder = Path(spec)
+    if not spec or not folder.is_dir() or (folder / "__init__.py").is_file():
+        return
+    inside = sorted(str(folder / each.name) for each in folder.iterdir()
+                    if each.suffix in (".ipynb", ".py") and each.is_file() and not each.name.startswith("."))
+    examples = f"; in it: {', '.join(inside[:4])}{', ...' if len(inside) > 4 else ''}" if inside else ""
+    raise TargetError(f"{spec!r} is a folder: pass one notebook (.ipynb) or Python file (.py) in it, or a "
+                      f"module name{examples}")
 
 
 # What TARGET may be, for the messages that refuse one.
@@ -276,7 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (TargetError, SchemaError, OSError, MissingExtra) as error:
-        print(f"nbtools: error: {error}", file=sys.stderr)
+        # an OSError of ours carries its whole message in strerror: no "[Errno 98]" in front of it
+        plain = isinstance(error, OSError) and error.strerror and error.filename is None
+        print(f"nbtools: error: {error.strerror if plain else error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -298,6 +314,8 @@ def _serve_command(args: argparse.Namespace) -> int:
     require_extra("mcp", "nbtools serve")  # before the notebook runs, not after
     from . import mcp
 
+    if args.http:
+        _check_port_free(args.host, args.http)  # before the notebook runs, not after
     with stdout_to_stderr():
         loaded = load_target(args.target, progress=stderr_progress)
     tools = loaded.registry
@@ -309,14 +327,32 @@ def _serve_command(args: argparse.Namespace) -> int:
     if args.http is None:
         hint = (" (stdin is a terminal: this waits for an MCP client; Ctrl+C or Ctrl+D ends it; "
                 "--http PORT serves over HTTP)") if sys.stdin.isatty() else ""
-        stderr_progress(f"serving MCP over stdio{hint}")
-        with _exit_on_interrupt():
+        with _exit_on_interrupt():  # installed before the line saying so: a Ctrl+C right after it ends cleanly
+            stderr_progress(f"serving MCP over stdio{hint}")
             mcp.serve(tools, transport="stdio", name=name)
     else:
         mcp.serve(tools, transport="http", host=args.host, port=args.http, name=name,
                   token=False if args.no_token else args.token, allow_hosts=args.allow_host,
                   on_listening=_announce)
     return 0
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """OSError saying the port is taken (and what to do) when nothing could listen on host:port now:
+    found before a notebook runs for a minute, not after. The server binds again when it starts."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does: TIME_WAIT is fine
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            what = error.strerror or str(error)
+            hint = ("; another program listens there: pick another port, or `--http 0` for a free one "
+                    "(printed when it starts)") if error.errno == errno.EADDRINUSE else ""
+            raise OSError(error.errno, f"cannot serve MCP on {host}:{port}: {what}{hint}") from None
 
 
 def _announce(url: str, token: str | None) -> None:

@@ -4,10 +4,20 @@
     ├── SchemaError      a callable, parameter or schema with no faithful tool definition (also a TypeError)
     ├── ToolCallError    a tool call refused (unknown tool, bad arguments, denied) or that failed
     ├── TargetError      a TARGET of the `nbtools` command that cannot be found or loaded
-    └── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
+    ├── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
+    ├── CassetteError    a cassette (`Chat(record=)`, `replay`) that cannot be read or written
+    │   └── CassetteMismatch   a replayed request that differs from the recorded one
+    ├── DescriptionError a model's descriptions (`describe`) refused, or a pin file that does not fit
+    └── MagicError       a `%%tool`/`%tools` magic that failed for a reason its message gives in full
+    Interrupted          a person's interrupt that ended a call (`call_func`, `python()`); a
+                         KeyboardInterrupt, so `except Exception` never swallows it
 
 `except NbtoolsError` catches all of them; each keeps the standard base class code already catches
 (`except TypeError` for a SchemaError, `except Exception` for the rest).
+
+In a notebook each of them reads as one or two lines (IPython shows `_render_traceback_` instead of
+a traceback): these are expected outcomes whose message says what happened and what to do, and 25
+to 60 lines of nbtools' internals above it only hid that. `error.__traceback__` keeps the frames.
 
 A ToolCallError's text ("Error calling tool 'name', argument 'path': problem", then the schema) is
 written only by `ToolCallError.text`. Where an error crosses a process boundary (an MCP server's
@@ -23,7 +33,15 @@ from typing import Any
 from .shortening import short
 
 
-class NbtoolsError(Exception):
+class ShortDisplay:
+    """Shown by IPython as `Name: message` (a line per message line) instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {line}" if index == 0 else line
+                for index, line in enumerate(str(self).splitlines() or [""])]
+
+
+class NbtoolsError(ShortDisplay, Exception):
     """Base class of the errors nbtools raises on purpose (see the module docs for the family)."""
 
 
@@ -111,6 +129,10 @@ class ToolCallError(NbtoolsError):
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))
 
+    def _render_traceback_(self) -> list[str]:
+        """The first line of the text, without the schema (it is for the model; `error.schema` has it)."""
+        return [f"{type(self).__name__}: {self.text().splitlines()[0]}"]
+
 
 class TargetError(NbtoolsError):
     """A TARGET of the `nbtools` command that cannot be found or loaded; the message says which and why."""
@@ -134,4 +156,61 @@ class NotebookError(NbtoolsError):
         super().__init__(f"{path}, cell {cell} failed: {what}")
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError"]
+class CassetteError(NbtoolsError):
+    """A cassette that cannot be read, written or replayed (the message names the file and what to do)."""
+
+
+class CassetteMismatch(CassetteError):
+    """A request sent to a `replay` client that differs from the one recorded at that point.
+
+    Fields: `path` (the cassette), `index` (the exchange, from 1), `where` (what differs: `method`,
+    `path`, `query`, or a place in the JSON body such as `messages[3].content`), `recorded`, `sent`.
+    Raised through the SDK as the SDK's own error type too (`openai.OpenAIError`...), so the SDK
+    passes it on unchanged instead of reporting a connection error.
+    """
+
+    def __init__(self, path: str, index: int, where: str, recorded: Any, sent: Any, note: str = ""):
+        self.path, self.index, self.where, self.recorded, self.sent = path, index, where, recorded, sent
+        super().__init__(
+            f"request {index} differs from the recording in {path} at {where}: recorded {_cut(repr(recorded), 300)}, "
+            f"sent {_cut(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
+            "(Chat(..., record=PATH) with the real client)")
+
+
+class DescriptionError(NbtoolsError, ValueError):
+    """Descriptions that cannot be used: a model's answer that is not the JSON asked for or names a tool
+    or parameter that does not exist (nothing is changed), or a pin file that no longer fits the tools."""
+
+
+class MagicError(NbtoolsError):
+    """A magic that failed for a reason the message says in full: shown as the message alone (it
+    starts with the magic's name), and the cell still ends with an error status (nbclient and
+    `nbconvert --execute` stop there)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return str(self).splitlines() or [""]
+
+
+class Interrupted(ShortDisplay, KeyboardInterrupt):
+    """A person interrupted the kernel (or pressed Ctrl+C) while a call ran: the call did not finish.
+
+    Still a KeyboardInterrupt (the run stops; `except Exception` does not catch it), shown as one
+    line instead of a traceback through nbtools. Field: `what` (what was running, e.g. "tool 'add'").
+    `by_signal`: an enclosing tool call stops too, as it would for the signal itself.
+    """
+
+    by_signal = True
+
+    def __init__(self, what: str = "the code"):
+        self.what = what
+        super().__init__(f"{what} was interrupted and did not finish")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (self.what,))
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
+
+
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError", "CassetteError",
+           "CassetteMismatch", "DescriptionError", "MagicError", "Interrupted", "ShortDisplay"]

@@ -15,7 +15,9 @@ This module imports no IPython or ipywidgets, and of nbtools only the registry (
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +75,16 @@ def matching_tools(registry: Registry, pattern: str | None = None, group: str | 
 def first_line(text: str, limit: int = 72) -> str:
     """The first non-empty line of `text`, cut to `limit` characters (`shortening.short`)."""
     return short(next((part.strip() for part in text.splitlines() if part.strip()), ""), limit)
+
+
+_CODE_SPAN = re.compile(r"((?<!`)`[^`\n]+`(?!`))")  # single backticks; a ``double`` run stays as typed
+
+
+def code_spans_html(text: str) -> str:
+    """`text` HTML-escaped, with its Markdown code spans (`x`) shown as <code>x</code> (escaped too):
+    docstrings write names that way, and the backticks read as noise in a table."""
+    return "".join(f"<code>{html.escape(part[1:-1])}</code>" if part.startswith("`") and len(part) > 2
+                   else html.escape(part) for part in _CODE_SPAN.split(text))
 
 
 def parameter_summary(parameters: dict) -> str:
@@ -167,6 +179,10 @@ def _parameter_parts(summary: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
+_DESTRUCTIVE_HTML = ("<code style='white-space:nowrap;color:#b3261e;font-weight:bold' "
+                     "title='changes or deletes something; an approving registry asks first'>destructive</code>")
+
+
 @dataclass(frozen=True)
 class ToolTable:
     """The `%tools` listing: HTML in a notebook, aligned text in a terminal.
@@ -207,10 +223,15 @@ class ToolTable:
                     f" title='{escape(row.name)}'><code>{escape(row.name)}</code>"
                     + ("" if row.enabled else " (disabled)") + "</td>")
             # Hints never break at their hyphen ("read-only"); parameters wrap between parameters only.
-            hints = " ".join(f"<code style='white-space:nowrap'>{escape(hint)}</code>" for hint in row.hints)
+            # A destructive tool is marked where the eye goes first: its hint in red, a ⚠ by the name.
+            hints = " ".join(f"<code style='white-space:nowrap'>{escape(hint)}</code>" if hint != "destructive"
+                             else _DESTRUCTIVE_HTML for hint in row.hints)
+            if "destructive" in row.hints:
+                name = name.replace("<code>", "<span title='destructive: changes or deletes something'>⚠</span> "
+                                    "<code>", 1)
             parameters = ", ".join(f"<code style='white-space:nowrap'>{escape(part)}</code>"
                                    for part in _parameter_parts(row.parameters))
-            cells = (escape(row.group), hints, escape(row.description), parameters)
+            cells = (escape(row.group), hints, code_spans_html(row.description), parameters)
             body.append(f"<tr{style}>{name}" + "".join(f"<td style='{_LEFT}'>{cell}</td>" for cell in cells)
                         + "</tr>")
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -234,4 +255,5 @@ def tool_table(registry: Registry, glob: str | None = None, group: str | None = 
 
 
 __all__ = ["glob_matches", "name_matches", "tool_matches", "SEARCHED", "matching_tools", "first_line", "parameter_summary", "NEUTRAL",
+           "code_spans_html",
            "format_words", "format_named", "ToolRow", "tool_row", "ToolTable", "tool_table"]

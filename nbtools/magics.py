@@ -25,6 +25,8 @@ only imported when the extension is loaded.
 from __future__ import annotations
 
 import ast
+import builtins
+import errno
 import inspect
 import json
 import shlex
@@ -37,7 +39,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from .errors import SchemaError
+from .errors import MagicError, SchemaError
 from .listing import (
     ToolRow, ToolTable, first_line, format_named, glob_matches, matching_tools, parameter_summary, tool_row,
     tool_table,
@@ -60,15 +62,6 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
     ast.AsyncWith: ("body",),
     ast.Match: ("cases",),
 }
-
-
-class MagicError(Exception):
-    """A magic that failed for a reason the message says in full: IPython shows `_render_traceback_`
-    instead of a traceback, so the person sees one line and the cell still ends with an error status
-    (nbclient and `nbconvert --execute` stop there)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
 
 
 # -- finding what a cell defines -------------------------------------------------------------------
@@ -213,15 +206,30 @@ def forget_cell_tools(registry: Registry, cell_key: str | None, now: dict[str, T
     return removed
 
 
-def registered_line(tools: list[Tool], removed: Iterable[str] = ()) -> str:
-    """`registered: a, b (group · hints)`: what a `%%tool` cell did, in one line."""
+def registered_line(tools: list[Tool], removed: Iterable[str] = (), replaced: Iterable[str] = ()) -> str:
+    """`registered: a, b (group · hints)`: what a `%%tool` cell did, in one line; `replaced` names
+    tools another cell (or `@tool`, `%tool`) had registered under the same name."""
     names = ", ".join(tool.name for tool in tools)
     groups = sorted({tool.group for tool in tools if tool.group})
     hints = sorted(set().union(*(tool.hints for tool in tools)))
     extra = " · ".join(part for part in (", ".join(groups), " ".join(hints)) if part)
     line = f"registered: {names}" + (f" ({extra})" if extra else "")
+    replaced = list(replaced)
+    if replaced:
+        line += (f"; replaced the earlier tool{'s' if len(replaced) > 1 else ''} {', '.join(replaced)} "
+                 "(registered elsewhere; that definition no longer runs)")
     removed = list(removed)
     return line + (f"; removed: {', '.join(removed)} (no longer in this cell)" if removed else "")
+
+
+def shadowing_lines(names: Iterable[str], magic: str) -> list[str]:
+    """A warning per name that hides one of Python's builtins in the notebook (`def open(path)`:
+    the next `with open(...)` calls the tool), saying how to keep both."""
+    return [f"{magic}: warning: `{name}` now hides Python's builtin {name}() in this notebook (the next "
+            f"`{name}(...)` calls your function); to keep the builtin, name the function differently and "
+            f"keep the tool's name with `@tool(name=\"{name}\")`, or `del {name}` to get the builtin back "
+            "(the tool stays registered)"
+            for name in names if hasattr(builtins, name) and not name.startswith("_")]
 
 
 # -- finding what a person named, removing, listing -------------------------------------------------
@@ -276,6 +284,54 @@ def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: st
             raise MagicError(f"%tools: tool {tool.name!r} has no {'strict ' if strict else ''}"
                              f"{fmt} definition: {error}") from None
     return definitions
+
+
+# -- what `%tools --serve` / `--stop` say ---------------------------------------------------------
+
+def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
+                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
+    """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
+
+    Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
+    """
+    from .mcp import running_servers, start, stop
+
+    if stop_servers and port is not None:
+        raise UsageError("%tools: use either --serve or --stop")
+    if stop_servers:
+        stopped = stop()
+        if not stopped:
+            return "No MCP server is running."
+        return "Stopped the MCP server" + ("s" if len(stopped) > 1 else "") + " at " + \
+            ", ".join(server.url for server in stopped) + "."
+    if filtered:
+        raise UsageError("%tools --serve serves every enabled tool (read live, so new %%tool cells appear); "
+                         "disable tools (registry.disable(name) or the panel) to hide them")
+    if port is not None and not 0 <= port <= 65535:
+        raise UsageError(f"%tools --serve: {port} is not a TCP port (0-65535; 0 or none picks a free one)")
+    count = len(registry.enabled())
+    # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
+    for server in running_servers():
+        if server.registry is registry and port in (None, 0, server.port):
+            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
+                    f"(`%tools --stop` ends it).{_token_line(server)}")
+    try:
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
+    except (OSError, ValueError) as error:
+        busy = isinstance(error, OSError) and error.errno == errno.EADDRINUSE
+        hint = " (another program listens there); `%tools --serve` with no PORT picks a free one" if busy else ""
+        raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
+    where = ("on this kernel's main thread, between cells" if not server.in_thread
+             else "on a background thread")
+    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
+            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
+
+
+def _token_line(server: Any) -> str:
+    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
+    if server.token is None:
+        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
+    return f"\nClients send the header `Authorization: Bearer {server.token}`."
 
 
 # -- the magics ------------------------------------------------------------------------------------
@@ -344,6 +400,8 @@ class ToolMagics(Magics):
         # (its `def` sits in a branch that did not execute); leave it alone.
         defined = [(name, shell.user_ns[name]) for name in names
                    if name in shell.user_ns and shell.user_ns[name] is not before[name]]
+        for line in shadowing_lines([name for name, _ in defined], "%%tool"):
+            print(line, file=sys.stderr)
         if not defined:
             what = "only helpers (names starting with _)" if found and not names else "no functions"
             removed = forget_cell_tools(self.registry, cell_key, {})
@@ -354,6 +412,12 @@ class ToolMagics(Magics):
         # name and options its decorator gave it.
         already_tools = {id(tool.fn) for tool in self.registry}
         objects = [(name, obj) for name, obj in defined if id(obj) not in already_tools]
+        # A tool of the same name that this cell did not register (another cell's, `@tool`'s,
+        # `%tool`'s) is about to be replaced: say so. Without a cell id nothing tells a re-run apart.
+        own = _CELL_TOOLS.get((id(self.registry), cell_key), {}) if cell_key is not None else None
+        replaced = [] if own is None else [
+            name for name, obj in objects
+            if name in self.registry and name not in own and self.registry[name].fn is not obj]
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
         for problem in registration.problem_lines("%%tool"):
@@ -364,7 +428,7 @@ class ToolMagics(Magics):
         mine.update((name, self.registry[name]) for name in registration.registered if name not in mine)
         removed = forget_cell_tools(self.registry, cell_key, mine)
         if mine:  # one write: one stream message (print's two writes may reach the notebook apart)
-            sys.stdout.write(registered_line(list(mine.values()), removed) + "\n")
+            sys.stdout.write(registered_line(list(mine.values()), removed, replaced) + "\n")
 
     @no_var_expand
     @magic_arguments(name="tool")
@@ -404,8 +468,15 @@ class ToolMagics(Magics):
             tip = " (%tool takes names, not globs)" if any(char in "".join(missing) for char in "*?[") else ""
             raise UsageError(f"%tool: no variable named {', '.join(map(repr, missing))} in the notebook{tip}; "
                              "nothing was registered")
+        replaced = [name.rsplit(".", 1)[-1] for name, obj in objects
+                    if name.rsplit(".", 1)[-1] in self.registry
+                    and self.registry[name.rsplit(".", 1)[-1]].fn is not obj and not isinstance(obj, Tool)]
         registration = register_objects(objects, self.registry, group=args.group, hints=hints,
                                         strict=args.strict)
+        replaced = [name for name in replaced if name in registration.registered]
+        if replaced:
+            print(f"%tool: replaced the earlier tool{'s' if len(replaced) > 1 else ''} {', '.join(replaced)} "
+                  "(that definition no longer runs)")
         # A method taken from its class would make the model send `self`: refuse it, naming the fix.
         problems = [*registration.problem_lines("%tool"),
                     *(f"%tool: {name!r} not registered: it is a method of class {name.rsplit('.', 2)[-2]}, so "
@@ -486,8 +557,6 @@ class ToolMagics(Magics):
                     require_extra("mcp", "%tools --serve")
                 except MissingExtra as error:
                     raise MagicError(str(error)) from None
-            from .mcp import serve_magic
-
             token = False if args.no_token else args.token
             if args.no_token and args.token is not None:
                 raise UsageError("%tools: give either --token or --no-token")
@@ -569,6 +638,6 @@ def unload_ipython_extension(shell: Any) -> None:
 
 __all__ = [  # the listing names are nbtools.listing's, still importable from here
     "ToolMagics", "MagicError", "Registration", "ToolTable", "ToolRow", "tool_row", "first_line", "parameter_summary",
-    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions",
+    "defined_functions", "register_objects", "remove_tools", "tool_table", "tool_definitions", "serve_magic",
     "load_ipython_extension", "unload_ipython_extension",
 ]

@@ -58,7 +58,8 @@ class Registry(ToolSource):
         previous = self._tools.get(built.name)
         if previous is not None:
             if not _same_definition(previous.fn, built.fn):
-                warnings.warn(f"tool {built.name!r} was already registered; the new definition replaces it",
+                warnings.warn(f"tool {built.name!r} was already registered: replaced the earlier one with this "
+                              "definition (the earlier function no longer runs as this tool)",
                               stacklevel=2)
             built = _keep_metadata(previous, built, overrides)
         self._tools[built.name] = bound = bind(built, self)

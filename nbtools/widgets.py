@@ -23,7 +23,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
-from .listing import SEARCHED, NEUTRAL, first_line, format_words, matching_tools, name_matches, parameter_summary
+from .listing import (
+    SEARCHED, NEUTRAL, code_spans_html, first_line, format_words, matching_tools, name_matches, parameter_summary,
+)
 from .registry import Registry
 from .tool import Tool
 
@@ -49,17 +51,18 @@ _TEXT = "color:var(--jp-ui-font-color1)"
 _QUIET = "color:var(--jp-ui-font-color2)"
 
 
-def tool_summary_html(tool: Tool, enabled: bool = True) -> str:
-    """Name and parameters, group and hint badges, and the description's first line, all escaped;
-    dimmed when the tool is disabled."""
+def tool_summary_html(tool: Tool, enabled: bool = True, show_group: bool = True) -> str:
+    """Name and parameters, group and hint badges, and the description's first line (its Markdown
+    `code` as <code>), all escaped; dimmed when the tool is disabled. `show_group=False` under a
+    heading that already names the group. Cut parts are whole in `details_html` ("details")."""
     signature = f"{tool.name}({parameter_summary(tool.parameters)})"
     name = (f"<code style='flex:0 0 18em;{_ONE_LINE};{_TEXT}' title='{html.escape(signature)}'>"
             f"<b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>")
-    badges = ([badge(tool.group, "#3b5bdb")] if tool.group else []) + [
+    badges = ([badge(tool.group, "#3b5bdb")] if tool.group and show_group else []) + [
         badge(hint, _HINT_COLOURS.get(hint, "#44546a")) for hint in sorted(tool.hints)]
     description = first_line(tool.description, limit=300)
     about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
-             f"{html.escape(description)}</span>") if description else ""
+             f"{code_spans_html(description)}</span>") if description else ""
     dim = "" if enabled else "opacity:0.55;"
     return (f"<div style='display:flex;align-items:baseline;gap:6px;width:100%;min-width:0;{dim}'>{name}"
             f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
@@ -72,6 +75,16 @@ def schema_html(tool: Tool, fmt: str | None) -> str:
     except (SchemaError, KeyError, ValueError) as error:
         text = f"No {fmt or 'neutral'} definition: {error}"
     return f"<pre style='margin:2px 0 6px 24px;font-size:85%'>{html.escape(text)}</pre>"
+
+
+def details_html(tool: Tool, fmt: str | None) -> str:
+    """What a row's "details" shows: the whole signature and description (the row cuts both to one
+    line), wrapping, then the definition in `fmt`."""
+    signature = f"{tool.name}({parameter_summary(tool.parameters)})"
+    description = "".join(f"<div>{code_spans_html(line)}</div>" for line in tool.description.strip().splitlines())
+    return (f"<div style='margin:2px 0 0 24px;{_TEXT};overflow-wrap:anywhere'>"
+            f"<code style='white-space:pre-wrap'>{html.escape(signature)}</code>"
+            f"<div style='{_QUIET};margin-top:2px'>{description}</div></div>" + schema_html(tool, fmt))
 
 
 @dataclass(frozen=True)
@@ -100,16 +113,18 @@ class ToolsPanel(widgets.VBox):
     a filter over name, group, hints and description (any case), rows grouped by group and
     scrolling past about a dozen.
 
-    The panel follows the registry: after each notebook cell, and when Refresh is clicked, rows are
-    rebuilt if tools were added, replaced, removed, enabled or disabled elsewhere.
+    The panel follows the registry (`Registry.on_change`): rows are rebuilt as soon as tools are
+    added, replaced, removed, enabled or disabled elsewhere; Refresh re-reads it all. Closing the
+    panel (or losing every reference to it) ends the subscription.
     """
 
     def __init__(self, registry: Registry, filter: str = "", group: str | None = None, **kwargs: Any):
         self.registry = registry
         self.group = group
-        self.filter_text = widgets.Text(value=filter, placeholder="name, group, hint or description; globs: math_*",
-                                        description="Filter", continuous_update=True,
-                                        layout=widgets.Layout(width="24em", flex="0 1 auto"))
+        # The placeholder fits the box whole (a longer one was cut to "…descriptior"); the tooltip says the rest.
+        self.filter_text = widgets.Text(value=filter, placeholder=FILTER_PLACEHOLDER, description="Filter",
+                                        tooltip=f"searches {SEARCHED}; a glob (math_*) matches names and groups",
+                                        continuous_update=True, layout=widgets.Layout(width="26em", flex="0 0 auto"))
         self.format_picker = widgets.Dropdown(options=[label for label, _ in FORMAT_CHOICES], value=NEUTRAL,
                                               description="Format", layout=widgets.Layout(width="14em"))
         self.refresh_button = widgets.Button(description="Refresh", tooltip="re-read the registry",
@@ -125,6 +140,7 @@ class ToolsPanel(widgets.VBox):
         # Past about a dozen rows the list scrolls instead of making the output thousands of pixels tall.
         self._rows_box = widgets.VBox(layout=widgets.Layout(max_height="26em", overflow="auto"))
         self._seen: tuple = ()
+        self._headed = False  # rows sit under group headings (so their group badge is left out)
         controls = widgets.HBox([self.filter_text, self.format_picker, self.refresh_button, self.enable_all,
                                  self.disable_all], layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
         super().__init__(children=[controls, self._rows_box, self.status], **kwargs)
@@ -134,7 +150,11 @@ class ToolsPanel(widgets.VBox):
         self.enable_all.on_click(lambda button: self.set_all_shown(True))
         self.disable_all.on_click(lambda button: self.set_all_shown(False))
         self.refresh(force=True)
-        _live_panels.add(self)
+        self._unsubscribe = _follow_registry(self)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        super().close()
 
     @property
     def fmt(self) -> str | None:
@@ -157,7 +177,7 @@ class ToolsPanel(widgets.VBox):
 
         Only rows whose tool was added, replaced or removed are rebuilt; the others keep their
         widgets (an open schema stays open) and only their checkbox follows the registry. Every
-        panel ever shown stays alive until closed and is refreshed after each cell, so rebuilding
+        panel ever shown follows its registry until closed, so rebuilding
         all rows of all panels on every change made each new `%%tool` cell slower.
         """
         state = self._registry_state()
@@ -171,7 +191,7 @@ class ToolsPanel(widgets.VBox):
                 enabled = self.registry.is_enabled(tool.name)
                 if row.enabled.value != enabled:
                     row.enabled.value = enabled
-                    row.summary.value = tool_summary_html(tool, enabled)
+                    row.summary.value = self._summary(tool, enabled)
             else:  # new, or redefined: a fresh row; a schema the person had open stays open
                 reopen = row is not None and row.schema_toggle.value
                 row = self._make_row(tool)
@@ -197,7 +217,12 @@ class ToolsPanel(widgets.VBox):
         groups: dict[str, list[ToolRowWidgets]] = {}
         for name, row in self.rows.items():
             groups.setdefault(self._built_from[name].group or "", []).append(row)
-        if len(groups) <= 1:
+        headed = len(groups) > 1
+        if headed != self._headed:  # under a heading the group badge would repeat it
+            self._headed = headed
+            for name, row in self.rows.items():
+                row.summary.value = self._summary(self._built_from[name], row.enabled.value)
+        if not headed:
             return [row.box for row in self.rows.values()]
         children: list[widgets.Widget] = []
         for group, members in groups.items():
@@ -218,9 +243,10 @@ class ToolsPanel(widgets.VBox):
         # accessible name, so a screen reader tells the rows apart.
         enabled = widgets.Checkbox(value=enabled_now, indent=False, tooltip=f"offer {tool.name} to the model",
                                    layout=widgets.Layout(width="28px", flex="0 0 auto"))
-        summary = widgets.HTML(tool_summary_html(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
+        summary = widgets.HTML(self._summary(tool, enabled_now), layout=widgets.Layout(flex="1 1 auto",
                                                                                           min_width="0"))
-        toggle = widgets.ToggleButton(value=False, description="schema", tooltip=f"show the definition of {tool.name}",
+        toggle = widgets.ToggleButton(value=False, description="details",
+                                      tooltip=f"the whole signature, description and definition of {tool.name}",
                                       layout=widgets.Layout(width="6.5em", flex="0 0 auto"))
         schema = widgets.HTML(layout=widgets.Layout(display="none"))
         line = widgets.HBox([enabled, summary, toggle], layout=widgets.Layout(align_items="center", width="100%"))
@@ -238,20 +264,32 @@ class ToolsPanel(widgets.VBox):
         self.registry.enable(name, value)
         row, tool = self.rows.get(name), self.registry.get(name)
         if row is not None and tool is not None:
-            row.summary.value = tool_summary_html(tool, value)
+            row.summary.value = self._summary(tool, value)
         self._seen = self._registry_state()
         self._update_status()
 
     def _show_schema(self, row: ToolRowWidgets, shown: bool) -> None:
         tool = self.registry.get(row.name)
         if shown and tool is not None:
-            row.schema.value = schema_html(tool, self.fmt)
+            row.schema.value = details_html(tool, self.fmt)
         row.schema.layout.display = None if shown and tool is not None else "none"
 
     def _rerender_open_schemas(self) -> None:
         for row in self.rows.values():
             if row.schema_toggle.value:
                 self._show_schema(row, True)
+
+    def _summary(self, tool: Tool, enabled: bool) -> str:
+        return tool_summary_html(tool, enabled, show_group=not self._headed)
+
+    def _ipython_display_(self) -> None:
+        """The widget, then a separate plain output naming the tools: a saved notebook reopened
+        without its kernel has no widget model, and JupyterLab then shows only "Error displaying
+        widget: model not found" in the widget's place (never its text/plain)."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        display(PanelRecord.of(self))
 
     def _update_status(self) -> None:
         total = len(self.registry)
@@ -271,35 +309,58 @@ class ToolsPanel(widgets.VBox):
         return f"ToolsPanel({len(self.rows)} of {len(self.registry)} tools shown: {', '.join(self.rows)})"
 
 
+@dataclass(frozen=True)
+class PanelRecord:
+    """The plain output shown beside a panel: which tools it showed when displayed, enabled or not,
+    and their hints; what a saved notebook still shows when the widget is gone. Static: a record
+    updated by later cells would differ between a saved run and a re-run (nbval compares them)."""
+
+    tools: tuple[tuple[str, bool, tuple[str, ...]], ...]  # (name, enabled, hints)
+    total: int
+
+    @classmethod
+    def of(cls, shown: ToolsPanel) -> "PanelRecord":
+        registry = shown.registry
+        return cls(tuple((tool.name, registry.is_enabled(tool.name), tuple(sorted(tool.hints)))
+                         for tool in (shown._built_from[name] for name in shown.rows)), len(registry))
+
+    def _parts(self) -> list[tuple[str, str]]:
+        return [(name, ", ".join(([] if enabled else ["disabled"]) + list(hints)))
+                for name, enabled, hints in self.tools]
+
+    def _repr_html_(self) -> str:
+        names = ", ".join(f"<code>{html.escape(name)}</code>" + (f" ({html.escape(notes)})" if notes else "")
+                          for name, notes in self._parts())
+        return (f"<div style='{_QUIET};font-size:85%'>Tools panel, when shown: {len(self.tools)} of {self.total} "
+                f"tools{': ' + names if names else ''}. <i>(Without its kernel the panel above cannot show; "
+                f"<code>%tools</code> lists the tools.)</i></div>")
+
+    def __repr__(self) -> str:
+        names = ", ".join(name + (f" ({notes})" if notes else "") for name, notes in self._parts())
+        return f"Tools panel, when shown: {len(self.tools)} of {self.total} tools" + (f": {names}" if names else "")
+
+
 _BUTTON = widgets.Layout(width="auto", flex="0 0 auto")
+FILTER_PLACEHOLDER = "name, hint, text or math_*"
 
 
-_live_panels: "weakref.WeakSet[ToolsPanel]" = weakref.WeakSet()
-_hooked_shells: "weakref.WeakSet[Any]" = weakref.WeakSet()
+def _follow_registry(shown: ToolsPanel) -> Any:
+    """Refresh `shown` after every change of its registry; the registry holds it only weakly, so a
+    panel nobody displays any more is collected (and unsubscribes). Returns the unsubscribe function."""
+    ref = weakref.ref(shown)
 
-
-def _refresh_live_panels(*_: Any) -> None:
-    for live in list(_live_panels):
-        if live.comm is None:  # closed
-            _live_panels.discard(live)
-            continue
+    def changed() -> None:
+        live = ref()
+        if live is None or live.comm is None:  # collected or closed
+            unsubscribe()
+            return
         try:
             live.refresh()
-        except Exception:  # a panel must never break the person's cells
+        except Exception:  # a panel must never break the change that reached it
             pass
 
-
-def _follow_cells() -> None:
-    """Refresh panels after each cell, so tools defined later show up without a click."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None or shell in _hooked_shells:
-        return
-    shell.events.register("post_run_cell", _refresh_live_panels)
-    _hooked_shells.add(shell)
+    unsubscribe = shown.registry.on_change(changed)
+    return unsubscribe
 
 
 def panel(registry: Registry | None = None, filter: str = "", group: str | None = None) -> ToolsPanel:
@@ -311,7 +372,6 @@ def panel(registry: Registry | None = None, filter: str = "", group: str | None 
         from .registry import registry as default_registry
 
         registry = default_registry
-    _follow_cells()
     return ToolsPanel(registry, filter=filter, group=group)
 
 
@@ -494,4 +554,4 @@ def _display(widget: widgets.Widget) -> Any:
 
 __all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "ApprovalRecord",
            "ApprovalTimedOut", "ApprovalInterrupted", "approval_question_html", "FORMAT_CHOICES",
-           "tool_summary_html", "schema_html", "name_matches"]
+           "tool_summary_html", "schema_html", "details_html", "name_matches", "PanelRecord", "FILTER_PLACEHOLDER"]

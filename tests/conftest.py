@@ -23,7 +23,9 @@ from typing import Callable, Iterator
 
 import pytest
 
+import peers
 from kernels import RealKernel
+from peers import PEERS_MISSING
 
 # Every HTTP server nbtools starts requires a bearer token: $NBTOOLS_MCP_TOKEN when set. Setting it
 # for the whole session (kernels and `nbtools serve` subprocesses inherit it; `connect` reads it)
@@ -76,3 +78,15 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Every test skipped for want of the npm peers reports the same place (`peers.require_peers`),
+    so pytest's summary folds them into one line ("SKIPPED [43] tests/peers.py: ..."), not one per
+    test: a skip raised in a fixture is otherwise reported at each test's own line."""
+    outcome = yield
+    report = outcome.get_result()
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3 and PEERS_MISSING in str(longrepr[2]):
+        report.longrepr = (os.path.relpath(peers.__file__, item.config.rootpath), 1, longrepr[2])

@@ -18,9 +18,12 @@ CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "inde
 SERVER_EVERYTHING = MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 
+PEERS_MISSING = "npm test peers not installed"  # how the skip starts (conftest folds these skips into one line)
+
+
 def require_peers() -> None:
     """Skip the calling test, naming the install command, when the npm peers are not installed."""
     missing = [path.relative_to(NPM_DIR) for path in (NODE, CONFORMANCE, SERVER_EVERYTHING) if not path.exists()]
     if missing:
-        pytest.skip(f"npm test peers not installed ({', '.join(map(str, missing))} missing): run "
+        pytest.skip(f"{PEERS_MISSING} ({', '.join(map(str, missing))} missing): run "
                     f"`npm ci --prefix tests/npm` (needs the npm registry)")

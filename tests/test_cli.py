@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -462,8 +463,11 @@ def test_serve_without_the_mcp_extra_says_what_to_install(tmp_path):
                              "sys.exit(main(['serve', 'one.py']))"], cwd=tmp_path, capture_output=True, text=True,
                             timeout=DEADLINE)
     assert result.returncode == 1
+    from nbtools.extras import install_line
+
     assert "nbtools serve needs the 'mcp' package, which a plain install leaves out; install it with: " \
-           "pip install 'nbtools-llm[mcp]'" in result.stderr
+           f"{install_line('mcp')}" in result.stderr
+    assert "nbtools-llm[" not in result.stderr  # not published: that command finds nothing
     assert "Traceback" not in result.stderr
 
 
@@ -486,7 +490,9 @@ def test_magic_serve_and_connect_without_the_mcp_extra_say_what_to_install():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE)
     assert "magic: %tools --serve needs the 'mcp' package" in result.stdout, result.stderr
     assert "connect: nbtools.mcp.connect() needs the 'mcp' package" in result.stdout
-    assert result.stdout.count("pip install 'nbtools-llm[mcp]'") == 2
+    from nbtools.extras import install_line
+
+    assert result.stdout.count(install_line("mcp")) == 2
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX terminal (pty)")
@@ -561,3 +567,114 @@ def test_cells_tagged_nbtools_skip_are_not_run(tmp_path):
     result = run_cli("schema", str(notebook))
     assert result.returncode == 0, result.stderr
     assert [item["name"] for item in json.loads(result.stdout)] == ["kept"]
+
+
+def _listening_socket() -> tuple[object, int]:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    return taken, taken.getsockname()[1]
+
+
+def test_a_port_in_use_is_reported_before_the_notebook_runs(tmp_path):
+    marker = tmp_path / "ran.txt"
+    notebook = write_notebook(tmp_path / "slow.ipynb", [
+        code("%load_ext nbtools"),
+        code(f"open({str(marker)!r}, 'w').write('the notebook ran')"),
+        code("%%tool\ndef ping() -> str:\n    return 'pong'")])
+    taken, port = _listening_socket()
+    with taken:
+        result = run_cli("serve", str(notebook), "--http", str(port))
+    assert result.returncode == 1
+    assert f"cannot serve MCP on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "`--http 0` for a free one" in result.stderr and "[Errno" not in result.stderr
+    assert not marker.exists(), "the notebook ran before the port was checked"
+
+
+def test_tools_serve_on_a_port_in_use_says_how_to_get_a_free_one():
+    from IPython.core.error import UsageError
+
+    from nbtools import Registry
+    from nbtools.magics import serve_magic
+
+    taken, port = _listening_socket()
+    with taken, pytest.raises(UsageError) as refused:
+        serve_magic(Registry(), port, False)
+    assert "another program listens there" in str(refused.value)
+    assert "`%tools --serve` with no PORT picks a free one" in str(refused.value)
+
+
+def test_a_folder_target_says_it_is_a_folder_and_what_to_pass(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(folder / "a.ipynb", [code("x = 1")])
+    result = run_cli("serve", "notebooks", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "'notebooks' is a folder: pass one notebook (.ipynb) or Python file (.py) in it" in result.stderr
+    assert "notebooks/a.ipynb" in result.stderr and "defines no public functions" not in result.stderr
+    package = tmp_path / "pkg"  # a package folder is a module target, as before
+    package.mkdir()
+    (package / "__init__.py").write_text("def ping() -> str:\n    'Ping.'\n    return 'pong'\n")
+    result = run_cli("schema", "pkg", cwd=tmp_path)
+    assert result.returncode == 0 and json.loads(result.stdout)[0]["name"] == "ping"
+
+
+# -- README's install lines resolve ----------------------------------------------------------------
+
+def _readme_pip_targets() -> list[tuple[bool, str]]:
+    """(editable, target) of every `pip install` in README's shell blocks."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    targets = []
+    for block in blocks:
+        for command in re.split(r"&&|\n", block):
+            words = shlex.split(command.strip()) if "pip install" in command else []
+            if not words:
+                continue
+            rest = words[words.index("install") + 1:]
+            editable = "-e" in rest
+            targets += [(editable, word) for word in rest if not word.startswith("-")]
+    return targets
+
+
+def test_every_install_line_in_the_readme_resolves():
+    import tomllib
+
+    targets = _readme_pip_targets()
+    assert (True, ".[mcp]") in targets and (True, ".[dev]") in targets, targets
+    assert not any(target.startswith(("nbtools-llm", "nbtools[")) or target == "nbtools" for _, target in targets)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for editable, target in targets:
+        path, _, extras = target.partition("[")
+        assert (ROOT / path / "pyproject.toml").is_file(), target  # a local checkout, not a PyPI name
+        for extra in extras.rstrip("]").split(","):
+            assert not extra or extra in project["optional-dependencies"], (target, extra)
+    # pip itself resolves the first one (metadata only, nothing installed): offline when the build
+    # backend is installed here, else from the configured index.
+    build_isolation = [] if importlib.util.find_spec("hatchling") else ["--use-pep517"]
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", *build_isolation,
+                             *(["--no-build-isolation", "--no-index"] if not build_isolation else []),
+                             "-e", ".[mcp]"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0 and "hatchling" in result.stdout + result.stderr and build_isolation:
+        pytest.skip("pip could not fetch the build backend (hatchling) to read the checkout's metadata: "
+                    "install it (`pip install hatchling`) to check this offline")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Would install {project['name']}-{project['version']}" in result.stdout
+
+
+def test_the_missing_extra_command_installs_what_the_extra_declares():
+    import tomllib
+
+    from nbtools.extras import EXTRAS, install_line
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, (_module, _what, requirements) in EXTRAS.items():
+        assert list(requirements) == declared[extra]
+        line = install_line(extra)
+        assert line.startswith("pip install ") and "nbtools-llm[" not in line
+        # here nbtools is installed from this checkout, so the command names it (with the extra)
+        assert line.endswith(f"[{extra}]'") and Path(line.split("'")[1].rsplit("[", 1)[0]).resolve() == ROOT

@@ -50,3 +50,53 @@ def test_tool_call_error_record_round_trip():
     for malformed in (None, "text", [], {}, {"problem": 1}, {"problem": "p", "argument": 3},
                       {"problem": "p", "schema": ["not", "a", "schema"]}):
         assert ToolCallError.from_record(malformed, "t") is None
+
+
+# -- how the errors read in a cell (IPython shows `_render_traceback_` instead of a traceback) --------
+
+def test_every_nbtools_error_reads_as_its_message_in_a_cell():
+    from nbtools.errors import MagicError, NbtoolsError, SchemaError, TargetError, ToolCallError
+
+    refused = ToolCallError("add", "expected an integer, got the string \"2\"", "a", {"type": "object"})
+    assert refused._render_traceback_() == [
+        "ToolCallError: Error calling tool 'add', argument 'a': expected an integer, got the string \"2\""]
+    assert "Parameters schema" in str(refused)  # the model still gets the schema
+    assert SchemaError("f", "x", "no type")._render_traceback_() == ["SchemaError: function 'f', parameter 'x': no type"]
+    assert TargetError("'x': no such file")._render_traceback_() == ["TargetError: 'x': no such file"]
+    assert MagicError("%tools: bad\nsecond line")._render_traceback_() == ["%tools: bad", "second line"]
+    assert all(issubclass(kind, NbtoolsError) for kind in (SchemaError, TargetError, ToolCallError, MagicError))
+
+
+def test_an_interrupt_is_a_keyboard_interrupt_that_reads_as_one_line():
+    import pickle
+
+    from nbtools.errors import Interrupted
+    from nbtools.interp.result import RealInterrupt
+
+    stop = Interrupted("tool 'slow'")
+    assert isinstance(stop, KeyboardInterrupt) and not isinstance(stop, Exception)
+    assert stop._render_traceback_() == ["KeyboardInterrupt: tool 'slow' was interrupted and did not finish"]
+    assert pickle.loads(pickle.dumps(stop)).what == "tool 'slow'"
+    assert RealInterrupt()._render_traceback_() == ["KeyboardInterrupt: the code was interrupted and did not finish"]
+
+
+def test_a_persons_interrupt_of_a_tool_call_ends_it_with_interrupted(sigint_raises):
+    import os
+    import signal
+    import threading
+    import time
+
+    from nbtools import Registry, Tool
+    from nbtools.errors import Interrupted
+
+    def slow() -> int:
+        time.sleep(30)
+        return 1
+
+    for call in (lambda: Tool.from_function(slow).call({}), lambda: Registry([slow]).call("slow", {})):
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(Interrupted) as stopped:
+            call()
+        timer.join()
+        assert stopped.value._render_traceback_() == ["KeyboardInterrupt: tool 'slow' was interrupted and did not finish"]

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import re
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -497,6 +498,9 @@ def test_tools_table_text_and_html(listed):
     assert "Longer text" not in text
     page = display["data"]["text/html"]
     assert "&lt;everything&gt;" in page and "<everything>" not in page
+    # the destructive tool is marked (⚠ by its name, its hint in red); the read-only one is not
+    add_row, wipe_row = page.split("<tr")[2:]
+    assert "⚠" in wipe_row and "color:#b3261e" in wipe_row and "⚠" not in add_row
     listed.run("_registry.disable('wipe')")
     assert "wipe (disabled)" in text_of(listed.run("%tools"))
 
@@ -526,9 +530,32 @@ def test_tools_fmt_prints_the_definitions(listed):
 
 def test_tools_panel(listed):
     outputs = listed.run("%tools --panel")
-    (display,) = [output for output in outputs if output["output_type"] == "display_data"]
+    display, fallback = [output for output in outputs if output["output_type"] == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" in display["data"]
     assert display["data"]["text/plain"] == "ToolsPanel(2 of 2 tools shown: add, wipe)"
+    # a separate plain output: what a saved notebook shows once the widget's model is gone
+    assert "application/vnd.jupyter.widget-view+json" not in fallback["data"]
+    assert fallback["data"]["text/plain"] == "Tools panel, when shown: 2 of 2 tools: add (read-only), wipe (destructive)"
+    assert "<code>add</code>" in fallback["data"]["text/html"] and "<code>wipe</code>" in fallback["data"]["text/html"]
+
+
+def test_a_saved_notebook_shows_the_panels_tools_without_its_widget_state(listed, tmp_path):
+    """Run a notebook with a panel, save it without widget state (as a notebook reopened after its
+    kernel is gone), and read what a front end can still render: the plain output names the tools."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext nbtools"),
+        nbformat.v4.new_code_cell("%%tool --hints destructive\ndef wipe(path: str) -> str:\n    return path"),
+        nbformat.v4.new_code_cell("import nbtools\nnbtools.panel()")])
+    listed.run("_registry.clear()")
+    listed.execute_notebook(notebook)
+    saved = tmp_path / "saved.ipynb"
+    nbformat.write(notebook, saved)
+    reopened = nbformat.read(saved, as_version=4)
+    reopened.metadata.pop("widgets", None)  # the model is gone
+    shown = [output["data"] for output in reopened.cells[-1].outputs if output["output_type"] != "stream"]
+    renderable = [data for data in shown if "application/vnd.jupyter.widget-view+json" not in data]
+    assert len(shown) == 2 and len(renderable) == 1, shown
+    assert "wipe" in renderable[0]["text/html"] and "destructive" in renderable[0]["text/plain"]
 
 
 @pytest.mark.parametrize("options, named", [("--panel --fmt openai", "--fmt and --panel"),
@@ -681,3 +708,97 @@ def test_without_a_cell_id_rerunning_replaces_same_names_only(fresh):
     fresh.run("%%tool\ndef first() -> int:\n    return 1")
     fresh.run("%%tool\ndef second() -> int:\n    return 2")  # no id: cannot tell it is the same cell
     assert names(fresh) == ["first", "second"]
+
+
+# -- expected outcomes read as a line or two in a cell -----------------------------------------------
+
+def _error_of(outputs: list) -> dict:
+    (error,) = [output for output in outputs if output["output_type"] == "error"]
+    return error
+
+
+def test_a_wrong_argument_type_reads_as_one_line(listed):
+    listed.fails("from nbtools import call_func\ncall_func('add', {'a': 'two'})")
+    error = _error_of(listed.nb.cells[-1].outputs)
+    assert error["ename"] == "ToolCallError"
+    (line,) = error["traceback"]
+    assert line.startswith("ToolCallError: Error calling tool 'add', argument 'a': ") and "string" in line
+
+
+def _interrupt_when(kernel, code: str, started: Path) -> dict:
+    """Run `code`, interrupt the kernel once `started` exists (the call is under way), return the error."""
+    import time
+
+    client = kernel.blocking()
+    request = client.execute(code)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the call never started"
+    kernel.manager.interrupt_kernel()
+    errors = []
+    while True:
+        message = client.get_iopub_msg(timeout=60)
+        if message["parent_header"].get("msg_id") != request:
+            continue
+        if message["msg_type"] == "error":
+            errors.append(message["content"])
+        elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    (error,) = errors
+    return error
+
+
+def test_an_interrupt_during_call_func_reads_as_one_line(fresh, tmp_path):
+    started = tmp_path / "started"
+    fresh.run(f"""
+        %%tool
+        def slow() -> int:
+            import time
+            open({str(started)!r}, "w").close()
+            time.sleep(60)
+            return 1
+    """)
+    error = _interrupt_when(fresh, "from nbtools import call_func\ncall_func('slow', {})", started)
+    assert error["traceback"] == ["KeyboardInterrupt: tool 'slow' was interrupted and did not finish"]
+    assert error["ename"] == "Interrupted"
+
+
+def test_an_interrupt_during_python_reads_as_one_line(fresh, tmp_path):
+    started = tmp_path / "started"
+    code = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)"
+    error = _interrupt_when(fresh, f"from nbtools import python\npython({code!r})", started)
+    assert error["traceback"] == ["KeyboardInterrupt: the code was interrupted and did not finish"]
+    assert fresh.value("1 + 1") == 2  # the kernel goes on
+
+
+def test_pythons_text_answer_is_shown_as_text_in_a_cell(fresh):
+    outputs = fresh.run("from nbtools import python\npython('print(\"hello\")\\n1/0')")
+    (result,) = [output for output in outputs if output["output_type"] == "execute_result"]
+    shown = result["data"]["text/plain"]
+    assert shown.startswith("hello\nTraceback (most recent call last):\n")
+    assert shown.rstrip().endswith("ZeroDivisionError: division by zero") and "\\n" not in shown
+    # still the string the model gets (DESIGN: python() returns the text)
+    assert fresh.value("isinstance(python('print(1)'), str) and python('print(1)') == '1\\n'") is True
+
+
+def test_a_tool_hiding_a_builtin_warns_and_says_how_to_keep_both(fresh):
+    outputs = fresh.run("%%tool\ndef open(path: str) -> str:\n    'Open a document.'\n    return path")
+    warning = stderr_of(outputs)
+    assert "%%tool: warning: `open` now hides Python's builtin open() in this notebook" in warning
+    assert '@tool(name="open")' in warning and "del open" in warning
+    assert stdout_of(outputs) == "registered: open\n"
+    fresh.run("del open")
+    assert fresh.value("open is __builtins__.open if not isinstance(__builtins__, dict) else True") is True
+    assert not stderr_of(fresh.run("%%tool\ndef open_file(path: str) -> str:\n    return path"))
+
+
+def test_a_tool_replacing_another_cells_tool_says_so(fresh):
+    run_as_cell(fresh, "%%tool\ndef twin() -> int:\n    return 1", "cell-a")
+    outputs = run_as_cell(fresh, "%%tool\ndef twin() -> int:\n    return 2", "cell-b")
+    assert printed_only(outputs) == ("registered: twin; replaced the earlier tool twin (registered elsewhere; "
+                                     "that definition no longer runs)\n")
+    again = run_as_cell(fresh, "%%tool\ndef twin() -> int:\n    return 3", "cell-b")  # its own re-run: quiet
+    assert printed_only(again) == "registered: twin\n"
+    fresh.run("def other_twin() -> int:\n    return 4")
+    assert "%tool: replaced the earlier tool twin" in stdout_of(fresh.run("twin = other_twin\n%tool twin"))

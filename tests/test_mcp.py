@@ -817,20 +817,22 @@ def test_tools_serve_magic_in_a_real_kernel(tmp_path, nbtools_kernel):
 
 
 def test_tools_serve_again_reuses_the_running_server():
-    first = nbmcp.serve_magic(examples.example_tools, None, False)
+    from nbtools.magics import serve_magic
+
+    first = serve_magic(examples.example_tools, None, False)
     try:
         [server] = nbmcp.running_servers()
         assert first.startswith(f"MCP server for 6 tools at {server.url}")
         for again in (None, 0, server.port):
-            assert nbmcp.serve_magic(examples.example_tools, again, False) == \
+            assert serve_magic(examples.example_tools, again, False) == \
                 f"Already serving 6 tools at {server.url} (`%tools --stop` ends it).\n" \
                 f"Clients send the header `Authorization: Bearer {server.token}`."
         assert nbmcp.running_servers() == [server]
         other = Registry(examples.example_tools)  # another registry: a server of its own
-        assert nbmcp.serve_magic(other, None, False).startswith("MCP server for 6 tools at")
+        assert serve_magic(other, None, False).startswith("MCP server for 6 tools at")
         assert len(nbmcp.running_servers()) == 2
     finally:
-        assert nbmcp.serve_magic(examples.example_tools, None, True).startswith("Stopped the MCP servers at")
+        assert serve_magic(examples.example_tools, None, True).startswith("Stopped the MCP servers at")
     assert not nbmcp.running_servers()
 
 

@@ -72,10 +72,69 @@ def test_one_row_per_tool_with_enabled_checkboxes(tools):
 
 
 def test_user_text_is_escaped_and_badges_shown(tools):
-    summary = panel(tools).rows["area"].summary.value
+    shown = panel(tools)
+    summary = shown.rows["area"].summary.value
     assert "<script>" not in summary and "&lt;script&gt;" in summary
-    assert "geo&lt;metry&gt;" in summary and "read-only" in summary
+    assert "read-only" in summary
     assert "area</b>(width, height=1.0)" in summary
+    # two groups: each has a heading (escaped), so the rows leave the group badge out
+    headings = [child.value for child in shown._rows_box.children if not hasattr(child, "children")]
+    assert any("geo&lt;metry&gt;" in heading for heading in headings)
+    assert "geo&lt;metry&gt;" not in summary
+
+
+def test_the_group_badge_shows_only_without_headings(tools):
+    shown = panel(tools, group="geo<metry>")  # one group: no heading, so the badge names it
+    assert "geo&lt;metry&gt;" in shown.rows["area"].summary.value
+    shown = panel(tools)
+    assert "geo&lt;metry&gt;" not in shown.rows["area"].summary.value
+    tools.remove("delete_file")  # one group left: the headings go and the badge comes back
+    assert "geo&lt;metry&gt;" in shown.rows["area"].summary.value
+
+
+def test_markdown_code_in_descriptions_is_shown_as_code_and_escaped():
+    def find(pattern: str) -> list:
+        """Find files matching `pattern` (a glob like `*.py`), or `<b>` literally."""
+        return []
+
+    local = Registry([find])
+    summary = panel(local).rows["find"].summary.value
+    assert "<code>pattern</code>" in summary and "<code>*.py</code>" in summary
+    assert "<code>&lt;b&gt;</code>" in summary and "`" not in summary.split("title=")[0]
+    from nbtools.listing import tool_table
+    table = tool_table(local)._repr_html_()
+    assert "<code>pattern</code>" in table and "<code>&lt;b&gt;</code>" in table and "`" not in table
+
+
+def test_details_show_the_whole_signature_and_description(recording_comm):
+    def report(title: str, very_long_parameter_name_one: int = 1, very_long_parameter_name_two: str = "x",
+               another_one: list[int] | None = None) -> str:
+        """Make a report.
+
+        The second paragraph, which the row leaves out."""
+        return title
+
+    shown = panel(Registry([report]))
+    row = shown.rows["report"]
+    row.schema_toggle.value = True  # what clicking "details" does
+    details = row.schema.value
+    assert ("report(title, very_long_parameter_name_one=1, very_long_parameter_name_two=&quot;x&quot;, "
+            "another_one=null)") in details
+    assert "The second paragraph, which the row leaves out." in details
+    assert row.schema.layout.display is None
+    assert row.schema_toggle.description == "details"
+
+
+def test_the_panel_follows_the_registry_without_a_cell_or_a_click(tools):
+    shown = panel(tools)
+    tools.add(remove_all)
+    assert "remove_all" in shown.rows  # Registry.on_change: no post-cell polling, no Refresh
+    tools.enable("area", False)
+    assert shown.rows["area"].enabled.value is False
+    shown.close()
+    tools.remove("remove_all")
+    assert "remove_all" in shown.rows  # a closed panel no longer listens
+    assert not tools._listeners
 
 
 def test_browser_unchecking_disables_the_tool_everywhere(tools, recording_comm):
@@ -211,7 +270,7 @@ def test_an_open_schema_stays_open_when_the_registry_changes(tools):
         """Area of a square."""
         return side * side
 
-    with pytest.warns(UserWarning, match="replaces it"):
+    with pytest.warns(UserWarning, match="replaced the earlier one"):
         tools.add(area)  # redefined in a later cell: the rows are rebuilt
     shown.refresh()
     row = shown.rows["area"]
@@ -221,13 +280,13 @@ def test_an_open_schema_stays_open_when_the_registry_changes(tools):
 
 
 def test_refresh_rebuilds_only_the_rows_whose_tool_changed(tools, recording_comm):
-    # Every panel shown stays alive and is refreshed after each cell: rebuilding all its rows on
-    # every change made each new %%tool cell slower with every panel ever displayed.
+    # Every panel shown follows its registry: rebuilding all its rows on every change made each
+    # new %%tool cell slower with every panel ever displayed.
     shown = panel(tools)
     area_row, delete_row = shown.rows["area"], shown.rows["delete_file"]
+    recording_comm.clear()
     tools.add(remove_all, hints="destructive")
     tools.disable("area")
-    recording_comm.clear()
     shown.refresh()
     assert shown.rows["area"] is area_row and shown.rows["delete_file"] is delete_row
     assert area_row.enabled.value is False  # follows the registry without a new row
@@ -386,7 +445,7 @@ def test_schema_json_is_valid_inside_the_pre(tools):
 
     row = panel(tools).rows["area"]
     row.schema_toggle.value = True
-    body = row.schema.value.split(">", 1)[1].rsplit("</pre>", 1)[0]
+    body = row.schema.value.split("<pre", 1)[1].split(">", 1)[1].rsplit("</pre>", 1)[0]
     assert json.loads(html.unescape(body))["name"] == "area"
 
 
@@ -488,3 +547,22 @@ def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real
         output_hook=lambda message: printed.append(message["content"].get("text", "")))
     assert reply["content"]["status"] == "ok"
     assert "ApprovalPrompt needs an async call" in "".join(printed)
+
+
+def test_the_plain_record_beside_the_panel_names_its_tools(tools):
+    from nbtools.widgets import PanelRecord
+
+    tools.disable("area")
+    record = PanelRecord.of(panel(tools))
+    assert repr(record) == ("Tools panel, when shown: 2 of 2 tools: area (disabled, read-only), "
+                            "delete_file (destructive)")
+    page = record._repr_html_()
+    assert "<code>area</code>" in page and "<code>delete_file</code>" in page and "%tools" in page
+    filtered = PanelRecord.of(panel(tools, filter="delete"))
+    assert repr(filtered) == "Tools panel, when shown: 1 of 2 tools: delete_file (destructive)"
+
+
+def test_the_filter_placeholder_is_short_and_the_tooltip_says_the_rest(tools):
+    box = panel(tools).filter_text
+    assert box.placeholder == widgets_module.FILTER_PLACEHOLDER and len(box.placeholder) <= 28
+    assert "description" in box.tooltip and "math_*" in box.tooltip

@@ -19,7 +19,7 @@ import threading
 import types
 from typing import Any, Awaitable, Callable
 
-from ..errors import ToolCallError
+from ..errors import Interrupted, ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Limits, source_of
 from ..tool import Tool
@@ -309,6 +309,8 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     """
     try:
         return _call(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:  # a person's: one line in a cell
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -320,6 +322,8 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
         return await _acall(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+    except KeyboardInterrupt as stop:
+        raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
         if raise_on_err:
             raise
@@ -335,6 +339,14 @@ def _as_called(error: ToolCallError, name: str) -> ToolCallError:
     renamed = ToolCallError(name, error.problem, error.argument, error.schema)
     renamed.__cause__ = error.__cause__
     return renamed
+
+
+def _interrupted(name: str, stop: KeyboardInterrupt) -> KeyboardInterrupt:
+    """A person's interrupt of a call as one line in a cell (errors.Interrupted), not nbtools' frames;
+    one that already reads as a line (an inner call's, a Chat's) goes on as it is."""
+    if hasattr(stop, "_render_traceback_"):
+        return stop
+    return Interrupted(f"tool {name!r}").with_traceback(stop.__traceback__)
 
 
 def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, **options: Any) -> Any:
@@ -356,6 +368,8 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         # the policy of the registry the Tool came from (also through a dict or list of its Tools)
         limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
         return _call(tool, inputs, limits, approve, refuse)
+    except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
+        raise _interrupted(name, stop) from None
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)
@@ -384,6 +398,8 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
         tool = resolve_tool(name, ns)
         limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
         return await _acall(tool, inputs, limits, approve, refuse, run_sync)
+    except KeyboardInterrupt as stop:
+        raise _interrupted(name, stop) from None
     except ToolCallError as error:
         if tool is not None and error.tool == tool.name != name:
             error = _as_called(error, name)

@@ -76,6 +76,9 @@ class Chat:
         trace: a callable given one line of text per tool call (`trace=print`); nothing is printed
             outside a notebook otherwise.
         show: show each step in the notebook (default: when running in one).
+        record: a path: every exchange with the provider is written to this cassette file (no key or
+            Authorization header), for `nbtools.replay(path)` to answer from offline. The first Chat
+            of a process to record to a path starts the file afresh; later ones add to it, in order.
         **create_kwargs: forwarded to every create call (Anthropic needs `max_tokens`; for Gemini
             they go into the request's `config`). With the Responses API and `store=False`, pass
             `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
@@ -87,7 +90,12 @@ class Chat:
 
     def __init__(self, client: Any, *, model: str, tools: Any = None, system: str | None = None,
                  max_steps: int = 10, api: str | None = None, strict: bool = False,
-                 trace: Callable[[str], Any] | None = None, show: bool | None = None, **create_kwargs: Any):
+                 trace: Callable[[str], Any] | None = None, show: bool | None = None, record: Any = None,
+                 **create_kwargs: Any):
+        if record is not None:  # the chat talks through a recording copy of the client (chat/cassette.py)
+            from .cassette import recording
+
+            client = recording(client, record)
         self.endpoint = turns.endpoint(client, api)
         if self.endpoint.dialect == "anthropic" and "max_tokens" not in create_kwargs:
             raise TypeError("Chat with an Anthropic client needs max_tokens= (the Messages API requires it), "

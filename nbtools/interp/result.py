@@ -6,13 +6,15 @@ the main thread during a run). Only these two end a run by propagating (to the r
 it is, or out of `run_code`); a `TimeoutInterrupt` or `KeyboardInterrupt` the code raises itself is
 an ordinary error, returned as text.
 
-Imports nothing from the rest of the package: every other module may use these two names.
+Imports only `errors` from the rest of the package: every other module may use these two names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..errors import Interrupted
 
 
 class TimeoutInterrupt(BaseException):
@@ -27,10 +29,12 @@ class Deadline(TimeoutInterrupt):
     """The time-out as nbtools raises it when a run's deadline has passed."""
 
 
-class RealInterrupt(KeyboardInterrupt):
+class RealInterrupt(Interrupted):
     """A person's interrupt (SIGINT) delivered while a run's code ran on the main thread.
 
-    Named `KeyboardInterrupt` in tracebacks and in a kernel's error reply: for the person it is one."""
+    Named `KeyboardInterrupt` in tracebacks and in a kernel's error reply: for the person it is one.
+    An `errors.Interrupted`, so a cell shows one line ("the code was interrupted and did not
+    finish"), not the frames of the interpreter it went through."""
 
 
 RealInterrupt.__name__ = RealInterrupt.__qualname__ = "KeyboardInterrupt"
@@ -73,16 +77,33 @@ class ExecResult:
         one string with the printed text, then the value's repr (if any) on a last line; the
         printed text and the error text when the code failed or timed out."""
         if self.error is not None:
-            return _join_lines(self.output, self.error)
+            return Answer(_join_lines(self.output, self.error))
         if not self.output:
             return self.value
         if self.value is None:
-            return self.output
+            return Answer(self.output)
         try:
             shown = repr(self.value)
         except Exception as exc:  # a broken __repr__ must not turn into an exception for the model
             shown = f"<repr of {type(self.value).__name__} failed: {type(exc).__name__}: {exc}>"
-        return _join_lines(self.output, shown)
+        return Answer(_join_lines(self.output, shown))
+
+
+class Answer(str):
+    """The text `python()` returns when the code printed something or failed: a `str` (equal to
+    the plain text, JSON-serialisable, what the model reads) that a notebook cell shows as the text
+    itself, line by line, instead of a quoted repr full of `\\n` escapes."""
+
+    __slots__ = ()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        if len(getattr(printer, "stack", ())) > 1:  # inside a tuple or list: quoted, as any string there
+            printer.text(str.__repr__(self))
+            return
+        for index, line in enumerate(self.split("\n")):
+            if index:
+                printer.break_()
+            printer.text(line)
 
 
 def _join_lines(first: str, second: str) -> str:

@@ -69,7 +69,7 @@ notebook, a progress bar and the cell's output.
 
 from __future__ import annotations
 
-from .background import RunningServer, running_servers, serve_magic, start, stop
+from .background import RunningServer, running_servers, start, stop
 from .blocking import DEFAULT_PORT, serve
 from .client import Connection, connect, hints_from_annotations
 from .notify import LogMessage, Progress
@@ -79,7 +79,7 @@ from .web import MCP_PATH, bind_socket
 
 __all__ = [
     "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
-    "success_result", "error_result", "serve_magic", "connect", "Connection", "result_value",
+    "success_result", "error_result", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
     "ERROR_META_KEY", "Progress", "LogMessage",
 ]

@@ -1,4 +1,5 @@
-"""`start()`/`stop()`: MCP servers over streamable HTTP running inside this process (`%tools --serve`).
+"""`start()`/`stop()`: MCP servers over streamable HTTP running inside this process (`%tools --serve`;
+what that magic prints is `nbtools.magics.serve_magic`'s).
 
 With an asyncio loop running on the calling thread (a Jupyter kernel) a server is a task on that
 loop, so tool calls run on that thread between cells; without one it gets a thread and loop of its
@@ -218,50 +219,6 @@ def stop(port: int | None = None) -> list[RunningServer]:
     for server in chosen:
         server.stop()
     return chosen
-
-
-def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
-                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
-    """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
-
-    Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
-    """
-    from IPython.core.error import UsageError
-
-    if stop_servers and port is not None:
-        raise UsageError("%tools: use either --serve or --stop")
-    if stop_servers:
-        stopped = stop()
-        if not stopped:
-            return "No MCP server is running."
-        return "Stopped the MCP server" + ("s" if len(stopped) > 1 else "") + " at " + \
-            ", ".join(server.url for server in stopped) + "."
-    if filtered:
-        raise UsageError("%tools --serve serves every enabled tool (read live, so new %%tool cells appear); "
-                         "disable tools (registry.disable(name) or the panel) to hide them")
-    if port is not None and not 0 <= port <= 65535:
-        raise UsageError(f"%tools --serve: {port} is not a TCP port (0-65535; 0 or none picks a free one)")
-    count = len(registry.enabled())
-    # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
-    for server in running_servers():
-        if server.registry is registry and port in (None, 0, server.port):
-            return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
-                    f"(`%tools --stop` ends it).{_token_line(server)}")
-    try:
-        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}") from None
-    where = ("on this kernel's main thread, between cells" if not server.in_thread
-             else "on a background thread")
-    return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
-            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
-
-
-def _token_line(server: RunningServer) -> str:
-    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
-    if server.token is None:
-        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
-    return f"\nClients send the header `Authorization: Bearer {server.token}`."
 
 
 @atexit.register
