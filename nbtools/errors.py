@@ -172,8 +172,8 @@ class CassetteMismatch(CassetteError):
     def __init__(self, path: str, index: int, where: str, recorded: Any, sent: Any, note: str = ""):
         self.path, self.index, self.where, self.recorded, self.sent = path, index, where, recorded, sent
         super().__init__(
-            f"request {index} differs from the recording in {path} at {where}: recorded {_cut(repr(recorded), 300)}, "
-            f"sent {_cut(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
+            f"request {index} differs from the recording in {path} at {where}: recorded {short(repr(recorded), 300)}, "
+            f"sent {short(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
             "(Chat(..., record=PATH) with the real client)")
 
 
