@@ -6,6 +6,8 @@ driven by the same client (`mcp.ClientSession` over `streamable_http_client`) in
 alternating rounds so machine load hits both alike. Rows (lower is better; target: ratio <= 1.0):
 
 - call latency: median of sequential `tools/call add` round trips;
+- server CPU per call: the server process's user+system CPU time (`/proc/PID/stat`) over the
+  sequential calls, divided by their number (what serving costs the kernel or machine);
 - 20 concurrent calls: wall time of 20 calls in flight at once, per call (inverse throughput);
 - tools/list (200 tools): median round trip.
 
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 COPIES = 200
-SEQUENTIAL = 150
+SEQUENTIAL = 300
 CONCURRENT = 20
 BATCHES = 8
 LISTS = 25
@@ -68,9 +70,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (Linux `/proc`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def server(kind: str) -> Iterator[str]:
-    """Start one server process; yield its URL; stop it."""
+def server(kind: str) -> Iterator[tuple[str, int]]:
+    """Start one server process; yield its URL and process id; stop it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if kind == "nbtools":
         helped = subprocess.run([sys.executable, "-m", "nbtools.cli", "serve", "--help"], capture_output=True,
@@ -102,7 +110,7 @@ def server(kind: str) -> Iterator[str]:
                     raise RuntimeError("the SDK server did not start") from None
                 time.sleep(0.05)
     try:
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
         try:
@@ -111,7 +119,7 @@ def server(kind: str) -> Iterator[str]:
             process.kill()
 
 
-async def measure(url: str) -> dict[str, float]:
+async def measure(url: str, pid: int) -> dict[str, float]:
     """Seconds per operation for each row, against the server at `url`."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -125,10 +133,12 @@ async def measure(url: str) -> dict[str, float]:
                 result = await session.call_tool("add", {"a": 2, "b": 3})
             assert result.content[0].text == "5", result
             latencies = []
+            cpu_before = cpu_seconds(pid)
             for index in range(SEQUENTIAL):
                 began = time.perf_counter()
                 await session.call_tool("add", {"a": index, "b": 1})
                 latencies.append(time.perf_counter() - began)
+            cpu_per_call = (cpu_seconds(pid) - cpu_before) / SEQUENTIAL
             batches = []
             for _ in range(BATCHES):
                 began = time.perf_counter()
@@ -141,7 +151,7 @@ async def measure(url: str) -> dict[str, float]:
                 began = time.perf_counter()
                 await session.list_tools()
                 lists.append(time.perf_counter() - began)
-    return {"call latency": statistics.median(latencies),
+    return {"call latency": statistics.median(latencies), "server CPU per call": cpu_per_call,
             f"{CONCURRENT} concurrent calls (per call)": statistics.median(batches),
             f"tools/list ({COPIES} tools)": statistics.median(lists)}
 
@@ -150,8 +160,8 @@ def run(rounds: int = 3) -> list[dict]:
     samples: dict[str, dict[str, list[float]]] = {"nbtools": {}, "sdk": {}}
     for _ in range(rounds):
         for kind in ("nbtools", "sdk"):
-            with server(kind) as url:
-                for row, seconds in asyncio.run(measure(url)).items():
+            with server(kind) as (url, pid):
+                for row, seconds in asyncio.run(measure(url, pid)).items():
                     samples[kind].setdefault(row, []).append(seconds)
     rows = []
     for row in samples["nbtools"]:

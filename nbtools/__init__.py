@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import NbtoolsError, SchemaError, ToolCallError
 from .introspect import get_schema, tool, tools_from
+from .policy import Decision
 from .registry import Limits, Registry, registry
 from .schema import type_schema
 from .tool import HINTS, Tool
@@ -22,10 +23,11 @@ _LAZY = {
     "run_tool_calls": "call", "arun_tool_calls": "call",
     "python": "interp", "python_async": "interp", "run_code": "interp", "ExecResult": "interp",
     "schema2sig": "inverse", "mk_tool": "inverse",
-    "panel": "widgets",
+    "panel": "widgets", "ApprovalPrompt": "approval",
     "ToolContext": "context", "Elicitation": "context",
     "Image": "content", "Audio": "content", "Resource": "content", "ResourceLink": "content",
     "Chat": "chat",
+    "resource": "resources", "prompt": "resources", "share": "sharing",
     "replay": "chat.cassette",
     "describe": "chat.describing",
 }
@@ -61,6 +63,6 @@ def unload_ipython_extension(shell: Any) -> None:
 
 
 __all__ = [
-    "Tool", "tool", "tools_from", "get_schema", "type_schema", "Registry", "registry", "Limits",
+    "Tool", "tool", "tools_from", "get_schema", "type_schema", "Registry", "registry", "Limits", "Decision",
     "NbtoolsError", "SchemaError", "ToolCallError", "HINTS", *_LAZY,
 ]

@@ -320,9 +320,14 @@ def _serve_command(args: argparse.Namespace) -> int:
         loaded = load_target(args.target, progress=stderr_progress)
     tools = loaded.registry
     names = [tool.name for tool in tools.enabled()]
-    if not names:
-        raise TargetError(f"{args.target} defines no tools: nothing to serve")
+    from .resources import lend_default_catalog
+
+    catalog = lend_default_catalog(tools)  # what the target registered with @resource, @prompt, share()
+    if not names and not catalog.resources and not catalog.prompts:
+        raise TargetError(f"{args.target} defines no tools, resources or prompts: nothing to serve")
     stderr_progress(f"{len(names)} tool{'s' if len(names) != 1 else ''}: {', '.join(names)}")
+    if catalog.resources or catalog.prompts:
+        stderr_progress(f"{len(catalog.resources)} resources, {len(catalog.prompts)} prompts")
     name = args.name or _server_name(args.target)
     if args.http is None:
         hint = (" (stdin is a terminal: this waits for an MCP client; Ctrl+C or Ctrl+D ends it; "

@@ -83,18 +83,24 @@ class ToolContext:
         _logger.log(_PY_LEVELS[check_level(level)], "%s", message)
 
     async def sample(self, messages: Any, *, max_tokens: int = 1000, system: str | None = None,
-                     temperature: float | None = None) -> Any:
+                     temperature: float | None = None, key: str | None = None) -> Any:
         """Ask the client's language model: `messages` is a text (one user message) or a list of
-        `{"role": "user"|"assistant", "content": text}`. Returns the reply's text (or an Image/Audio)."""
+        `{"role": "user"|"assistant", "content": text}`. Returns the reply's text (or an Image/Audio).
+        `key` names the question in an input-required result (MCP 2026-07-28)."""
         raise ContextUnavailable(f"ctx.sample() needs an MCP client that offers sampling; this call runs "
                                  f"{self.where}. Serve the tool (`nbtools serve`) to a client with sampling, "
                                  "or call your model's API directly here.")
 
-    async def elicit(self, message: str, schema: dict) -> Elicitation:
-        """Ask the user for values matching `schema` (a flat JSON Schema object of primitive fields)."""
+    async def elicit(self, message: str, schema: dict, *, key: str | None = None) -> Elicitation:
+        """Ask the user for values matching `schema` (a flat JSON Schema object of primitive fields).
+        `key` names the question in an input-required result (MCP 2026-07-28)."""
         raise ContextUnavailable(f"ctx.elicit() needs an MCP client that offers elicitation; this call runs "
                                  f"{self.where}. Serve the tool to a client with elicitation, or give the "
                                  "values as arguments.")
+
+    async def roots(self, *, key: str | None = None) -> list[dict]:
+        """The MCP client's roots (`[{"uri", "name"}]`): the folders it lets the server work in."""
+        raise ContextUnavailable(f"ctx.roots() needs an MCP client that offers roots; this call runs {self.where}.")
 
     @property
     def cancelled(self) -> bool:

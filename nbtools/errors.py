@@ -3,6 +3,7 @@
     NbtoolsError
     ├── SchemaError      a callable, parameter or schema with no faithful tool definition (also a TypeError)
     ├── ToolCallError    a tool call refused (unknown tool, bad arguments, denied) or that failed
+    │   └── CallRefused  refused by the approval policy (denied, no answer in time, disabled, destructive)
     ├── TargetError      a TARGET of the `nbtools` command that cannot be found or loaded
     ├── NotebookError    a notebook cell that failed while the notebook ran to collect its tools
     ├── CassetteError    a cassette (`Chat(record=)`, `replay`) that cannot be read or written
@@ -11,6 +12,7 @@
     └── MagicError       a `%%tool`/`%tools` magic that failed for a reason its message gives in full
     Interrupted          a person's interrupt that ended a call (`call_func`, `python()`); a
                          KeyboardInterrupt, so `except Exception` never swallows it
+    ApprovalInterrupt    a person's interrupt while a call waited for approval (also a KeyboardInterrupt)
 
 `except NbtoolsError` catches all of them; each keeps the standard base class code already catches
 (`except TypeError` for a SchemaError, `except Exception` for the rest).
@@ -134,6 +136,25 @@ class ToolCallError(NbtoolsError):
         return [f"{type(self).__name__}: {self.text().splitlines()[0]}"]
 
 
+class CallRefused(ToolCallError):
+    """A call the approval policy refused: denied, not answered in time, a disabled or refused
+    destructive tool. Nothing ran; in a cell IPython shows its whole text (one or two lines: the
+    reason a person gave is part of it)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self.text()}"]
+
+
+class ApprovalInterrupt(KeyboardInterrupt):
+    """A person interrupted the kernel while a call waited for approval: the call did not run.
+    Still a KeyboardInterrupt (the run stops), shown by IPython as its one line."""
+
+    by_signal = True  # an enclosing tool call stops too, as it would for the signal itself
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
 class TargetError(NbtoolsError):
     """A TARGET of the `nbtools` command that cannot be found or loaded; the message says which and why."""
 
@@ -212,5 +233,6 @@ class Interrupted(ShortDisplay, KeyboardInterrupt):
         return [f"KeyboardInterrupt: {self}"]
 
 
-__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "TargetError", "NotebookError", "CassetteError",
-           "CassetteMismatch", "DescriptionError", "MagicError", "Interrupted", "ShortDisplay"]
+__all__ = ["NbtoolsError", "SchemaError", "ToolCallError", "CallRefused", "ApprovalInterrupt", "TargetError",
+           "NotebookError", "CassetteError", "CassetteMismatch", "DescriptionError", "MagicError", "Interrupted",
+           "ShortDisplay"]

@@ -124,12 +124,23 @@ def tool(
             if value is not None:
                 overrides[key] = value
         built = Tool.from_function(func, **overrides)
+        if hints is not None:
+            _remember_hints(func, built.hints)
         (default_registry if registry is None else registry).add(built)
         return func
 
     if fn is not None:
         return register(fn)
     return register
+
+
+def _remember_hints(func: Any, hints: frozenset[str]) -> None:
+    """Keep the hints on the function (`__tool_hints__`), so every later Tool made of it
+    (`tools_from(module)`, `Tool.from_function`, `%tool`) stays destructive without being told again."""
+    try:
+        func.__tool_hints__ = tuple(sorted(hints))
+    except (AttributeError, TypeError):  # a builtin or a bound method: the registry still has them
+        pass
 
 
 def _refuse_unbound_method(func: Any) -> None:

@@ -295,6 +295,7 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
     """
     from .mcp import running_servers, start, stop
+    from .mcp.background import show_activity
 
     if stop_servers and port is not None:
         raise UsageError("%tools: use either --serve or --stop")
@@ -313,6 +314,7 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
+            show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
                     f"(`%tools --stop` ends it).{_token_line(server)}")
     try:
@@ -323,15 +325,16 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
+    show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
 
 
 def _token_line(server: Any) -> str:
-    """The second line: what clients must send (the token is also `running_servers()[i].token`)."""
-    if server.token is None:
-        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
-    return f"\nClients send the header `Authorization: Bearer {server.token}`."
+    """How clients authenticate, never the token: this line is saved with the notebook."""
+    from .mcp.background import token_hint
+
+    return token_hint(server)
 
 
 # -- the magics ------------------------------------------------------------------------------------
@@ -517,6 +520,9 @@ class ToolMagics(Magics):
               help="serve the enabled tools over MCP (streamable HTTP at http://127.0.0.1:PORT/mcp; "
                    "no PORT: a free one); calls run in this kernel between cells")
     @argument("--stop", action="store_true", help="stop the MCP servers started with --serve")
+    @argument("--forget", action="store_true",
+              help="forget every Always allow / Always deny answer given to approval prompts (all registries; "
+                   "with GLOB: only those tools), so they are asked again")
     @argument("--token", default=None, metavar="TOKEN",
               help="with --serve: the bearer token clients must send (default: $NBTOOLS_MCP_TOKEN, else a "
                    "random one, printed)")
@@ -534,7 +540,8 @@ class ToolMagics(Magics):
         disabled and inspected. `--serve` starts an MCP server on 127.0.0.1 so an agent outside can
         call the enabled tools while you keep working: the calls run on the kernel's main thread
         between cells (see `nbtools.mcp`); `--stop` ends it. These are four different actions: give
-        at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call.
+        at most one of `--fmt`, `--panel`, `--serve`, `--stop` per call. `--forget [GLOB]` forgets
+        the Always allow / Always deny answers given to approvals (`registry.forget()` everywhere).
         """
         args = _parse_args(self.tools, line, "%tools")
         self._tools_action(args)
@@ -542,6 +549,13 @@ class ToolMagics(Magics):
     def _tools_action(self, args: Any) -> None:
         from IPython.display import display
 
+        if args.forget:
+            from .policy import forget_everywhere
+
+            forgotten = forget_everywhere(args.glob)
+            print(f"forgot the remembered answers for: {', '.join(forgotten)}" if forgotten
+                  else "no remembered approval answers to forget")
+            return
         chosen = [option for option, given in (("--fmt", args.fmt is not None), ("--panel", args.panel),
                                                  ("--serve", args.serve is not None), ("--stop", args.stop))
                   if given]

@@ -1,5 +1,6 @@
 """What dispatch needs from a registry, defined below both: the `Limits` on what a model may send,
-the `ToolSource` interface (lookup by name, approval policy) and which source `ns=None` means.
+the `ToolSource` interface (lookup by name, approval policy, decisions), `Decision`, who asks
+(`asking_as`), and which source `ns=None` means.
 
 `nbtools.call` reads registries only through this module and never imports `nbtools.registry`;
 `Registry` implements `ToolSource` and, when its module is imported, installs the process-wide
@@ -9,8 +10,12 @@ registry without the two modules importing each other.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import datetime
+import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -40,6 +45,138 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What an approval callback may answer instead of a bool.
+
+    Fields:
+        allow: run the call (True) or refuse it (False).
+        args: edited arguments (a dict, or JSON text), validated again before the call runs.
+        remember: "tool" allows (or refuses) this tool for the rest of the session without
+            asking again; `registry.forget()` or `%tools --forget` clears it.
+        reason: with a refusal, a sentence for the model (why not, what to do instead).
+    """
+
+    allow: bool
+    args: Any = None
+    remember: str | None = None
+    reason: str | None = None
+
+    def __init__(self, allow: bool, *, args: Any = None, remember: str | None = None, reason: str | None = None):
+        if remember not in (None, "tool"):
+            raise ValueError(f"Decision(remember=...) takes None or 'tool', got {remember!r}")
+        object.__setattr__(self, "allow", allow)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "remember", remember)
+        object.__setattr__(self, "reason", reason)
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """One entry of `registry.decisions`: who decided what about which call.
+
+    Fields:
+        timestamp: wall-clock time of the decision (`time.time()`); `time` gives it as a local datetime.
+        tool: the tool's name.
+        arguments: the arguments as the call runs (or would have run) them, by parameter name.
+        origin: who asked: "call", "chat:<model>" or "mcp:<client name>".
+        verdict: "approved", "denied", "timed out", "client gave up", "interrupted", "invalid edit"
+            or "failed" (the callback raised).
+        by: "person" (a prompt), "callback" or "remembered" (an earlier Always allow / deny).
+        reason: the reason given to the model with a refusal, or what went wrong.
+        edited: whether the arguments were edited before the call.
+    """
+
+    timestamp: float
+    tool: str
+    arguments: dict
+    origin: str
+    verdict: str
+    by: str
+    reason: str | None = None
+    edited: bool = False
+
+    @property
+    def time(self) -> datetime.datetime:
+        """When it was decided, as a local, time-zone-aware datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp).astimezone()
+
+    def __repr__(self) -> str:
+        extra = (" (edited)" if self.edited else "") + (f": {self.reason}" if self.reason else "")
+        return (f"{self.time:%H:%M:%S} {self.tool} {self.verdict} by {self.by} for {self.origin}"
+                f"{extra} {self.arguments!r}")
+
+
+class Decisions(list):
+    """The audit log of one registry (its `select()` views share it): a list of DecisionRecord, the
+    newest last. It keeps the last `MAX` decisions (a server answering for days stays bounded)."""
+
+    MAX = 10_000
+
+    def add(self, record: DecisionRecord) -> None:
+        self.append(record)
+        if len(self) > self.MAX:
+            del self[: len(self) - self.MAX + self.MAX // 10]  # drop the oldest tenth at once, not one per call
+
+    def __repr__(self) -> str:
+        if not self:
+            return "Decisions(none yet)"
+        return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self)
+
+
+# Who asks for the calls running in this context: "call" (code in a cell or a script), set to
+# "chat:<model>" by a Chat and to "mcp:<client name>" by the MCP server around their calls.
+_ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("nbtools_origin", default="call")
+
+
+def current_origin() -> str:
+    """Who asks for the call running now: "call", "chat:<model>" or "mcp:<client name>"."""
+    return _ORIGIN.get()
+
+
+@contextlib.contextmanager
+def asking_as(origin: str) -> Iterator[None]:
+    """Within this block (this thread or task, and what it awaits), calls are asked for by
+    `origin`: an approval callback accepting `origin=` receives it, the prompt names it and
+    `registry.decisions` records it. A Chat uses `asking_as(f"chat:{model}")`, the MCP server
+    `asking_as(f"mcp:{client name}")`."""
+    token = _ORIGIN.set(origin)
+    try:
+        yield
+    finally:
+        _ORIGIN.reset(token)
+
+
+class _Memory:
+    """What a registry remembers about approvals (shared with its `select()` views): the audit log
+    and the remembered answers (tool name -> allowed)."""
+
+    def __init__(self) -> None:
+        self.decisions = Decisions()
+        self.remembered: dict[str, bool] = {}
+        _memories.add(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+_memories: "weakref.WeakSet[_Memory]" = weakref.WeakSet()
+
+
+def forget_everywhere(glob: str | None = None) -> list[str]:
+    """Forget the remembered approval answers of every registry in this process (`%tools --forget`),
+    or only those of tools whose name matches `glob`; returns the names forgotten, sorted."""
+    import fnmatch
+
+    forgotten: set[str] = set()
+    for memory in list(_memories):
+        for name in list(memory.remembered):
+            if glob is None or name == glob or fnmatch.fnmatchcase(name, glob):
+                del memory.remembered[name]
+                forgotten.add(name)
+    return sorted(forgotten)
+
+
 class ToolSource:
     """A namespace with a policy: what `nbtools.call` reads from a registry.
 
@@ -62,6 +199,54 @@ class ToolSource:
         self._limits = limits
         self._approve = approve
         self._refuse_destructive = bool(refuse_destructive)
+        self._memory = parent._memory if parent is not None else _Memory()
+        # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)
+        self._upstream: dict[str, ToolSource] = {}
+
+    # -- decisions ---------------------------------------------------------------------------------
+    @property
+    def decisions(self) -> Decisions:
+        """Every approval decision taken for calls of this registry's tools (see DecisionRecord)."""
+        return self._memory.decisions
+
+    @property
+    def remembered(self) -> dict[str, bool]:
+        """Tool name -> True (always allow) / False (always deny), answered with remember="tool"."""
+        return self._memory.remembered
+
+    def forget(self, name: str | None = None) -> list[str]:
+        """Forget remembered answers (Always allow / Always deny): of tool `name`, or all of them.
+        Returns the names forgotten; the next call of those tools asks again."""
+        remembered = self._memory.remembered
+        names = [name] if name is not None and name in remembered else list(remembered) if name is None else []
+        for each in names:
+            del remembered[each]
+        return names
+
+    def is_enabled(self, name: str) -> bool:
+        """Whether `name` is registered here and enabled."""
+        return self.resolve(name) is not None
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether `name` is registered here and disabled (a tool no longer registered is not)."""
+        return self.get(name) is not None and not self.is_enabled(name)
+
+    def registered_name(self, tool: Tool) -> str | None:
+        """The name under which `tool` (or the Tool it was copied from, maybe renamed) is registered
+        here: its own name when that entry runs the same function, else the name of the entry with
+        its function; None when it is not (or no longer) registered here."""
+        found = self.get(tool.name)
+        if found is not None and (found.fn is tool.fn or tool.fn is None):
+            return found.name
+        if tool.fn is not None:
+            for each in self.all_tools():
+                if each.fn is tool.fn:
+                    return each.name
+        return None
+
+    def all_tools(self) -> list[Tool]:
+        """Every registered Tool, enabled or not."""
+        return self.enabled()
 
     @property
     def limits(self) -> Limits:
@@ -112,18 +297,56 @@ class ToolSource:
 
 
 def bind(tool: Tool, source: ToolSource) -> Tool:
-    """A copy of `tool` that carries `source`'s policy wherever it goes (sharing its render and
-    call-plan cache). The Tool given stays as it was: it may belong to other sources too."""
+    """A copy of `tool` that carries `source`'s policy wherever it goes (its `source` field, kept by
+    `replace`, `dataclasses.replace` and `copy.copy`), sharing its render and call-plan cache.
+    The Tool given stays as it was: it may belong to other sources too."""
     bound = object.__new__(type(tool))
     bound.__dict__.update(tool.__dict__)
-    bound.__dict__["_source"] = source
+    bound.__dict__["source"] = source
     bound.__dict__["_origin"] = tool.__dict__.get("_origin", tool)
     return bound
 
 
 def source_of(tool: Tool) -> ToolSource | None:
     """The source whose policy `tool` carries (None: a Tool not handed out by a registry)."""
-    return tool.__dict__.get("_source")
+    return tool.__dict__.get("source")
+
+
+@dataclass(slots=True)
+class Layer:
+    """One policy a call must pass: the source it belongs to, under which name the tool is
+    registered there, and the settings read now."""
+
+    source: ToolSource
+    name: str
+    approve: Callable[..., Any] | None
+    refuse_destructive: bool
+
+
+def layers_of(tool: Tool, first: ToolSource | None) -> list[Layer]:
+    """The policies `tool` carries, `first` (the source the call came through) then every source it
+    was added from (`Registry([other["wipe"]])`), each once: all of them must let the call run,
+    so the stricter one wins. Views (`select()`) share their registry's memory and read its
+    settings live, so a view and its registry count as one."""
+    if first._parent is None and not first._upstream:  # the common case: one registry
+        _, approve, refuse = first.policy()
+        found = first.get(tool.name)
+        name = tool.name if found is not None and found.fn is tool.fn else first.registered_name(tool) or tool.name
+        return [Layer(first, name, approve, refuse)]
+    layers: list[Layer] = []
+    seen: list[_Memory] = []
+    source = first
+    while source is not None and source._memory not in seen:
+        seen.append(source._memory)
+        name = source.registered_name(tool) or tool.name
+        _, approve, refuse = source.policy()
+        layers.append(Layer(source, name, approve, refuse))
+        nxt = source._upstream.get(name)
+        parent = source._parent
+        while nxt is None and parent is not None:  # a view: its registry may hold the upstream
+            nxt, parent = parent._upstream.get(name), parent._parent
+        source = nxt
+    return layers
 
 
 def origin_of(tool: Tool) -> Tool:
@@ -144,4 +367,5 @@ def default() -> ToolSource:
     return _default[0]
 
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "bind", "source_of", "origin_of", "set_default", "default"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "DecisionRecord", "Decisions", "asking_as",
+           "current_origin", "forget_everywhere", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]

@@ -11,7 +11,7 @@ import fnmatch
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default
+from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
 from .tool import Tool, neutral_as_none, normalise_hints
 
 
@@ -20,16 +20,20 @@ class Registry(ToolSource):
 
     Args:
         tools: initial tools or callables.
-        approve: `callback(tool, args) -> bool` (or an awaitable bool) consulted before running a
-            tool with the `destructive` hint; a False answer refuses the call.
+        approve: `callback(tool, args) -> bool | Decision` (or an awaitable of one) consulted
+            before running a tool with the `destructive` hint; only True (or an allowing Decision)
+            runs it. A callback accepting a keyword `origin` learns who asks ("call",
+            "chat:<model>", "mcp:<client name>"). `nbtools.approval.ApprovalPrompt()` asks in the notebook.
         refuse_destructive: refuse every `destructive` tool outright.
         limits: argument limits for calls through this registry.
 
     The policy (`approve`, `refuse_destructive`, `limits`) holds on every path that runs the
     registry's tools: the Tools it hands out (`get`, `[name]`, iteration, `enabled`, `select`
-    views) are copies bound to it (`policy.bind`), so `registry.get(name).call(...)`,
-    `mk_ns(registry)` and `list(registry)` ask the same questions as `registry.call(...)`.
-    Settings changed later apply to those Tools too (they are read on every call).
+    views) carry it in their `source` field, kept by every copy, so `registry.get(name).call(...)`,
+    `mk_ns(registry)`, `list(registry)` and `Registry([registry["wipe"]])` ask the same questions
+    as `registry.call(...)`. Settings changed later apply to those Tools too (read on every call).
+    `decisions` is the audit log of approvals; `remembered` and `forget()` the answers given
+    "for this tool" (Always allow / Always deny).
     """
 
     def __init__(self, tools: Iterable[Any] = (), *, approve: Callable[..., Any] | None = None,
@@ -51,8 +55,18 @@ class Registry(ToolSource):
         `hints=()` to drop them. Returns the Tool as stored (a copy bound to this registry).
         """
         overrides = {key: value for key, value in overrides.items() if value is not None}
+        upstream = None
         if isinstance(item, Tool):
-            built = item.replace(**overrides) if overrides else origin_of(item)
+            # a Tool another registry handed out keeps that registry's policy here (stricter wins)
+            upstream = source_of(item)
+            if upstream is not None and upstream._memory is self._memory:
+                upstream = None
+            if overrides:
+                built = item.replace(source=None, **overrides)
+            else:
+                built = origin_of(item)
+                if built.source is not None:  # a copy made by replace(): unbind it, sharing its renders
+                    built = built.replace(source=None, _cache=built._cache)
         else:
             built = Tool.from_function(item, **overrides)
         previous = self._tools.get(built.name)
@@ -63,6 +77,10 @@ class Registry(ToolSource):
                               stacklevel=2)
             built = _keep_metadata(previous, built, overrides)
         self._tools[built.name] = bound = bind(built, self)
+        if upstream is not None:
+            self._upstream[built.name] = upstream
+        else:
+            self._upstream.pop(built.name, None)
         clash = self._index_wire_names(built.name)
         shadowed = self._wire.get(built.name)
         if shadowed is not None and shadowed != built.name:  # `a__b` added after `a.b`
@@ -97,6 +115,7 @@ class Registry(ToolSource):
         for name in names:
             del self._tools[name]
             self._disabled.discard(name)
+            self._upstream.pop(name, None)
         self._wire = {}  # re-index: a provider form a removed tool held may now belong to another
         for name in self._tools:
             self._index_wire_names(name)
@@ -108,6 +127,7 @@ class Registry(ToolSource):
         self._tools.clear()
         self._disabled.clear()
         self._wire.clear()
+        self._upstream.clear()
         self._changed()
 
     def get(self, name: str, default: Any = None) -> Tool | None:
@@ -128,7 +148,7 @@ class Registry(ToolSource):
     def resolve(self, name: str) -> Tool | None:
         """The Tool a model's call named, or None when unknown or disabled."""
         found = self.get(name)
-        if found is None or found.name in self._disabled:
+        if found is None or self.is_disabled(found.name):
             return None
         return found
 
@@ -185,12 +205,30 @@ class Registry(ToolSource):
         self.enable(name, False)
 
     def is_enabled(self, name: str) -> bool:
-        """Whether `name` is registered and enabled."""
-        return name in self._tools and name not in self._disabled
+        """Whether `name` is registered and enabled (in a `select()` view: also in its registry)."""
+        return name in self._tools and not self.is_disabled(name)
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether `name` is disabled here, in a view's registry, or in the registry the tool was
+        added from (`Registry([other["wipe"]])`): a disabled tool stays disabled everywhere."""
+        return (name in self._disabled or (self._parent is not None and self._parent.is_disabled(name))
+                or (bool(self._upstream) and self._disabled_upstream(name)))
+
+    def _disabled_upstream(self, name: str) -> bool:
+        upstream = self._upstream.get(name)
+        tool = self._tools.get(name)
+        if upstream is None or tool is None:
+            return False
+        there = upstream.registered_name(tool)
+        return there is not None and upstream.is_disabled(there)
+
+    def all_tools(self) -> list[Tool]:
+        """Every registered Tool, enabled or not (what iteration gives)."""
+        return list(self._tools.values())
 
     def enabled(self) -> list[Tool]:
         """The enabled Tools, in registration order."""
-        return [tool for name, tool in self._tools.items() if name not in self._disabled]
+        return [tool for name, tool in self._tools.items() if not self.is_disabled(name)]
 
     # -- selection and rendering -------------------------------------------------------------------
     def select(self, allow: str | Iterable[str] | None = None, deny: str | Iterable[str] | None = None,
@@ -206,6 +244,7 @@ class Registry(ToolSource):
         wanted_hints = normalise_hints(hints)
         view = Registry()
         view._parent = self
+        view._memory = self._memory  # remembered answers and the audit log are the registry's
         for tool in self.enabled():
             if allow_globs and not any(glob_matches(tool.name, glob) for glob in allow_globs):
                 continue
@@ -226,7 +265,7 @@ class Registry(ToolSource):
         OpenAI): the provider would refuse the list, or calls would reach the wrong tool.
         """
         fmt = neutral_as_none(fmt)
-        tools = [tool for name, tool in self._tools.items() if name not in self._disabled]
+        tools = self.enabled()
         if fmt is not None and len(tools) > 1:
             from .formats import wire_name
 

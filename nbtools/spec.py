@@ -98,8 +98,14 @@ def _keeps_alive(spec: Spec, key: Any) -> bool:
     return False
 
 
-def _classes_in(node: ir.Node, found: set[type]) -> set[type]:
-    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types)."""
+def _classes_in(node: ir.Node, found: set[type], walked: set[int] | None = None) -> set[type]:
+    """The classes an IR tree holds (records, enums, pydantic models, and defaults' types); `walked`:
+    Objects walked already (a shared type is one node met many times: walked once)."""
+    walked = set() if walked is None else walked
+    if isinstance(node, ir.Object):
+        if id(node) in walked:
+            return found
+        walked.add(id(node))
     cls = getattr(node, "cls", None)
     if isinstance(cls, type):
         found.add(cls)
@@ -107,12 +113,12 @@ def _classes_in(node: ir.Node, found: set[type]) -> set[type]:
         for item in node.fields:
             if item.default is not ir.MISSING and type(item.default).__module__ != "builtins":
                 found.add(type(item.default))
-            _classes_in(item.type, found)
+            _classes_in(item.type, found, walked)
         if node.extra is not None:
-            _classes_in(node.extra, found)
+            _classes_in(node.extra, found, walked)
         return found
     for child in ir.children(node):  # an ir.Ref is a leaf: it points back to an Object already visited
-        _classes_in(child, found)
+        _classes_in(child, found, walked)
     return found
 
 

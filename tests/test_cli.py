@@ -282,7 +282,7 @@ def test_serve_refuses_a_target_without_tools(tmp_path):
     notebook = write_notebook(tmp_path / "empty.ipynb", [code("x = 1")])
     result = run_cli("serve", str(notebook))
     assert result.returncode == 1
-    assert "defines no tools: nothing to serve" in result.stderr
+    assert "defines no tools, resources or prompts: nothing to serve" in result.stderr
 
 
 def test_serve_http_on_port_0_says_which_port_it_chose():

@@ -333,3 +333,90 @@ def test_escalation_still_works_after_a_worker_threads_time_out():
     except subprocess.TimeoutExpired:
         pytest.fail("the swallowing loop was never stopped after a worker thread's time-out")
     assert done.stdout.split() == ["True", "True", "True"], done.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 25: everything python() gives back is made within its time-out, and bounded
+# --------------------------------------------------------------------------------------------
+
+# The child runs python() (the model-facing tool), renders its answer as a tool result is rendered
+# for a model, then waits and reports whether threads the code started still run and whether the
+# caller was interrupted after python() returned.
+PYTHON_CHILD = textwrap.dedent("""\
+    import json, resource, sys, time
+    resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+    from nbtools.interp import python
+    from nbtools.call import result_text
+
+    code, timeout = json.loads(sys.argv[1])
+    namespace = {{}}
+    report = {{"interrupted": False}}
+    started = time.monotonic()
+    try:
+        answer = python(code, namespace, timeout=timeout)
+        report["elapsed"] = time.monotonic() - started
+        text = result_text(answer)
+        report["text"] = text if len(text) < 3000 else text[:1000] + " ... " + text[-1000:]
+        report["rendered"] = time.monotonic() - started
+        time.sleep(1.0)
+        ticks = namespace.get("ticks")
+        if ticks is not None:
+            seen = len(ticks)
+            time.sleep(0.3)
+            report["thread_still_running"] = len(ticks) > seen
+    except KeyboardInterrupt:
+        report["interrupted"] = True
+    print(json.dumps(report))
+    """)
+
+
+def attack_python(code: str, timeout: float = 1.0) -> dict:
+    """Run `code` through `python()` in a limited child process; what it reported."""
+    script = PYTHON_CHILD.format(limit=MEMORY_LIMIT)
+    try:
+        done = subprocess.run([sys.executable, "-c", script, json.dumps([code, timeout])],
+                              capture_output=True, text=True, timeout=WALL_LIMIT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the child was still running after {WALL_LIMIT} s: python() did not return")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_repr_that_never_ends_is_stopped_by_the_time_out():
+    # Before: the repr of the last value was built after the deadline: python() never returned.
+    code = "class Endless:\n    def __repr__(self):\n        while True: pass\nprint('hi')\nEndless()"
+    report = attack_python(code)
+    assert report["elapsed"] < 2.5, report
+    assert report["text"].startswith("hi\n") and "did not finish within 1 s" in report["text"], report
+
+
+def test_an_exception_text_that_never_ends_is_stopped_by_the_time_out():
+    # Before: the traceback's text was built after the deadline: python() never returned.
+    code = "class Endless(Exception):\n    def __str__(self):\n        while True: pass\nraise Endless()"
+    report = attack_python(code)
+    assert report["elapsed"] < 2.5, report
+    assert "Traceback" in report["text"] and "Endless" in report["text"], report
+
+
+def test_a_huge_value_is_bounded_before_it_is_rendered():
+    # Before: the whole list went to JSON (27 s for 5e7 items) before the result was cut.
+    report = attack_python("[0] * (5 * 10**7)", timeout=3)  # making the list alone takes ~0.5 s
+    assert report["rendered"] < 4, report
+    assert report["text"].startswith("[0, 0, 0") and "truncated" in report["text"], report
+
+
+def test_threads_the_code_started_stop_at_its_time_out():
+    # Before: the thread went on appending forever after python() returned.
+    code = ("import threading, time\nticks = []\ndef tick():\n    while True:\n        ticks.append(1)\n"
+            "        time.sleep(0.001)\nthreading.Thread(target=tick, daemon=True).start()\nwhile True: pass")
+    report = attack_python(code, timeout=0.5)
+    assert "did not finish within 0.5 s" in report["text"], report
+    assert report["thread_still_running"] is False, report
+
+
+def test_a_thread_of_the_code_cannot_interrupt_the_caller_later():
+    # Before: the KeyboardInterrupt reached the caller 0.5 s after python() had returned 'ok'.
+    code = ("import _thread, threading, time\ndef later():\n    time.sleep(0.5)\n    _thread.interrupt_main()\n"
+            "threading.Thread(target=later).start()\n'ok'")
+    report = attack_python(code, timeout=5)
+    assert report["text"] == "ok" and not report["interrupted"], report

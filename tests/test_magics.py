@@ -650,7 +650,7 @@ def _module_exists(name: str) -> bool:
 
 # The names nbtools.interp.process replaces for the duration of its install() (issue 9).
 PATCHED = ["threading.Thread.start", "signal.signal", "signal.getsignal", "signal.setitimer", "signal.getitimer",
-           "signal.alarm"]
+           "signal.alarm", "_thread.interrupt_main"]
 
 
 @pytest.mark.skipif(not _module_exists("nbtools.interp.process"),
@@ -659,7 +659,7 @@ PATCHED = ["threading.Thread.start", "signal.signal", "signal.getsignal", "signa
 def test_unload_ext_undoes_the_interpreters_process_wide_patches(new_kernel):
     kernel = new_kernel()  # its own: the shared kernel's patches belong to the tests that come later
     kernel.run("%load_ext nbtools")
-    kernel.run(f"import signal, threading\noriginals = {{name: eval(name) for name in {PATCHED!r}}}")
+    kernel.run(f"import _thread, signal, threading\noriginals = {{name: eval(name) for name in {PATCHED!r}}}")
     kernel.run("from nbtools import python\nassert python('1 + 1', timeout=1) == 2")
     assert kernel.value("threading.Thread.start is not originals['threading.Thread.start']")  # python() patched it
     kernel.run("%unload_ext nbtools")

@@ -611,7 +611,7 @@ def test_connect_to_a_command_that_never_answers_says_so_and_leaves_nothing_behi
     # in a child, so that what asyncio prints at exit (a failed future nobody retrieved) is seen
     finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                               timeout=DEADLINE * 2)
-    assert "no answer to `initialize` within 1 s" in finished.stdout, finished
+    assert "no answer to the handshake (`server/discover`, `initialize`) within 1 s" in finished.stdout, finished
     assert "never retrieved" not in finished.stderr and "Traceback" not in finished.stderr, finished.stderr
     leftover = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True)
     assert leftover.stdout == ""  # the server process was stopped
@@ -826,7 +826,10 @@ def test_tools_serve_again_reuses_the_running_server():
         for again in (None, 0, server.port):
             assert serve_magic(examples.example_tools, again, False) == \
                 f"Already serving 6 tools at {server.url} (`%tools --stop` ends it).\n" \
-                f"Clients send the header `Authorization: Bearer {server.token}`."
+                "Clients send the header `Authorization: Bearer <token>`; the token is " \
+                f"`nbtools.mcp.served_at({server.port}).token` (not shown here: outputs are saved with the " \
+                "notebook). To choose it, set $NBTOOLS_MCP_TOKEN before serving, or pass --token."
+            assert nbmcp.served_at(server.port) is server
         assert nbmcp.running_servers() == [server]
         other = Registry(examples.example_tools)  # another registry: a server of its own
         assert serve_magic(other, None, False).startswith("MCP server for 6 tools at")

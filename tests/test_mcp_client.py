@@ -47,8 +47,10 @@ def everything():
     notices = Notices()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # on_elicit set: the client offers elicitation (a test below answers through it)
         connection = connect([str(NODE), str(SERVER_EVERYTHING), "stdio"], timeout=30,
-                             on_progress=notices.on_progress, on_log=notices.on_log)
+                             on_progress=notices.on_progress, on_log=notices.on_log,
+                             on_elicit=lambda question: None)
     connection.notices = notices
     connection.warned = [str(warning.message) for warning in caught]
     try:
@@ -229,3 +231,27 @@ def test_outside_a_notebook_log_lines_go_to_logging_and_progress_is_not_shown(ca
     assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
         ("WARNING", "[files storage warning] {'disk': 'full'}"), ("DEBUG", "[debug] detail")]
     assert capsys.readouterr() == ("", "")  # nothing printed outside a notebook
+
+
+def test_elicitation_is_answered_by_on_elicit_in_the_calling_thread(everything):
+    # server-everything speaks the 2025-11-25 handshake only: auto mode fell back to it
+    assert everything.protocol_version == "2025-11-25" and everything.transport == "stdio"
+    asked: list = []
+
+    def answer(question):
+        asked.append((question, threading.get_ident()))
+        return {**question.defaults(), "name": "Ada"}
+
+    everything.on_elicit = answer
+    try:
+        accepted = everything.call("trigger-elicitation-request")
+        everything.on_elicit = lambda question: None
+        declined = everything.call("trigger-elicitation-request")
+    finally:
+        everything.on_elicit = None
+    question, thread = asked[0]
+    assert thread == threading.get_ident() and question.schema["required"] == ["name"]
+    assert question.defaults()["integer"] == 42 and "name" not in question.defaults()
+    assert "User provided the requested information" in accepted and '"name": "Ada"' in accepted
+    assert '"integer": 42' in accepted
+    assert "User declined" in declined

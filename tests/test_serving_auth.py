@@ -282,7 +282,9 @@ def test_base_exceptions_over_tools_serve_in_a_real_kernel(nbtools_kernel, tmp_p
     nbtools_kernel.run("%%tool\n" + SERVED_TOOLS)
     said = "".join(output.get("text", "") for output in nbtools_kernel.run("%tools --serve --token tok-kernel"))
     url = said.split(" at ")[1].split()[0]
-    assert "Authorization: Bearer tok-kernel" in said
+    assert "tok-kernel" not in said  # the output is saved with the notebook: never the token
+    assert "nbtools.mcp.served_at(" in said and nbtools_kernel.value(
+        f"__import__('nbtools.mcp').mcp.served_at({url.split(':')[2].split('/')[0]}).token") == "tok-kernel"
     check_raisers(lambda: nbmcp.connect(url, token="tok-kernel", timeout=DEADLINE))
     assert nbtools_kernel.value("1 + 1") == 2
     assert "Already serving" in "".join(o.get("text", "") for o in nbtools_kernel.run("%tools --serve"))

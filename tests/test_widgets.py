@@ -1,10 +1,8 @@
-"""The tools panel and the approval prompt, headless: widget state, clicks from Python and from a
+"""The tools panel, headless: widget state, clicks from Python and from a
 simulated browser, and the exact messages a browser would receive (recorded by a fake comm)."""
 
 from __future__ import annotations
 
-import asyncio
-import re
 import json
 
 import comm
@@ -12,8 +10,7 @@ import pytest
 from comm.base_comm import BaseComm
 
 from nbtools import Registry
-import nbtools.widgets as widgets_module
-from nbtools.widgets import ApprovalPrompt, ToolsPanel, name_matches, panel
+from nbtools.widgets import ToolsPanel, name_matches, panel
 
 
 class RecordingComm(BaseComm):
@@ -29,8 +26,6 @@ class RecordingComm(BaseComm):
 def recording_comm(monkeypatch):
     RecordingComm.sent = []
     monkeypatch.setattr(comm, "create_comm", RecordingComm)
-    # These tests play the browser themselves (clicks from Python), so the prompt may show here.
-    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: True)
     return RecordingComm.sent
 
 
@@ -311,127 +306,6 @@ def test_empty_registry_says_how_to_add_tools():
     assert shown.rows == {} and "%%tool" in shown.status.value
 
 
-# -- approval prompt -------------------------------------------------------------------------------
-
-async def answer(prompt: ApprovalPrompt, button_name: str) -> None:
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    getattr(prompt, button_name).click()
-
-
-async def test_approval_prompt_approve_and_deny(tools):
-    tool = tools.get("delete_file")
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tool, {"path": "<b>/tmp/x</b>"}))
-    await answer(prompt, "approve_button")
-    assert await decision is True
-    question = prompt.widget.children[0].value
-    assert "&lt;b&gt;/tmp/x&lt;/b&gt;" in question and "delete_file" in question
-    assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Approved" in prompt.widget.children[2].value
-    assert repr(prompt.widget) == "ApprovalBox(tool='delete_file')"  # what nbval compares
-
-    prompt.widget = None
-    decision = asyncio.create_task(prompt(tool, {"path": "/tmp/y"}))
-    await answer(prompt, "deny_button")
-    assert await decision is False
-    assert "Denied" in prompt.widget.children[2].value
-
-
-async def test_approval_click_from_the_browser(tools):
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    # What the browser sends when the person clicks the button.
-    prompt.deny_button.comm.handle_msg({"content": {"data": {"method": "custom", "content": {"event": "click"}}},
-                                        "buffers": []})
-    assert await decision is False
-
-
-async def test_approval_time_out_refuses_and_tells_the_model_it_timed_out(tools):
-    prompt = ApprovalPrompt(timeout=0.05)
-    with pytest.raises(widgets_module.ApprovalTimedOut, match=r"no answer within 0.05 s \(timed out\)"):
-        await prompt(tools.get("delete_file"), {"path": "/tmp/x"})
-    assert "No answer within 0.05 s (timed out): not run." in prompt.widget.children[2].value
-    prompt.approve_button.click()  # a late click changes nothing
-    assert prompt.approve_button.disabled
-    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=0.05))
-    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
-    # What the model reads: nobody answered (not a denial), the call did not run, what to do.
-    assert "refused: nobody approved this call in time (no answer within 0.05 s (timed out)); it did not run" in text
-    assert "denied" not in text and "ApprovalTimedOut" not in text
-
-
-async def test_the_prompt_shows_the_description_and_the_time_left(tools):
-    prompt = ApprovalPrompt(timeout=30)
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None or not prompt.widget.children[1].children[2].value:
-        await asyncio.sleep(0)
-    question = prompt.widget.children[0].value
-    assert "Delete a file (pretend)." in question  # the tool's description, first line
-    clock = prompt.widget.children[1].children[2].value
-    assert re.search(r"denies by itself in (30|29) s", clock), clock
-    assert "var(--jp-ui-font-color2)" in clock and "#555" not in question + clock
-    prompt.deny_button.click()
-    assert await decision is False
-    assert prompt.widget.children[1].children[2].value == ""  # no clock once decided
-
-
-async def test_a_decided_prompt_is_replaced_by_a_static_record(tools, monkeypatch):
-    updates = []
-
-    class Handle:
-        def update(self, value):
-            updates.append(value)
-
-    monkeypatch.setattr(widgets_module, "_display", lambda widget: Handle())
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "<b>/tmp/x</b>"}))
-    await answer(prompt, "deny_button")
-    assert await decision is False
-    (record,) = updates
-    assert record == widgets_module.ApprovalRecord("delete_file", '{\n  "path": "<b>/tmp/x</b>"\n}', "Denied.")
-    assert repr(record).startswith("Approval for delete_file: Denied.")  # text/plain, what nbval compares
-    page = record._repr_html_()  # static HTML: shown by a reopened notebook without a kernel
-    assert "delete_file" in page and "Denied." in page and "&lt;b&gt;/tmp/x&lt;/b&gt;" in page
-    assert "<b>/tmp/x</b>" not in page
-
-
-async def test_outside_a_kernel_the_prompt_refuses_at_once(tools, monkeypatch):
-    monkeypatch.setattr(widgets_module, "_in_kernel", lambda: False)  # a terminal or a script
-    guarded = Registry([tools.get("delete_file")], approve=ApprovalPrompt(timeout=300))
-    text = await guarded.acall("delete_file", {"path": "/tmp/x"}, raise_on_err=False)
-    assert "refused: the approval check failed (RuntimeError: ApprovalPrompt needs a Jupyter kernel" in text
-    assert not RecordingComm.sent  # no widget was shown
-
-
-def test_a_plain_python_process_is_not_a_kernel():
-    import subprocess
-    import sys
-
-    code = "import nbtools.widgets as w; print(w._in_kernel())"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout == "False\n"
-
-
-async def test_registry_asks_the_prompt_before_a_destructive_tool(tools):
-    pytest.importorskip("nbtools.call")
-    prompt = ApprovalPrompt()
-    guarded = Registry([tools.get("area"), tools.get("delete_file")], approve=prompt)
-    assert await guarded.acall("area", {"width": 2}) == 2.0  # not destructive: no prompt
-    assert prompt.widget is None
-    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
-    await answer(prompt, "approve_button")
-    assert await call == "deleted /tmp/x"
-    prompt.widget = None
-    call = asyncio.create_task(guarded.acall("delete_file", {"path": "/tmp/x"}))
-    await answer(prompt, "deny_button")
-    from nbtools import ToolCallError
-
-    with pytest.raises(ToolCallError):
-        await call
-
-
 def test_panel_is_not_imported_by_nbtools():
     import subprocess
     import sys
@@ -447,122 +321,3 @@ def test_schema_json_is_valid_inside_the_pre(tools):
     row.schema_toggle.value = True
     body = row.schema.value.split("<pre", 1)[1].split(">", 1)[1].rsplit("</pre>", 1)[0]
     assert json.loads(html.unescape(body))["name"] == "area"
-
-
-async def test_a_synchronous_call_refuses_at_once_instead_of_waiting_for_a_click(tools):
-    # In a cell (a loop is running) a synchronous call waits on a helper thread while the kernel is
-    # blocked: no click could arrive, so the prompt must not sit there until its time-out.
-    import time
-
-    from nbtools import ToolCallError
-
-    prompt = ApprovalPrompt(timeout=30)
-    guarded = Registry([tools.get("delete_file")], approve=prompt)
-    started = time.perf_counter()
-    with pytest.raises(ToolCallError) as refused:
-        guarded.call("delete_file", {"path": "/tmp/x"})
-    assert time.perf_counter() - started < 5
-    assert "ApprovalPrompt needs an async call" in str(refused.value) and "delete_file" in str(refused.value)
-    assert prompt.widget is None  # no buttons that could never work
-
-
-async def test_an_interrupted_approval_leaves_no_live_buttons(tools):
-    prompt = ApprovalPrompt()
-    decision = asyncio.create_task(prompt(tools.get("delete_file"), {"path": "/tmp/x"}))
-    while prompt.widget is None:
-        await asyncio.sleep(0)
-    decision.cancel()
-    with pytest.raises(asyncio.CancelledError) as caught:  # cancellation still goes on up
-        await decision
-    assert prompt.approve_button.disabled and prompt.deny_button.disabled
-    assert "Interrupted: not run." in prompt.widget.children[2].value
-    assert prompt.record.verdict == "Interrupted: not run."
-    if isinstance(caught.value, widgets_module.ApprovalInterrupted):  # a task re-raises a fresh CancelledError
-        assert caught.value._render_traceback_() == ["Interrupted while waiting for approval of 'delete_file': not run."]
-
-
-def test_interrupting_the_kernel_while_a_prompt_waits_shows_one_line(new_kernel):
-    kernel = new_kernel()
-    client = kernel.blocking()
-    client.execute_interactive(
-        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
-        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
-        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
-        timeout=60)
-    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
-    errors, interrupted = [], False
-    while True:
-        message = client.get_iopub_msg(timeout=30)
-        if message["parent_header"].get("msg_id") != request:
-            continue
-        kind, content = message["msg_type"], message["content"]
-        if kind == "display_data" and not interrupted:
-            kernel.manager.interrupt_kernel()
-            interrupted = True
-        elif kind == "error":
-            errors.append(content)
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    (error,) = errors
-    assert error["traceback"] == ["Interrupted while waiting for approval of 'wipe': not run."]
-    assert kernel.value("guarded.approve.record.verdict") == "Interrupted: not run."
-
-
-def test_a_click_from_the_browser_reaches_an_awaiting_cell_in_a_real_kernel(real_kernel):
-    """The kernel handles the click's comm message while the cell awaits the prompt; a synchronous
-    call in the same kernel is refused at once."""
-    import time
-
-    client = real_kernel.blocking()  # the session's shared kernel (tests/conftest.py)
-    client.execute_interactive(
-        "from nbtools import Registry\nfrom nbtools.widgets import ApprovalPrompt\n"
-        "def wipe(path: str) -> str:\n    return 'wiped ' + path\n"
-        "guarded = Registry(approve=ApprovalPrompt(timeout=30))\nguarded.add(wipe, hints='destructive')",
-        timeout=60)
-    started = time.perf_counter()
-    request = client.execute("print(await guarded.acall('wipe', {'path': 'x'}))")
-    approve_comm, printed, clicked = None, [], False
-    while True:
-        message = client.get_iopub_msg(timeout=30)
-        if message["parent_header"].get("msg_id") != request:
-            continue
-        kind, content = message["msg_type"], message["content"]
-        if kind == "comm_open" and content["data"]["state"].get("description") == "Approve":
-            approve_comm = content["comm_id"]
-        elif kind == "display_data" and approve_comm and not clicked:
-            # Exactly what the browser sends when the person clicks Approve.
-            client.shell_channel.send(client.session.msg("comm_msg", {
-                "comm_id": approve_comm, "data": {"method": "custom", "content": {"event": "click"}}}))
-            clicked = True
-        elif kind == "stream":
-            printed.append(content["text"])
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    assert clicked and "".join(printed) == "wiped x\n"
-    assert time.perf_counter() - started < 20  # answered by the click, not by the time-out
-
-    printed.clear()
-    reply = client.execute_interactive(
-        "print(guarded.call('wipe', {'path': 'x'}, raise_on_err=False))", timeout=20,
-        output_hook=lambda message: printed.append(message["content"].get("text", "")))
-    assert reply["content"]["status"] == "ok"
-    assert "ApprovalPrompt needs an async call" in "".join(printed)
-
-
-def test_the_plain_record_beside_the_panel_names_its_tools(tools):
-    from nbtools.widgets import PanelRecord
-
-    tools.disable("area")
-    record = PanelRecord.of(panel(tools))
-    assert repr(record) == ("Tools panel, when shown: 2 of 2 tools: area (disabled, read-only), "
-                            "delete_file (destructive)")
-    page = record._repr_html_()
-    assert "<code>area</code>" in page and "<code>delete_file</code>" in page and "%tools" in page
-    filtered = PanelRecord.of(panel(tools, filter="delete"))
-    assert repr(filtered) == "Tools panel, when shown: 1 of 2 tools: delete_file (destructive)"
-
-
-def test_the_filter_placeholder_is_short_and_the_tooltip_says_the_rest(tools):
-    box = panel(tools).filter_text
-    assert box.placeholder == widgets_module.FILTER_PLACEHOLDER and len(box.placeholder) <= 28
-    assert "description" in box.tooltip and "math_*" in box.tooltip

@@ -183,8 +183,10 @@ def run_tool_calls(reply: Any, ns: Any = None) -> Any:
     return result_message(dialect, [result for result, _value in outcomes])
 
 
-def run_reply_calls(reply: Any, ns: Any = None) -> tuple[str, list[tuple[Any, Any]]]:
-    """`run_tool_calls` before its message is built (see `arun_reply_calls`)."""
+def run_reply_calls(reply: Any, ns: Any = None, progress: dict | None = None) -> tuple[str, list[tuple[Any, Any]]]:
+    """`run_tool_calls` before its message is built (see `arun_reply_calls`). `progress`, when
+    given, gets each finished call's outcome under its index as it finishes (what an interrupted
+    caller still knows)."""
     from ..formats import parse_reply
 
     check_namespace(ns)
@@ -197,6 +199,8 @@ def run_reply_calls(reply: Any, ns: Any = None) -> tuple[str, list[tuple[Any, An
             waiting.append(index)
         else:
             outcomes[index] = _run_one(request, ns, limits.max_result_chars)
+            if progress is not None:
+                progress[index] = outcomes[index]
     if waiting:
         async def run_waiting() -> list[Any]:
             return await asyncio.gather(*(_run_one_async(requests[index], ns, limits.max_result_chars)

@@ -10,6 +10,7 @@ of nbtools and the asyncio/threading plumbing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dis
 import functools
 import inspect
@@ -21,10 +22,11 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import Interrupted, ToolCallError
 from .. import policy
-from ..policy import DEFAULT_LIMITS, Limits, source_of
+from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of
 from ..tool import Tool
+from .asking import SKIP, Asking, is_pending, refused
 from .items import aread_items
-from .namespace import resolve_tool, settings
+from .namespace import check_options, resolve_tool
 from .plan import prepare
 from ..shortening import short
 
@@ -97,10 +99,6 @@ def _raised_by_the_tool(tool: Tool, error: BaseException) -> BaseException:
     return failure
 
 
-def _refused(tool: Tool, reason: str) -> ToolCallError:
-    return ToolCallError(tool.name, f"refused: {reason}")
-
-
 def run_awaitable(awaitable: Awaitable[Any]) -> Any:
     """Wait for an awaitable from synchronous code.
 
@@ -122,95 +120,115 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
         # from here as its context (the traceback a person reads shows only the tool)
         return asyncio.run(wait())
     outcome: dict[str, Any] = {}
+    started = threading.Event()
+
+    async def tracked() -> Any:
+        outcome["task"], outcome["loop"] = asyncio.current_task(), asyncio.get_running_loop()
+        started.set()
+        return await wait()
 
     def worker() -> None:
         try:
-            outcome["value"] = asyncio.run(wait())
+            outcome["value"] = asyncio.run(tracked())
         except BaseException as error:  # handed to the waiting thread, which re-raises it
             outcome["error"] = error
+        finally:
+            started.set()
 
-    thread = threading.Thread(target=worker, name="nbtools-await", daemon=True)
+    # The caller's context goes along: the cell's output parent (so a prompt or a print shows
+    # under the cell that made the call) and who asks (`policy.asking_as`), and
+    # a sub-agent's usage reaching its Chat.
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(worker,), name="nbtools-await", daemon=True)
     thread.start()
-    thread.join()
+    try:
+        thread.join()
+    except KeyboardInterrupt:  # a person's interrupt: stop the awaitable too (a prompt closes, "interrupted")
+        started.wait(5)
+        task, loop = outcome.get("task"), outcome.get("loop")
+        if task is not None and loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        thread.join(5)
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
 
 
-def _begin(tool: Tool, inputs: Any, limits: Limits, approve: Any,
-           refuse_destructive: bool) -> tuple[Callable, tuple, dict, Any]:
-    """Everything before the call: the function, its converted arguments, and the approval answer
-    (`True` when none is needed; maybe an awaitable, which `_call`/`_acall` each wait for their way)."""
+def _begin(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> tuple[Callable, tuple, dict, Any]:
+    """Everything before the call: the function, its converted arguments, and the approval still to
+    ask (None when none is needed; else the `Asking` that `_drive`/`_adrive` go through).
+    `rules`: see `_policies`; the layers are read only for a destructive tool."""
     fn = tool.fn
     if fn is None:
         raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
+    first, checked, approve, refuse = rules
+    if first is not None and not checked:  # not looked up in its own registry: is it disabled there?
+        name = first.registered_name(tool)
+        if name is not None and first.is_disabled(name):
+            raise refused(tool, f"the tool {name!r} is disabled in its registry; it cannot be called now")
     positional, kwargs, raw = prepare(tool, inputs, limits)
-    answer: Any = True
-    if "destructive" in tool.hints:
-        if refuse_destructive:
-            raise _refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
-        if approve is not None:
+    if "destructive" not in tool.hints:
+        return fn, positional, kwargs, None
+    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
+    if approve is not _UNSET or refuse is not _UNSET:  # explicit options replace the first layer's settings
+        head = layers[0]
+        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
+                          head.refuse_destructive if refuse is _UNSET else bool(refuse))
+    asks = []
+    for layer in layers:
+        if layer.source is not None and layer is not layers[0] and layer.source.is_disabled(layer.name):
+            raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
+        if layer.refuse_destructive:
+            raise refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
+        if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
+            asks.append(layer)
+    if not asks:
+        return fn, positional, kwargs, None
+    return fn, positional, kwargs, Asking(tool, asks, limits, positional, kwargs, raw)
+
+
+def _drive(asking: Asking) -> tuple[tuple, dict]:
+    """Ask from synchronous code: awaitables are waited for with `run_awaitable` (in a kernel, an
+    ApprovalPrompt is then answered through a subshell)."""
+    for layer in asking.layers:
+        answer = asking.question(layer)
+        if answer is SKIP:
+            continue
+        if is_pending(answer):
             try:
-                answer = approve(tool, arguments_as_run(fn, positional, kwargs, raw))
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-    return fn, positional, kwargs, answer
+                answer = run_awaitable(answer)
+            except BaseException as error:
+                asking.failed(error)
+        asking.settle(answer)
+    return asking.positional, asking.kwargs
 
 
-def arguments_as_run(fn: Callable, positional: tuple, kwargs: dict, raw: Any) -> dict:
-    """The arguments as the call will pass them, by parameter name: converted values, defaults
-    filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
-    out. What an approval callback is shown: the call it approves, not the model's JSON."""
-    try:
-        bound = inspect.signature(fn).bind(*positional, **kwargs)
-    except (TypeError, ValueError):  # no signature to read (some builtins): what is passed
-        return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
-            else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
-    bound.apply_defaults()
-    shown: dict = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_KEYWORD:
-            shown.update(value)
-        else:
-            shown[name] = value
-    return shown
-
-
-def _approval_failed(tool: Tool, error: Exception) -> ToolCallError:
-    if isinstance(error, TimeoutError):  # e.g. widgets.ApprovalTimedOut: nobody clicked in time
-        return _refused(tool, f"nobody approved this call in time ({short(str(error), 200)}); "
-                              "it did not run: ask the user before trying again")
-    return _refused(tool, f"the approval check failed ({type(error).__name__}: {short(str(error), 200)})")
-
-
-def _verdict(tool: Tool, answer: Any) -> None:
-    """Only a yes runs the tool: True (or 1, a numpy True); a non-boolean answer such as "no" or
-    a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
-    if answer is True:
-        return
-    if answer is False or answer is None:
-        raise _refused(tool, "the user denied this call")
-    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
-        if answer == 1:
-            return
-        raise _refused(tool, "the user denied this call")
-    raise _refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
-                         "True or False, which counts as a denial")
+async def _adrive(asking: Asking) -> tuple[tuple, dict]:
+    """Ask in this event loop."""
+    for layer in asking.layers:
+        answer = asking.question(layer)
+        if answer is SKIP:
+            continue
+        if is_pending(answer):
+            try:
+                answer = await answer
+            except BaseException as error:
+                asking.failed(error)
+        asking.settle(answer)
+    return asking.positional, asking.kwargs
 
 
 _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 
-def _call(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool) -> Any:
-    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if answer is not True:  # asked, and not a plain yes (the common case skips these checks)
-        if inspect.isawaitable(answer):
-            try:
-                answer = run_awaitable(answer)
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-        _verdict(tool, answer)
+def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
+    if approval is not None:
+        positional, kwargs = _drive(approval)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -252,16 +270,11 @@ def _stops_the_run(error: BaseException) -> bool:
     return False
 
 
-async def _acall(tool: Tool, inputs: Any, limits: Limits, approve: Any, refuse_destructive: bool,
+async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
                  run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> Any:
-    fn, positional, kwargs, answer = _begin(tool, inputs, limits, approve, refuse_destructive)
-    if answer is not True:
-        if inspect.isawaitable(answer):
-            try:
-                answer = await answer
-            except Exception as error:
-                raise _approval_failed(tool, error) from error
-        _verdict(tool, answer)
+    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
+    if approval is not None:
+        positional, kwargs = await _adrive(approval)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
@@ -285,16 +298,19 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
-def _tool_settings(tool: Tool, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, Any, bool]:
-    """Settings for `call_tool`: the explicit ones, else those of the registry `tool` came from."""
-    source = source_of(tool)
+def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, tuple]:
+    """The limits of a call of `tool` and its policy: (the registry the Tool came from, else `ns`
+    when it is a registry; whether that registry itself looked the tool up, so it is known to be
+    enabled there; the explicit `approve` and `refuse_destructive`, `_UNSET` when not given).
+    `_begin` reads that registry's policy layers, then every registry the tool was added from
+    (`policy.layers_of`: all must allow, the stricter wins), only for a destructive tool."""
+    first = tool.source
+    checked = first is not None and first is ns
+    if first is None and isinstance(ns, policy.ToolSource):
+        first, checked = ns, True
     if limits is None:
-        limits = source.limits if source is not None else DEFAULT_LIMITS
-    if approve is _UNSET:
-        approve = source.approve if source is not None else None
-    if refuse_destructive is _UNSET:
-        refuse_destructive = source.refuse_destructive if source is not None else False
-    return limits, approve, bool(refuse_destructive)
+        limits = first.limits if first is not None else DEFAULT_LIMITS
+    return limits, (first, checked, approve, refuse_destructive)
 
 
 def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, approve: Any = _UNSET,
@@ -308,7 +324,7 @@ def call_tool(tool: Tool, args: Any = None, *, limits: Limits | None = None, app
     iteration, `mk_ns`), read at call time; a Tool no registry handed out runs without approval.
     """
     try:
-        return _call(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+        return _call(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
     except KeyboardInterrupt as stop:  # a person's: one line in a cell
         raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
@@ -321,7 +337,7 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
                      refuse_destructive: Any = _UNSET, raise_on_err: bool = True) -> Any:
     """Like `call_tool`, awaiting coroutine tools (and async approval callbacks) in this loop."""
     try:
-        return await _acall(tool, args, *_tool_settings(tool, limits, approve, refuse_destructive))
+        return await _acall(tool, args, *_policies(tool, None, limits, approve, refuse_destructive))
     except KeyboardInterrupt as stop:
         raise _interrupted(tool.name, stop) from None
     except ToolCallError as error:
@@ -336,7 +352,7 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
 def _as_called(error: ToolCallError, name: str) -> ToolCallError:
     """`error` naming the tool as the model called it (a provider-mapped name like `math__add`, or a
     dict key): the model knows the tool by that name, not by the registered `math.add`."""
-    renamed = ToolCallError(name, error.problem, error.argument, error.schema)
+    renamed = type(error)(name, error.problem, error.argument, error.schema)
     renamed.__cause__ = error.__cause__
     return renamed
 
@@ -361,13 +377,13 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     if ns is None:
         ns = policy.default()
     if options:
-        settings(ns, options)  # an unknown option is the caller's bug, whatever the name
+        check_options(options)  # an unknown option is the caller's bug, whatever the name
     tool = None
     try:
         tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools)
-        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
-        return _call(tool, inputs, limits, approve, refuse)
+        return _call(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                               options.get("refuse_destructive", _UNSET)))
     except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
         raise _interrupted(name, stop) from None
     except ToolCallError as error:
@@ -392,12 +408,12 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     if ns is None:
         ns = policy.default()
     if options:
-        settings(ns, options)
+        check_options(options)
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        limits, approve, refuse = settings(tool.__dict__.get("_source") or ns, options)  # policy.source_of
-        return await _acall(tool, inputs, limits, approve, refuse, run_sync)
+        return await _acall(tool, inputs, *_policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                                      options.get("refuse_destructive", _UNSET)), run_sync)
     except KeyboardInterrupt as stop:
         raise _interrupted(name, stop) from None
     except ToolCallError as error:

@@ -245,6 +245,14 @@ def mk_ns(fs: Any = None) -> dict[str, Tool]:
     return _list_tools(fs)
 
 
+def check_options(options: dict) -> None:
+    """TypeError for a call option other than limits, approve and refuse_destructive (the caller's bug)."""
+    unknown = set(options) - {"limits", "approve", "refuse_destructive"}
+    if unknown:
+        raise TypeError(f"unknown call option(s): {', '.join(sorted(unknown))}; "
+                        "expected limits, approve, refuse_destructive")
+
+
 def settings(ns: Any, options: dict) -> tuple[Limits, Any, bool]:
     """(limits, approve, refuse_destructive): explicit options over the namespace's registry settings."""
     if isinstance(ns, ToolSource):
@@ -252,10 +260,7 @@ def settings(ns: Any, options: dict) -> tuple[Limits, Any, bool]:
     else:
         limits, approve, refuse = DEFAULT_LIMITS, None, False
     if options:
-        unknown = set(options) - {"limits", "approve", "refuse_destructive"}
-        if unknown:
-            raise TypeError(f"unknown call option(s): {', '.join(sorted(unknown))}; "
-                            "expected limits, approve, refuse_destructive")
+        check_options(options)
         limits = options.get("limits") or limits
         approve = options.get("approve", approve)
         refuse = bool(options.get("refuse_destructive", refuse))

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .loop import Chat, MaxStepsReached
+from .loop import Chat, ChatInterrupted, MaxStepsReached
+from .spend import BudgetExceeded
 from .steps import CallRecord, Step, Usage
 
-__all__ = ["Chat", "MaxStepsReached", "CallRecord", "Step", "Usage"]
+__all__ = ["Chat", "MaxStepsReached", "ChatInterrupted", "BudgetExceeded", "CallRecord", "Step", "Usage"]

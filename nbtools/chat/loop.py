@@ -3,32 +3,44 @@
 One call, `chat(prompt)`:
 
 1. append the prompt to the history (`chat.messages`, in the provider's own format);
-2. send the history with the tools' definitions (rendered once per tool set, not per step);
-3. append the model's reply to the history as that provider requires it echoed;
-4. when the reply calls no tool, show and return its text;
+2. send the history with the tools' definitions (rendered once per tool set, not per step) and
+   any provider-hosted tools (`native_tools`), streamed when `stream=True`;
+3. append the model's reply to the history as that provider requires it echoed (hosted tools'
+   blocks included, unchanged);
+4. when the reply calls no tool, show and return its text (an Anthropic `pause_turn` is not an
+   answer: the history is sent again as it is);
 5. otherwise run every call through the registry (`run_tool_calls`' path: approval, limits,
    confinement; a failing or refused call is an error result for the model), append the results
    and go back to 2.
 
-`max_steps` bounds the requests of one call. When the reply to the last one still asks for
-tools, those calls are not run: each gets an error result saying so (the history stays valid,
-so `chat(...)` can go on), and `MaxStepsReached` is raised. Errors of the SDK (network, API
-status) propagate unchanged. Provider shapes live in `nbtools.formats.turns`.
+Every way a call can stop leaves `chat.messages` valid for the provider, so `chat(...)` can go on:
+`max_steps` (`MaxStepsReached`) and `budget` (`BudgetExceeded`) answer the pending calls "not run";
+a person's interrupt (`ChatInterrupted`, one line in a notebook) answers the calls that had not
+finished "interrupted: not run", and one during a model request takes back an unanswered prompt.
+Errors of the SDK (network, API status) propagate unchanged. Provider shapes live in
+`nbtools.formats.turns` and `nbtools.formats.streamed`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from typing import Any, Callable
 
 from ..call.answers import arun_reply_calls, run_reply_calls
-from ..errors import NbtoolsError
+from ..errors import Interrupted, NbtoolsError
 from ..formats import ToolResult, parse_reply, result_message
-from ..formats import turns
+from ..formats import streamed, turns
 from ..formats.turns import Usage
+from ..policy import asking_as
 from ..registry import Registry, registry as default_registry
+from .spend import _SPENT, BudgetExceeded, check_budget, check_prices, over, priced
 from .steps import CallRecord, Step, trace_lines
+
+
+_NOTHING = Usage()  # no usage besides the reply's (compared by identity: nothing to add)
+INTERRUPTED = "interrupted: not run (the person stopped the chat before this call finished)"
 
 
 class MaxStepsReached(NbtoolsError):
@@ -47,6 +59,20 @@ class MaxStepsReached(NbtoolsError):
                          "max_steps larger (Chat(..., max_steps=N))")
 
 
+class ChatInterrupted(Interrupted):
+    """A person interrupted the chat (the kernel's stop button, Ctrl+C): an `errors.Interrupted`, so
+    still a KeyboardInterrupt, shown as one line. Calls that had not finished were answered
+    "interrupted: not run", so `chat.messages` stays valid and calling the chat again goes on.
+    Fields: `steps` (the Steps of the interrupted call), `what`."""
+
+    def __init__(self, message: str, steps: list[Step] | None = None):
+        KeyboardInterrupt.__init__(self, message)
+        self.what, self.steps = "the chat", list(steps or ())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, (str(self), self.steps))
+
+
 def _registry_of(tools: Any) -> Any:
     """The registry the loop's calls go through: the default one, a Registry or `select()` view as it
     is (its approval and limits hold), or a new Registry of a list of callables/Tools."""
@@ -58,6 +84,24 @@ def _registry_of(tools: Any) -> Any:
         return Registry(tools)
     raise TypeError(f"tools=: expected a Registry, a registry.select() view or a list of callables/Tools; "
                     f"got a {type(tools).__name__}")
+
+
+@dataclasses.dataclass
+class _Run:
+    """One call of the chat: its view (None outside a notebook), tool definitions, where its prompt
+    sits in the history, the usage before it, and what it was doing (for an interrupt's message)."""
+
+    view: Any
+    definitions: list[dict]
+    start: int
+    before: Usage
+    doing: str = "before the first request"
+
+    def status(self, text: str | None) -> None:
+        if text is not None:
+            self.doing = text
+        if self.view is not None:
+            self.view.status(text)
 
 
 class Chat:
@@ -76,6 +120,16 @@ class Chat:
         trace: a callable given one line of text per tool call (`trace=print`); nothing is printed
             outside a notebook otherwise.
         show: show each step in the notebook (default: when running in one).
+        stream: use the provider's streaming API; the text appears in the step view as it comes.
+        prices: `{model: {"input", "output", "cache_read", "cache_write"}}` per million tokens, for
+            `chat.cost` (see `nbtools.chat.spend`).
+        budget: `{"tokens": N}` and/or `{"cost": X}`: the chat stops with `BudgetExceeded` once its
+            usage reaches it (counted over the chat's life, sub-agents included).
+        native_tools: provider-hosted tools in the provider's own shape (Anthropic web search,
+            Responses `{"type": "web_search"}`, Gemini `{"google_search": {}}`...).
+        allow_dangerous_native_tools: allow hosted tools that run code, a shell or a computer.
+        remote_images: show images the model's Markdown links from the web (off: they are shown as
+            links, so an answer cannot make the page fetch a URL carrying data out).
         record: a path: every exchange with the provider is written to this cassette file (no key or
             Authorization header), for `nbtools.replay(path)` to answer from offline. The first Chat
             of a process to record to a path starts the file afresh; later ones add to it, in order.
@@ -84,13 +138,16 @@ class Chat:
             `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
             stored responses the API can only read them from their encrypted content.
 
-    Attributes: `messages` (the history, provider format), `usage` (tokens summed over every
-    request), `steps` (the Steps of the last call).
+    Attributes: `messages` (the history, provider format), `usage` (tokens and cost summed over every
+    request, each step's in `usage.steps`), `cost` (None without prices), `steps` (the Steps of the
+    last call), `budget`.
     """
 
     def __init__(self, client: Any, *, model: str, tools: Any = None, system: str | None = None,
                  max_steps: int = 10, api: str | None = None, strict: bool = False,
-                 trace: Callable[[str], Any] | None = None, show: bool | None = None, record: Any = None,
+                 trace: Callable[[str], Any] | None = None, show: bool | None = None, stream: bool = False,
+                 prices: dict | None = None, budget: dict | None = None, native_tools: list | None = None,
+                 allow_dangerous_native_tools: bool = False, remote_images: bool = False, record: Any = None,
                  **create_kwargs: Any):
         if record is not None:  # the chat talks through a recording copy of the client (chat/cassette.py)
             from .cassette import recording
@@ -102,18 +159,36 @@ class Chat:
                             "e.g. Chat(client, model=..., max_tokens=1024)")
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}")
+        if "stream" in create_kwargs or "stream_options" in create_kwargs:
+            raise TypeError("Chat(stream=True) asks for streaming; stream_options are set by the loop")
         self.client, self.model, self.system = client, model, system
         self.tools = _registry_of(tools)
         self.max_steps, self.strict, self.trace, self.show = max_steps, strict, trace, show
+        self.stream, self.remote_images = bool(stream), bool(remote_images)
+        self.prices = check_prices(prices)
+        self.budget = check_budget(budget, model, self.prices)
+        self.native_tools = turns.native_tools(self.endpoint.dialect, native_tools, allow_dangerous_native_tools)
         self.create_kwargs = create_kwargs
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
-        self.usage = Usage()
+        self.usage = Usage(cost=0.0 if model in self.prices else None)
         self.steps: list[Step] = []
         self._cached: tuple[tuple, list[dict]] | None = None
 
     def __repr__(self) -> str:
+        cost = f", cost {self.usage.cost:.4g}" if self.usage.cost is not None else ""
         return (f"Chat({self.endpoint.dialect}, model={self.model!r}, {len(self.messages)} messages, "
-                f"{self.usage.input_tokens} tokens in, {self.usage.output_tokens} out)")
+                f"{self.usage.input_tokens} tokens in, {self.usage.output_tokens} out{cost})")
+
+    @property
+    def cost(self) -> float | None:
+        """What the chat spent so far, from `prices=` (None when its model has no price)."""
+        return self.usage.cost
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Any:
+        """This chat as a Tool another Chat can call (see `nbtools.chat.subagent.as_tool`)."""
+        from .subagent import as_tool
+
+        return as_tool(self, name, description)
 
     # -- the loop ----------------------------------------------------------------------------------
     def __call__(self, prompt: str) -> str:
@@ -121,57 +196,223 @@ class Chat:
         if self.endpoint.is_async:
             raise TypeError("this client is asynchronous: use `await chat.acall(prompt)` (or give Chat the "
                             "synchronous client)")
-        create = self._method(self.endpoint.method)
-        view, definitions, start = self._begin(prompt)
-        for number in range(1, self.max_steps + 1):
-            reply = self._send(create, definitions, start)
-            source, usage = self._receive(reply)
-            if source is not None and number < self.max_steps:
-                outcomes = run_reply_calls(source, self.tools)[1]
-            else:
-                outcomes = self._not_run(source)
-            if not outcomes:
-                return self._finish(reply, number, usage, view)
-            self._answer(reply, number, usage, outcomes, view)
-        raise self._gave_up()
+        run = self._begin(prompt)
+        try:
+            for number in range(1, self.max_steps + 1):
+                self._check_budget(run)
+                reply = self._send(run, number)
+                source, usage = self._receive(reply)
+                stop = self._stop(number, source)
+                extra = _NOTHING
+                if source is not None and stop is None:
+                    outcomes, extra = self._run_calls(run, number, reply, source, usage)
+                else:
+                    outcomes = self._not_run(source, stop)
+                if not outcomes and turns.paused(self.endpoint.dialect, reply):
+                    self._answer(run, reply, number, usage, [])
+                    continue
+                if not outcomes:
+                    return self._finish(run, reply, number, usage)
+                self._answer(run, reply, number, usage, outcomes, extra)
+                if stop == "budget":
+                    raise self._over_budget()
+            raise self._gave_up()
+        except ChatInterrupted:
+            raise
+        except KeyboardInterrupt:
+            raise self._interrupted(run) from None
+        finally:
+            self._end(run)
 
     async def acall(self, prompt: str) -> str:
         """`chat(prompt)` for an event loop: awaits an async client (a sync one's requests run in a
         thread) and runs coroutine tools concurrently."""
-        if self.endpoint.is_async:
-            create = self._method(self.endpoint.method)
-        elif self.endpoint.async_method is not None:
-            create = self._method(self.endpoint.async_method)
-        else:
-            method = self._method(self.endpoint.method)
+        run = self._begin(prompt)
+        try:
+            for number in range(1, self.max_steps + 1):
+                self._check_budget(run)
+                reply = await self._asend(run, number)
+                source, usage = self._receive(reply)
+                stop = self._stop(number, source)
+                extra = _NOTHING
+                if source is not None and stop is None:
+                    outcomes, extra = await self._arun_calls(run, number, reply, source, usage)
+                else:
+                    outcomes = self._not_run(source, stop)
+                if not outcomes and turns.paused(self.endpoint.dialect, reply):
+                    self._answer(run, reply, number, usage, [])
+                    continue
+                if not outcomes:
+                    return self._finish(run, reply, number, usage)
+                self._answer(run, reply, number, usage, outcomes, extra)
+                if stop == "budget":
+                    raise self._over_budget()
+            raise self._gave_up()
+        except ChatInterrupted:
+            raise
+        except KeyboardInterrupt:
+            raise self._interrupted(run) from None
+        finally:
+            self._end(run)
 
-            async def create(**kwargs: Any) -> Any:
-                return await asyncio.to_thread(functools.partial(method, **kwargs))
-        view, definitions, start = self._begin(prompt)
-        for number in range(1, self.max_steps + 1):
-            reply = await self._asend(create, definitions, start)
-            source, usage = self._receive(reply)
-            if source is not None and number < self.max_steps:
-                outcomes = (await arun_reply_calls(source, self.tools))[1]
-            else:
-                outcomes = self._not_run(source)
-            if not outcomes:
-                return self._finish(reply, number, usage, view)
-            self._answer(reply, number, usage, outcomes, view)
-        raise self._gave_up()
-
-    # -- the steps the two loops share ---------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------------------
     def _method(self, path: tuple[str, ...]) -> Callable[..., Any]:
         target = self.client
         for name in path:
             target = getattr(target, name)
         return target
 
-    def _begin(self, prompt: str) -> tuple[Any, list[dict], int]:
-        """Append the prompt; the step view (or None), the tool definitions and the history's length
-        before the prompt (to take an unanswered prompt back when the first request fails)."""
+    def _request(self, definitions: list[dict]) -> dict:
+        kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, definitions,
+                               self.create_kwargs, self.native_tools)
+        if self.stream:
+            kwargs.update(streamed.stream_options(self.endpoint.dialect))
+        return kwargs
+
+    def _send(self, run: _Run, number: int) -> Any:
+        run.status(f"step {number}: waiting for {self.model}")
+        try:
+            kwargs = self._request(run.definitions)
+            if not self.stream:
+                return self._method(self.endpoint.method)(**kwargs)
+            return self._read_stream(self._method(self.endpoint.stream_method or self.endpoint.method)(**kwargs),
+                                     run)
+        except BaseException:
+            self._take_back(run.start)
+            raise
+
+    def _read_stream(self, stream: Any, run: _Run) -> Any:
+        assembler = streamed.assembler(self.endpoint.dialect)
+        view = run.view
+        try:
+            for event in stream:
+                text = assembler.feed(event)
+                if text and view is not None:
+                    view.text(text)
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+        return assembler.reply()
+
+    async def _asend(self, run: _Run, number: int) -> Any:
+        run.status(f"step {number}: waiting for {self.model}")
+        endpoint = self.endpoint
+        try:
+            kwargs = self._request(run.definitions)
+            if not endpoint.is_async and endpoint.async_method is None:  # a sync OpenAI/Anthropic client
+                method = self._method(endpoint.method)
+                if not self.stream:
+                    return await asyncio.to_thread(functools.partial(method, **kwargs))
+                return await asyncio.to_thread(lambda: self._read_stream(method(**kwargs), run))
+            if self.stream:
+                path = endpoint.stream_method or endpoint.method
+                if not endpoint.is_async:
+                    path = ("aio", *path)
+                return await self._aread_stream(await self._method(path)(**kwargs), run)
+            return await self._method(endpoint.method if endpoint.is_async else endpoint.async_method)(**kwargs)
+        except BaseException:
+            self._take_back(run.start)
+            raise
+
+    async def _aread_stream(self, stream: Any, run: _Run) -> Any:
+        assembler = streamed.assembler(self.endpoint.dialect)
+        view = run.view
+        try:
+            async for event in stream:
+                text = assembler.feed(event)
+                if text and view is not None:
+                    view.text(text)
+        finally:
+            close = getattr(stream, "close", None) or getattr(stream, "aclose", None)
+            if callable(close):
+                done = close()
+                if asyncio.iscoroutine(done):
+                    await done
+        return assembler.reply()
+
+    def _take_back(self, start: int) -> None:
+        # Only a prompt nothing answered yet: the history stays valid for the provider either way.
+        if len(self.messages) == start + 1:
+            del self.messages[start:]
+
+    # -- tool calls ----------------------------------------------------------------------------------
+    def _run_calls(self, run: _Run, number: int, reply: Any, source: Any, usage: Usage) -> tuple[list, Usage]:
+        """Run a step's calls; their outcomes and what sub-agents spent meanwhile. On an interrupt the
+        step is recorded with the finished calls' results and "interrupted: not run" for the rest."""
+        progress: dict[int, Any] = {}
+        spent: list[Usage] = []
+        token = _SPENT.set(spent)
+        try:
+            self._status_calls(run, number, source)
+            with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
+                return run_reply_calls(source, self.tools, progress)[1], self._collected(spent)
+        except KeyboardInterrupt:
+            self._answer(run, reply, number, usage, self._unfinished(source, progress), self._collected(spent))
+            raise
+        finally:
+            _SPENT.reset(token)
+
+    async def _arun_calls(self, run: _Run, number: int, reply: Any, source: Any,
+                          usage: Usage) -> tuple[list, Usage]:
+        spent: list[Usage] = []
+        token = _SPENT.set(spent)
+        try:
+            self._status_calls(run, number, source)
+            with asking_as(f"chat:{self.model}"):
+                return (await arun_reply_calls(source, self.tools))[1], self._collected(spent)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self._answer(run, reply, number, usage, self._unfinished(source, {}), self._collected(spent))
+            raise
+        finally:
+            _SPENT.reset(token)
+
+    def _status_calls(self, run: _Run, number: int, source: Any) -> None:
+        if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
+            run.doing = f"step {number}: running its tool calls"
+        else:
+            names = ", ".join(request.name for request in parse_reply(source)[1])
+            if names:
+                run.status(f"step {number}: running {names}")
+
+    def _collected(self, spent: list[Usage]) -> Usage:
+        if not spent:
+            return _NOTHING
+        total = Usage()
+        for usage in spent:
+            total = total + usage
+        return total
+
+    def _unfinished(self, source: Any, progress: dict[int, Any]) -> list[tuple[Any, Any]]:
+        requests = parse_reply(source)[1]
+        return [progress.get(index) or (ToolResult(request, INTERRUPTED, INTERRUPTED, True), None)
+                for index, request in enumerate(requests)]
+
+    def _stop(self, number: int, source: Any) -> str | None:
+        """Why this step's calls must not run: "max_steps" on the last step, "budget" once it is used up."""
+        if source is None:
+            return None
+        if number >= self.max_steps:
+            return "max_steps"
+        return "budget" if over(self.budget, self.usage) else None
+
+    def _not_run(self, source: Any, stop: str | None) -> list[tuple[Any, Any]]:
+        """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
+        requests = [] if source is None else parse_reply(source)[1]
+        if stop == "budget":
+            text = f"not run: the chat's budget {self.budget} was used up before this call; ask again to continue"
+        else:
+            text = f"not run: the loop reached max_steps={self.max_steps} before this call; ask again to continue"
+        return [(ToolResult(request, text, text, True), None) for request in requests]
+
+    # -- records -------------------------------------------------------------------------------------
+    def _begin(self, prompt: str) -> _Run:
+        """Append the prompt; the run's view, tool definitions and the history's length before the
+        prompt (to take an unanswered prompt back when the first request fails)."""
         if not isinstance(prompt, str):
             raise TypeError(f"chat(prompt): the prompt is text; got a {type(prompt).__name__}")
+        if over(self.budget, self.usage):
+            raise self._over_budget()
         start = len(self.messages)
         self.messages.append(turns.user_turn(self.endpoint.dialect, prompt))
         self.steps = []
@@ -179,8 +420,8 @@ class Chat:
         if self.show or self.show is None:
             from .display import StepView
 
-            view = StepView.create(force=bool(self.show))
-        return view, self._definitions(), start
+            view = StepView.create(force=bool(self.show), remote_images=self.remote_images)
+        return _Run(view, self._definitions(), start, self.usage)
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
@@ -190,28 +431,10 @@ class Chat:
             self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
         return self._cached[1]  # type: ignore[index]
 
-    def _request(self, definitions: list[dict]) -> dict:
-        return turns.request(self.endpoint.dialect, self.model, self.messages, self.system, definitions,
-                             self.create_kwargs)
-
-    def _send(self, create: Callable[..., Any], definitions: list[dict], start: int) -> Any:
-        try:
-            return create(**self._request(definitions))
-        except BaseException:
-            self._take_back(start)
-            raise
-
-    async def _asend(self, create: Callable[..., Any], definitions: list[dict], start: int) -> Any:
-        try:
-            return await create(**self._request(definitions))
-        except BaseException:
-            self._take_back(start)
-            raise
-
-    def _take_back(self, start: int) -> None:
-        # Only a prompt nothing answered yet: the history stays valid for the provider either way.
-        if len(self.messages) == start + 1:
-            del self.messages[start:]
+    def _check_budget(self, run: _Run) -> None:
+        """Before a request: the budget not used up (sub-agents may have spent it during the tools)."""
+        if over(self.budget, self.usage):
+            raise self._over_budget()
 
     def _receive(self, reply: Any) -> tuple[Any, Usage]:
         """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
@@ -220,45 +443,79 @@ class Chat:
         recorded = turns.assistant_turns(dialect, reply)
         self.messages.extend(recorded)
         usage = turns.reply_usage(dialect, reply)
+        if self.prices:
+            usage = priced(usage, self.prices.get(self.model))
         self.usage = self.usage + usage
-        return turns.calls_source(dialect, recorded), usage
+        return (turns.calls_source(dialect, recorded) if turns.has_calls(dialect, recorded) else None), usage
 
-    def _not_run(self, source: Any) -> list[tuple[Any, Any]]:
-        """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
-        requests = [] if source is None else parse_reply(source)[1]
-        text = f"not run: the loop reached max_steps={self.max_steps} before this call; ask again to continue"
-        return [(ToolResult(request, text, text, True), None) for request in requests]
-
-    def _answer(self, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]], view: Any) -> None:
+    def _answer(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
+                extra: Usage | None = None) -> None:
         """Append the results of one step's calls; record and show the step."""
         dialect = self.endpoint.dialect
         results = [result for result, _value in outcomes]
-        self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
+        if results:
+            self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
                                  result.content, result.is_error, value) for result, value in outcomes)
-        self._record(Step(number, turns.reply_text(dialect, reply), calls, usage), view)
-
-    def _record(self, step: Step, view: Any) -> None:
+        step = Step(number, turns.reply_text(dialect, reply), calls, self._count_step(usage, extra or _NOTHING))
         self.steps.append(step)
         if self.trace is not None:
             for line in trace_lines(step):
                 self.trace(line)
-        if view is not None:
-            view.step(step)
+        if run.view is not None:
+            run.view.step(step)
 
-    def _finish(self, reply: Any, number: int, usage: Usage, view: Any) -> str:
+    def _count_step(self, usage: Usage, extra: Usage) -> Usage:
+        """A step's usage: its reply's (already in the totals, see `_receive`) and what sub-agents
+        spent during its tools (added to the totals here); kept in `usage.steps`."""
+        if extra is _NOTHING:
+            step, total = usage, self.usage
+        else:
+            step, total = usage + extra, self.usage + extra
+        self.usage = total.with_step(step)
+        return step
+
+    def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:
         text = turns.reply_text(self.endpoint.dialect, reply)
-        self.steps.append(Step(number, text, (), usage))
-        if view is not None:
-            view.final(text, self.usage)
+        self.steps.append(Step(number, text, (), self._count_step(usage, _NOTHING)))
+        if run.view is not None:
+            return run.view.final(text, self.usage)
         return text
+
+    def _end(self, run: _Run) -> None:
+        """After a call, however it ended: the live status cleared; what it spent reported to the
+        Chat whose tool this call runs in (a sub-agent), if any."""
+        if run.view is not None:
+            run.view.status(None)
+        spent = _SPENT.get()
+        if spent is not None:
+            before, now = run.before, self.usage
+            cost = None if now.cost is None else now.cost - (before.cost or 0.0)
+            spent.append(Usage(now.input_tokens - before.input_tokens, now.output_tokens - before.output_tokens,
+                               now.cache_read_tokens - before.cache_read_tokens,
+                               now.cache_write_tokens - before.cache_write_tokens, cost))
+
+    def _interrupted(self, run: _Run) -> ChatInterrupted:
+        stopped = [call.name for call in (self.steps[-1].calls if self.steps else ()) if call.text == INTERRUPTED]
+        doing = f"step {self.steps[-1].number}: running {', '.join(stopped)}" if stopped else run.doing
+        message = (f"the chat was interrupted ({doing}); every tool call in chat.messages is answered "
+                   "('interrupted: not run' where it had not finished): call the chat again to go on")
+        if self.trace is not None:
+            self.trace(message)
+        return ChatInterrupted(message, list(self.steps))
+
+    def _over_budget(self) -> BudgetExceeded:
+        error = BudgetExceeded(self.budget, self.usage, self.steps[-1].text if self.steps else "")
+        if self.trace is not None:
+            self.trace(str(error))
+        return error
 
     def _gave_up(self) -> MaxStepsReached:
         """`max_steps` reached with calls pending (answered "not run" by `_not_run`)."""
-        error = MaxStepsReached(self.max_steps, self.steps[-1].text, list(self.steps))
+        error = MaxStepsReached(self.max_steps, self.steps[-1].text if self.steps else "", list(self.steps))
         if self.trace is not None:
             self.trace(str(error))
         return error
 
 
-__all__ = ["Chat", "MaxStepsReached"]
+__all__ = ["Chat", "MaxStepsReached", "ChatInterrupted", "BudgetExceeded", "INTERRUPTED"]

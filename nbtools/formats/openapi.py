@@ -41,6 +41,9 @@ def openapi_schema(schema: dict, tool_name: str, *, extras_name: str | None = No
     return walker.node(walker.root_keys(None), (), root=True)
 
 
+MOST_INLINED = 5_000  # definitions written out in one schema (each use of a shared type is one)
+
+
 class _OpenAPI(Walker):
     """The Gemini OpenAPI transform: references inlined, null as `nullable`, the rest in words."""
 
@@ -52,6 +55,7 @@ class _OpenAPI(Walker):
                  varargs_name: str | None = None):
         super().__init__(root, tool_name, extras_name, varargs_name)
         self.expanding: list[str] = []  # $defs being inlined, to detect recursion
+        self.inlined = 0  # schemas written out from $defs so far (bounded: MOST_INLINED)
 
     def node(self, schema: Any, where: tuple[str, ...], root: bool = False) -> dict:
         keys, description, title = self.opened(schema, where)
@@ -131,6 +135,12 @@ class _OpenAPI(Walker):
 
     def inline(self, ref: Any, where: tuple[str, ...]) -> dict:
         name, target = self.def_of(ref, where)
+        self.inlined += 1
+        if self.inlined > MOST_INLINED:
+            # a type shared at every level doubles the written-out schema per level (2**30 copies)
+            self.fail(where, f"the schema uses its shared types more than {MOST_INLINED:,} times once "
+                             f"written out ({name!r} among them), and the {{form}} has no references "
+                             "to write each once; nest fewer shared types{advice}")
         if name in self.expanding:
             self.fail(where, f"the recursive type {name!r} has no {{form}} (it has no references, "
                              "so a type that contains itself cannot be written out){advice}")

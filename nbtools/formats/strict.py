@@ -86,6 +86,19 @@ STRICT_RULES = {
 }
 
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
+INLINE_NODES = 200  # a finished definition larger than this (written out) is referenced, not copied
+
+
+def _written_nodes(schema: Any, sizes: dict[int, int]) -> int:
+    """How many dicts and lists `schema` has written out, each distinct one counted once per use;
+    computed once per object (`sizes`), so linear however often a copy is shared."""
+    if not isinstance(schema, (dict, list)):
+        return 0
+    known = sizes.get(id(schema))
+    if known is None:
+        values = schema.values() if isinstance(schema, dict) else schema
+        known = sizes[id(schema)] = 1 + sum(_written_nodes(value, sizes) for value in values)
+    return known
 
 _UNTYPED_MAP = ("an object with arbitrary keys and untyped values (a bare dict, dict[str, Any]) has no {form} "
                 "(strict mode closes every object, so it would accept only {}); give the values a type "
@@ -129,6 +142,7 @@ class _Strict(Walker):
         self.form = f"{'OpenAI' if rules.provider == 'openai' else 'Anthropic'} strict form"
         self.advice = ", or render this tool without strict=True"
         self.defs: dict[str, Any] = {}  # transformed $defs, in the order first reached
+        self.sizes: dict[int, int] = {}  # written-out size of finished schemas (see `_written_nodes`)
 
     def root(self) -> dict:
         out = self.node(self.root_keys(None), (), root=True)
@@ -197,10 +211,15 @@ class _Strict(Walker):
             return out
         if "$ref" in out:
             # Strict modes refuse keywords beside $ref: inline the finished definition, or (while
-            # it is still being built, i.e. recursion) wrap the reference in a one-option anyOf.
+            # it is still being built, i.e. recursion, or when it is large: a shared type nested
+            # many levels, copied at every use, would double the schema per level) wrap the
+            # reference in a one-option anyOf.
             name = split_ref(out["$ref"])
             done = self.defs.get(name, IN_PROGRESS)
-            out = dict(done) if done is not IN_PROGRESS else {"anyOf": [out]}
+            if done is IN_PROGRESS or _written_nodes(done, self.sizes) > INLINE_NODES:
+                out = {"anyOf": [out]}
+            else:
+                out = dict(done)
         if title is not None:
             out["title"] = title
         if text is not None:

@@ -17,7 +17,7 @@ are refused by the APIs and by the SDKs' own request types); fields that exist o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import DIALECTS
@@ -25,14 +25,35 @@ from .catalog import DIALECTS
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens a model reported: `input_tokens` read (cache reads and writes included), `output_tokens`
-    written (reasoning/thinking included). Records add up with `+`."""
+    """Tokens a model reported: `input_tokens` read (all input: cache reads and writes included),
+    `output_tokens` written (reasoning/thinking included), `cache_read_tokens` and
+    `cache_write_tokens` (the parts of the input read from / written to the provider's prompt cache,
+    where it reports them). `cost` is filled in by the agent loop when it knows the model's prices
+    (None: unknown). A total (`chat.usage`) keeps the usage of each step in `steps`.
+    Records add up with `+` (their steps are concatenated)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None
+    steps: tuple["Usage", ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens together (what a token budget counts)."""
+        return self.input_tokens + self.output_tokens
+
+    def with_step(self, step: "Usage") -> "Usage":
+        """These totals with `step` added to `steps` (the token counts are left as they are)."""
+        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                     self.cost, (*self.steps, step))
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens, cost, self.steps + other.steps)
 
 
 @dataclass(frozen=True)
@@ -45,10 +66,12 @@ class Endpoint:
     method: tuple[str, ...]
     is_async: bool
     async_method: tuple[str, ...] | None = None  # an awaitable twin on a synchronous client (Gemini's `aio`)
+    stream_method: tuple[str, ...] | None = None  # where streamed replies come from, when not `method`
 
 
 _METHODS = {"openai": ("chat", "completions", "create"), "responses": ("responses", "create"),
             "anthropic": ("messages", "create"), "gemini": ("models", "generate_content")}
+_GEMINI_STREAM = ("models", "generate_content_stream")
 
 
 def endpoint(client: Any, api: str | None = None) -> Endpoint:
@@ -72,8 +95,8 @@ def endpoint(client: Any, api: str | None = None) -> Endpoint:
         return Endpoint("anthropic", "anthropic", _METHODS["anthropic"], name.startswith("Async"))
     if module.startswith("google.genai"):
         if name == "AsyncClient":  # `client.aio`
-            return Endpoint("gemini", "gemini", _METHODS["gemini"], True)
-        return Endpoint("gemini", "gemini", _METHODS["gemini"], False, ("aio", *_METHODS["gemini"]))
+            return Endpoint("gemini", "gemini", _METHODS["gemini"], True, None, _GEMINI_STREAM)
+        return Endpoint("gemini", "gemini", _METHODS["gemini"], False, ("aio", *_METHODS["gemini"]), _GEMINI_STREAM)
     raise TypeError(f"Chat needs a provider SDK client: openai.OpenAI/AsyncOpenAI, anthropic.Anthropic/"
                     f"AsyncAnthropic or google.genai.Client; got a {module}.{name}")
 
@@ -107,9 +130,17 @@ def system_turns(dialect: str, system: str | None) -> list[dict]:
 
 
 def request(dialect: str, model: str, history: list, system: str | None, tools: list[dict],
-            options: dict) -> dict:
+            options: dict, native: list[dict] = ()) -> dict:
     """The keyword arguments of one create call. `options` (the user's extra arguments) are
-    forwarded; for Gemini they go into the `config` (merged into a `config=` the user gave)."""
+    forwarded; for Gemini they go into the `config` (merged into a `config=` the user gave).
+    `native`: provider-hosted tools (see `native_tools`), sent after the function definitions."""
+    if native:
+        if dialect == "gemini":
+            options = {**options, "config": {**(_plain(options.get("config")) or {}),
+                                             "tools": [*(_plain(options.get("config")) or {}).get("tools", ()),
+                                                       *native]}}
+        else:
+            tools = [*tools, *native]
     if dialect == "openai":
         return {"model": model, "messages": history, **({"tools": tools} if tools else {}), **options}
     if dialect == "responses":
@@ -169,6 +200,20 @@ def calls_source(dialect: str, recorded: list) -> Any:
     return recorded[0]
 
 
+def has_calls(dialect: str, recorded: list) -> bool:
+    """Whether a reply as `assistant_turns` recorded it asks for a function call (cheaper than
+    reading the calls: a final answer needs no dispatch at all)."""
+    if not recorded:
+        return False
+    if dialect == "openai":
+        return bool(recorded[0].get("tool_calls") or recorded[0].get("function_call"))
+    if dialect == "responses":
+        return any(item.get("type") == "function_call" for item in recorded)
+    if dialect == "anthropic":
+        return any(block.get("type") == "tool_use" for block in recorded[0].get("content") or ())
+    return any("function_call" in part or "functionCall" in part for part in recorded[0].get("parts") or ())
+
+
 def result_turns(dialect: str, message: Any) -> list:
     """`run_tool_calls`' answer as history entries (a list in the OpenAI dialects, one message else)."""
     if not message:
@@ -207,15 +252,59 @@ def reply_usage(dialect: str, reply: Any) -> Usage:
     """The tokens the provider reported for one reply (zeros when it reported none)."""
     if dialect == "gemini":
         usage = _field(reply, "usage_metadata")
-        return Usage(_int(usage, "prompt_token_count"),
-                     _int(usage, "candidates_token_count") + _int(usage, "thoughts_token_count"))
+        return Usage(_int(usage, "prompt_token_count") + _int(usage, "tool_use_prompt_token_count"),
+                     _int(usage, "candidates_token_count") + _int(usage, "thoughts_token_count"),
+                     _int(usage, "cached_content_token_count"))
     usage = _field(reply, "usage")
     if dialect == "openai":
-        return Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"))
+        return Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"),
+                     _int(_field(usage, "prompt_tokens_details"), "cached_tokens"))
     if dialect == "anthropic":
-        return Usage(_int(usage, "input_tokens") + _int(usage, "cache_creation_input_tokens")
-                     + _int(usage, "cache_read_input_tokens"), _int(usage, "output_tokens"))
-    return Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens"))
+        read, written = _int(usage, "cache_read_input_tokens"), _int(usage, "cache_creation_input_tokens")
+        return Usage(_int(usage, "input_tokens") + read + written, _int(usage, "output_tokens"), read, written)
+    return Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens"),
+                 _int(_field(usage, "input_tokens_details"), "cached_tokens"))
+
+
+def paused(dialect: str, reply: Any) -> bool:
+    """Whether the provider paused a long turn (Anthropic's `pause_turn`, e.g. a server tool still
+    running): the reply is not an answer, and the history is sent again as it is to let it go on."""
+    return dialect == "anthropic" and _field(reply, "stop_reason") == "pause_turn"
+
+
+# -- provider-hosted tools ------------------------------------------------------------------------------
+# Words in a hosted tool's type that mean the provider runs code, a shell or a computer for the model.
+DANGEROUS_NATIVE = ("code_execution", "code_interpreter", "shell", "computer", "bash")
+
+
+def native_tools(dialect: str, tools: Any, allow_dangerous: bool) -> list[dict]:
+    """Provider-hosted tools as they are sent (plain dicts, in the provider's own shape: Anthropic
+    `{"type": "web_search_20250305", "name": "web_search"}`, Responses `{"type": "web_search"}`,
+    Gemini `{"google_search": {}}`). Raises ValueError for an entry that is not such a tool, and for
+    one that runs code, a shell or a computer unless `allow_dangerous`."""
+    if tools is None:
+        return []
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError(f"native_tools=: expected a list of provider-hosted tool definitions; got a "
+                        f"{type(tools).__name__}")
+    kept = []
+    for tool in map(_plain, tools):
+        if not isinstance(tool, dict) or not tool:
+            raise ValueError(f"native_tools=: each entry is a dict in the provider's own shape (e.g. "
+                             f"{_NATIVE_EXAMPLES.get(dialect, '{...}')}); got {tool!r}")
+        kind = str(tool.get("type") or "") if dialect != "gemini" else " ".join(map(str, tool))
+        if not kind:
+            raise ValueError(f"native_tools=: {tool!r} names no tool type; e.g. {_NATIVE_EXAMPLES.get(dialect)}")
+        if not allow_dangerous and any(word in kind.lower() for word in DANGEROUS_NATIVE):
+            raise ValueError(f"native_tools=: {kind!r} lets the provider run code, a shell or a computer for "
+                             "the model; pass allow_dangerous_native_tools=True to Chat if that is what you want")
+        kept.append(tool)
+    return kept
+
+
+_NATIVE_EXAMPLES = {"anthropic": '{"type": "web_search_20250305", "name": "web_search"}',
+                    "responses": '{"type": "web_search"}', "openai": '{"type": "web_search"} (Responses API)',
+                    "gemini": '{"google_search": {}}'}
 
 
 def _field(value: Any, name: str) -> Any:
@@ -238,4 +327,4 @@ def _gemini_content(reply: Any) -> Any:
 
 
 __all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "calls_source", "result_turns", "reply_text", "reply_usage"]
+           "calls_source", "has_calls", "result_turns", "reply_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]

@@ -18,8 +18,12 @@ How a run goes (one file per step):
 4. `isolated.py`: `isolated=True` runs the code in a forked child, killed if it overruns (the only
    way to stop a loop inside C); the child sends JSON data back, never a pickle.
 5. `execute.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
-   (`result.py`; errors as a short traceback by `tracebacks.py`); `python`/`python_async` are the
-   model-facing tools that format it.
+   (`result.py`; errors as a short traceback by `tracebacks.py`, made under the run's deadline);
+   `python`/`python_async` are the model-facing tools that format it: the value as the model gets
+   it is made under the deadline too, and bounded (`shown.py`). Off the main thread `python()` runs
+   the code in a thread of its own and returns at the deadline even when the code is stuck in C
+   (that run goes on detached). `started.py`: threads the code started are stopped when its run
+   times out.
 6. `process.py`: every process-wide patch (`threading.Thread.start`, the signal module's SIGALRM
    functions and `_signal.pthread_sigmask`, the standard streams, IPython's display publisher and
    `ask_exit`, the at-fork hook), installed at

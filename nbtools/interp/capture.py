@@ -52,6 +52,8 @@ class Capture:
     tail_size = 0
     dropped: dict[str, int] | None = None
     closed = False
+    threads: list[Any] | None = None  # `started.Started` records of the threads the run started
+    stopped = 0.0  # the run timed out (its time-out in seconds): its threads are being stopped
 
     def __init__(self) -> None:
         self.chunks: list[tuple[str, str]] = []
@@ -111,6 +113,13 @@ class Capture:
                 tail[0] = (first_stream, first[cut:])
             self.tail_size -= cut
             self.dropped[first_stream] = self.dropped.get(first_stream, 0) + cut
+
+    def add_thread(self, record: Any) -> Any:
+        with _ADD_LOCK:
+            if self.threads is None:
+                self.threads = []
+            self.threads.append(record)
+        return record
 
     def add_display(self, bundle: dict) -> None:
         if len(self.displays) < DISPLAYS_KEPT:

@@ -10,23 +10,31 @@ One run, in order:
    run) and make the capture current in this context.
 3. Compile (`compiling.py`), then execute under the deadline (`timeouts.arm`/`disarm`); an async
    run steps through the code's coroutine, each step under the deadline.
-4. Finish: close the capture, leave the routing, and build the `ExecResult` (errors as a short
+4. Produce, still under the deadline (`_Execution.produce`): what may run the code's own methods
+   (the error's text, and for `python()` the value as the model gets it, `shown.py`) is made while
+   the deadline holds, so `__str__`/`__repr__` that never end, or a huge value, time out like the
+   code itself.
+5. Finish: close the capture, leave the routing, and build the `ExecResult` (errors as a short
    traceback, `tracebacks.py`).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import sys
+import threading
 import time
 from typing import Any, Mapping
 
-from . import process
-from .capture import Capture, claim_for_child, current_capture, ipython_shell
+from . import process, timeouts
+from .capture import Capture, active_capture, claim_for_child, current_capture, ipython_shell
 from .compiling import Compiled, compile_source, defines_code, new_filename
-from .isolated import run_isolated
-from .result import Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, quiet_result
+from .isolated import _ReprOnly, run_isolated
+from .result import Answer, Deadline, ExecResult, RealInterrupt, TimeoutInterrupt, join_lines, quiet_result
+from .shown import VALUE_CHARS, bounded_repr, model_value
+from .started import stop as stop_threads
 from .timeouts import Run, Waker, arm, check_timeout, disarm
 from .tracebacks import format_error
 
@@ -79,6 +87,11 @@ class _Execution:
     exception: BaseException | None = None
     timed_out = False
     keep_lines = False  # keep the source in linecache even though nothing defined there survives
+    present = False     # python(): make the value as the model gets it, under the deadline
+    error: str | None = None      # the error's text, made under the deadline
+    shown: Any = None             # python(): the value as the model gets it (`shown.model_value`)
+    shown_repr: str | None = None  # python(): its repr when the run printed (`shown.bounded_repr`)
+    result: ExecResult
 
     def __init__(self, source: str, glb: dict, loc: Mapping | None, timeout: float | None) -> None:
         if not isinstance(source, str):
@@ -124,23 +137,54 @@ class _Execution:
             raise exc  # an enclosing run's deadline: let it unwind to that run
         self.exception = exc
 
+    def produce(self, under: Any) -> None:
+        """Make what may run the code's own methods, each call through `under(fn, *args)`, which
+        runs it under the run's deadline (a `Deadline` it raises is the caller's to catch)."""
+        if self.timed_out:
+            return  # a time-out's text runs no code of the run's
+        if self.exception is not None:
+            self.error = under(format_error, self.exception, self.filename, False, self.timeout)
+        elif self.present:
+            if self.capture.chunks:
+                if self.value is not None:
+                    self.shown_repr = under(bounded_repr, self.value)
+            else:
+                self.shown = under(model_value, self.value)
+
+    def answer(self) -> Any:
+        """What `python()` returns (see `ExecResult.for_model`), from what `produce` made."""
+        result = self.result
+        if result.error is not None:
+            return Answer(join_lines(result.output, result.error))
+        if not result.output:
+            return self.shown
+        if result.value is None:
+            return Answer(result.output)
+        # a thread may have printed after `produce`: then the repr of the value as shown (plain data)
+        return Answer(join_lines(result.output, self.shown_repr if self.shown_repr is not None
+                                 else bounded_repr(self.shown)))
+
     def finish(self) -> ExecResult:
         capture = self.capture
         capture.closed = True
+        if self.timed_out and capture.threads:  # its work ends with it
+            capture.stopped = self.timeout or 0.0
+            stop_threads(capture.threads, capture.stopped)
         current_capture.reset(self.token)
         process.leave()
         if self.added_builtins:
             self.glb.pop("__builtins__", None)  # exec() put it there; the namespace stays as given
-        error = None
-        if self.exception is not None:
+        error = self.error
+        if self.exception is not None and (error is None or self.timed_out):
             error = format_error(self.exception, self.filename, self.timed_out, self.timeout)
         elif not self.keep_lines and (self.compiled is None or not defines_code(self.compiled)):
             linecache.cache.pop(self.filename, None)  # nothing can ask for these lines later
         duration = time.perf_counter() - self.started
         if not capture.chunks:  # the common case, kept cheap
             value = None if self.exception is not None else self.value
-            return quiet_result(value, error, self.timed_out, duration, self.exception)
-        return ExecResult(
+            self.result = quiet_result(value, error, self.timed_out, duration, self.exception)
+            return self.result
+        self.result = ExecResult(
             value=None if self.exception is not None else self.value,
             stdout=capture.text("stdout"),
             stderr=capture.text("stderr"),
@@ -151,6 +195,7 @@ class _Execution:
             displays=tuple(capture.displays),
             exception=self.exception,
         )
+        return self.result
 
 
 def run_code(code: str, glb: dict | None = None, loc: Mapping | None = None,
@@ -169,14 +214,19 @@ def run_code(code: str, glb: dict | None = None, loc: Mapping | None = None,
     glb, loc = _namespaces(glb, loc, sys._getframe(1) if glb is None else None)
     if isolated:
         return run_isolated(code, glb, loc, limit, run_code)
+    return _run(code, glb, loc, limit).result
+
+
+def _run(code: str, glb: dict, loc: Mapping | None, limit: float | None, present: bool = False) -> _Execution:
     execution = _Execution(code, glb, loc, limit)
+    execution.present = present
     execution.begin()
     try:
         if execution.compile():
             _execute(execution)
     finally:
-        result = execution.finish()
-    return result
+        execution.finish()
+    return execution
 
 
 def _execute(execution: _Execution) -> None:
@@ -188,19 +238,45 @@ def _execute(execution: _Execution) -> None:
         arm(run)
     try:
         try:
-            if run is not None:
-                run.active = True
-            body, last = compiled
-            if body is not None:
-                exec(body, glb, loc)
-            if last is not None:
-                execution.value = eval(last, glb, loc)
-        finally:
-            if run is not None:
-                run.active = False  # first, before any call: no time-out is raised after this
-                disarm(run)
-    except BaseException as exc:
+            try:
+                if run is not None:
+                    run.active = True
+                body, last = compiled
+                if body is not None:
+                    exec(body, glb, loc)
+                if last is not None:
+                    execution.value = eval(last, glb, loc)
+            finally:
+                if run is not None:
+                    run.active = False  # first, before any call: no time-out is raised after this
+        except BaseException as exc:
+            execution.caught(exc)
+        if execution.exception is not None:
+            execution.produce(functools.partial(_under_deadline, run))
+        elif execution.present:
+            value = execution.value
+            kind = type(value)
+            if not execution.capture.chunks and (value is None or kind is bool or kind is float or (
+                    kind is int and value.bit_length() <= 4000) or (kind is str and len(value) <= VALUE_CHARS)):
+                execution.shown = value  # the common results: a small scalar shows as itself
+            else:
+                execution.produce(functools.partial(_under_deadline, run))
+    except BaseException as exc:  # the deadline passed while producing (or an interrupt passes through)
         execution.caught(exc)
+    finally:
+        if run is not None:
+            disarm(run)
+
+
+def _under_deadline(run: Run | None, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` (it may run the code's methods) under `run`'s deadline, still armed."""
+    if run is None:
+        return fn(*args)
+    try:
+        run.active = True
+        return fn(*args)
+    finally:
+        run.active = False  # first, before any call: no time-out is raised after this
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,14 +294,20 @@ async def run_code_async(code: str, glb: dict | None = None, loc: Mapping | None
     """
     limit = check_timeout(timeout)
     glb, loc = _namespaces(glb, loc, sys._getframe(1) if glb is None else None)
+    return (await _run_async(code, glb, loc, limit)).result
+
+
+async def _run_async(code: str, glb: dict, loc: Mapping | None, limit: float | None,
+                     present: bool = False) -> _Execution:
     execution = _Execution(code, glb, loc, limit)
+    execution.present = present
     execution.begin()
     try:
         if execution.compile(ast.PyCF_ALLOW_TOP_LEVEL_AWAIT):
             await _execute_async(execution)
     finally:
-        result = execution.finish()
-    return result
+        execution.finish()
+    return execution
 
 
 async def _execute_async(execution: _Execution) -> None:
@@ -255,6 +337,10 @@ async def _execute_async(execution: _Execution) -> None:
     finally:
         if waker is not None:
             waker.stop()
+    try:
+        execution.produce(lambda fn, *args: _stepped_call(functools.partial(fn, *args), run))
+    except BaseException as exc:  # the deadline passed while producing
+        execution.caught(exc)
 
 
 _CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE, without importing inspect
@@ -341,10 +427,25 @@ def python(
         glb, default_loc = _default_namespace(sys._getframe(1))
         loc = default_loc if loc is None else loc
     try:
-        result = run_code(code, glb, loc, timeout, isolated=isolated)
+        limit = check_timeout(timeout)
+        if isolated:  # the value came back as data or text, never the code's object
+            result = run_isolated(code, *_namespaces(glb, loc, None), limit, run_code)
+            if result.error is None and not result.output:
+                value = result.value
+                if isinstance(value, _ReprOnly) and len(value.text) <= VALUE_CHARS:
+                    return value  # a stand-in showing the value's repr: renders as that text, runs no code
+                return model_value(value)  # JSON data: itself when small, else the start of its text
+            return result.for_model()
+        if limit is not None and threading.get_ident() != timeouts.main_ident and active_capture() is None:
+            from .detached import python_off_main
+
+            return python_off_main(_run, code, *_namespaces(glb, loc, None), limit)
+        execution = _run(code, *_namespaces(glb, loc, None), limit, present=True)
     except (TypeError, ValueError, RuntimeError) as exc:  # bad arguments: tell the model, do not raise
         return f"Error: {exc}"
-    return result.for_model()
+    return execution.answer()
+
+
 
 
 async def python_async(
@@ -363,12 +464,17 @@ async def python_async(
         glb, default_loc = _default_namespace(sys._getframe(1))
         loc = default_loc if loc is None else loc
     try:
-        result = await run_code_async(code, glb, loc, timeout)
+        limit = check_timeout(timeout)
+        execution = await _run_async(code, *_namespaces(glb, loc, None), limit, present=True)
     except (TypeError, ValueError) as exc:
         return f"Error: {exc}"
-    return result.for_model()
+    return execution.answer()
 
 
 # Namespaces and process isolation are the caller's business, not the model's.
 python.__tool_exclude__ = ("glb", "loc", "isolated")  # type: ignore[attr-defined]
 python_async.__tool_exclude__ = ("glb", "loc")  # type: ignore[attr-defined]
+# A model allowed to run code can do whatever the notebook can (change a registry's policy, answer
+# its own approvals, read a server's token): offered as a tool, it is destructive and open-world,
+# so an approving registry asks before every run.
+python.__tool_hints__ = python_async.__tool_hints__ = ("destructive", "open-world")  # type: ignore[attr-defined]

@@ -6,18 +6,27 @@ Lasting patches: put in by `install()` (lazily, when the first run begins), take
 `uninstall()` (at interpreter exit, on `%unload_ext nbtools`, or when called).
 
 1. `threading.Thread.start`: a thread started by a run's code writes into that run's output, as
-   the code's own prints do (threads do not inherit context variables before Python 3.14). Outside
-   a run, and for a thread that prints after its run ended, it only calls the start it replaced.
+   the code's own prints do (threads do not inherit context variables before Python 3.14), and is
+   recorded in the run's capture, so a run that times out stops it (`started.py`); a thread of a
+   timed-out run cannot start another. Outside a run, and for a thread that prints after its run
+   ended, it only calls the start it replaced.
 2. `signal.signal`, `signal.getsignal`, `signal.setitimer`, `signal.getitimer`, `signal.alarm`
    (where the platform has interval timers): while a run on the main thread is active, our SIGALRM
    handler and timer enforce its deadline, and code that installs its own handler or timer (a
    model guarding its work with `signal.alarm(5)` is common) would silently disarm the time-out.
    So for that run's duration these functions keep the code's SIGALRM handler and timer beside
-   ours (`timeouts.code_timer`); the code sees its own settings, and they end with the run. Every
-   other call (other signals, other threads for `signal.signal`, no run active) is passed through.
+   ours (`timeouts.code_timer`); the code sees its own settings, and they end with the run. From a
+   run's context anywhere else (a run off the main thread, such as a served call; a thread or task
+   the code started) `alarm` and `setitimer` are refused with RuntimeError: no handler of ours is
+   there, and the signal's default action would end the process (SIGVTALRM/SIGPROF timers too,
+   unless the code installed a handler). Every other call (other signals, `signal.signal` off the
+   main thread, outside any run) is passed through.
 2b. `_signal.pthread_sigmask` (what `signal.pthread_sigmask` calls, also after
    `importlib.reload(signal)`): passed through, and the mask it replaced is told to
    `interrupts.note_mask`, so a mask the code changes is put back when the run ends.
+2c. `_thread.interrupt_main`: refused (RuntimeError) from a run's context, a thread it started
+   included: it would raise a person's interrupt in the main thread, in the caller of `python()`
+   or long after the run returned.
 3. An at-fork hook (`os.register_at_fork`, registered once at the first install): in the child of
    a fork only the forking thread exists, so the child gets a fresh lock here, no watchdog thread
    and no main-thread runs in `timeouts`. The `os` module cannot unregister a hook; after
@@ -72,7 +81,9 @@ import sys
 import threading
 from typing import Any, Callable
 
-from . import interrupts, timeouts
+from .result import TimeoutInterrupt
+
+from . import interrupts, started, timeouts
 from .capture import DisplayRouter, StdinRouter, StreamRouter, active_capture, current_capture
 
 _lock = threading.Lock()
@@ -108,17 +119,40 @@ def _thread_start(original: Callable) -> Callable:
     @functools.wraps(original)
     def start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
         capture = active_capture()
-        if capture is not None:
+        if capture is None:
+            started.refuse_start(current_capture.get())  # a thread of a timed-out run
+        else:
             run = self.run
+            record = capture.add_thread(started.Started())
 
             def run_in_capture() -> None:
                 current_capture.set(capture)
-                run()
+                if not started.begins(record):
+                    return  # its run timed out before it began
+                try:
+                    run()
+                except TimeoutInterrupt:
+                    if not record.stopped:
+                        raise
+                    # stopped because its run timed out: nothing to report on stderr
+                finally:
+                    started.ends(record)
 
             self.run = run_in_capture  # type: ignore[method-assign]
         return original(self, *args, **kwargs)
 
     return start
+
+
+def _interrupt_main(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def interrupt_main(*args: Any, **kwargs: Any) -> Any:
+        if current_capture.get() is not None:  # a run's code, or a thread or task it started
+            raise RuntimeError("python(): the code may not interrupt the main thread "
+                               "(_thread.interrupt_main): that is how a person stops the kernel")
+        return original(*args, **kwargs)
+
+    return interrupt_main
 
 
 # The code's SIGALRM settings live in `timeouts.code_timer` while a main-thread run is active
@@ -150,8 +184,12 @@ def _signal_getsignal(original: Callable) -> Callable:
 def _signal_setitimer(original: Callable) -> Callable:
     @functools.wraps(original)
     def setitimer(which: Any, seconds: float, interval: float = 0.0) -> tuple[float, float]:
-        timer = timeouts.code_timer
-        if timer is None or which != timeouts.ITIMER_REAL:
+        if which != timeouts.ITIMER_REAL:
+            if seconds and which in _OTHER_TIMERS:
+                _code_timer("signal.setitimer()", _OTHER_TIMERS[which])
+            return original(which, seconds, interval)
+        timer = _code_timer("signal.setitimer()")
+        if timer is None:
             return original(which, seconds, interval)
         return timeouts.code_setitimer(timer, seconds, interval)
 
@@ -172,12 +210,28 @@ def _signal_getitimer(original: Callable) -> Callable:
 def _signal_alarm(original: Callable) -> Callable:
     @functools.wraps(original)
     def alarm(seconds: int) -> int:
-        timer = timeouts.code_timer
+        timer = _code_timer("signal.alarm()")
         if timer is None:
             return original(seconds)
         return timeouts.code_alarm(timer, seconds)
 
     return alarm
+
+
+def _code_timer(what: str, signum: int | None = None) -> Any:
+    """The code's SIGALRM timer (`timeouts.code_timer`) for a call from a main-thread run; None for
+    a call from outside any run (passed through). From any other run's context (off the main
+    thread, where our handler cannot keep it; or after its run ended) the real timer would fire
+    the default handler, which ends the process (the kernel, the MCP server): refused."""
+    if current_capture.get() is None:
+        return None
+    if threading.get_ident() == timeouts.main_ident and active_capture() is not None:
+        return timeouts.code_timer  # None: no deadline armed, the real functions serve
+    if signum is not None and callable(signal.getsignal(signum)):
+        return None  # the code's own handler for SIGVTALRM/SIGPROF is there: the timer is harmless
+    raise RuntimeError(f"python(): {what} is not available here: the code runs off the main thread "
+                       "(or after its run ended), where the timer's signal would stop the whole "
+                       "process. Time the work with time.monotonic() instead.")
 
 
 def _sigmask(original: Callable) -> Callable:
@@ -189,6 +243,11 @@ def _sigmask(original: Callable) -> Callable:
 
     return pthread_sigmask
 
+
+# The other interval timers, and the signal each sends (whose default action ends the process too).
+_OTHER_TIMERS = {getattr(signal, timer): getattr(signal, signum)
+                 for timer, signum in (("ITIMER_VIRTUAL", "SIGVTALRM"), ("ITIMER_PROF", "SIGPROF"))
+                 if hasattr(signal, timer) and hasattr(signal, signum)}
 
 _SIGNAL_REPLACEMENTS = {"signal": _signal_signal, "getsignal": _signal_getsignal,
                         "setitimer": _signal_setitimer, "getitimer": _signal_getitimer,
@@ -240,6 +299,9 @@ def _install_locked() -> None:
 
     if hasattr(_signal, "pthread_sigmask"):
         patches.append(_Patch(_signal, "pthread_sigmask", _sigmask))
+    import _thread
+
+    patches.append(_Patch(_thread, "interrupt_main", _interrupt_main))
     _patches = tuple(patches)
     if not _hooks_registered:
         _hooks_registered = True

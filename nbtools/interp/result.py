@@ -73,20 +73,19 @@ class ExecResult:
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     def for_model(self) -> Any:
-        """The tool result `python` returns: the value itself when nothing was printed; otherwise
-        one string with the printed text, then the value's repr (if any) on a last line; the
-        printed text and the error text when the code failed or timed out."""
+        """The printed text, then the value's repr (if any, at most `shown.VALUE_CHARS` characters)
+        on a last line; the value itself when nothing was printed; the printed text and the error
+        text when the code failed or timed out. (`python()` makes its answer the same way, but
+        under the run's deadline, and bounds the value too: see `shown.py`.)"""
         if self.error is not None:
-            return Answer(_join_lines(self.output, self.error))
+            return Answer(join_lines(self.output, self.error))
         if not self.output:
             return self.value
         if self.value is None:
             return Answer(self.output)
-        try:
-            shown = repr(self.value)
-        except Exception as exc:  # a broken __repr__ must not turn into an exception for the model
-            shown = f"<repr of {type(self.value).__name__} failed: {type(exc).__name__}: {exc}>"
-        return Answer(_join_lines(self.output, shown))
+        from .shown import bounded_repr
+
+        return Answer(join_lines(self.output, bounded_repr(self.value)))
 
 
 class Answer(str):
@@ -106,7 +105,7 @@ class Answer(str):
             printer.text(line)
 
 
-def _join_lines(first: str, second: str) -> str:
+def join_lines(first: str, second: str) -> str:
     if not first:
         return second
     return first + ("" if first.endswith("\n") else "\n") + second

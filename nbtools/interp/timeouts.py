@@ -63,6 +63,7 @@ class Run:
     watched = False       # known to the watchdog
     async_fired = False   # the watchdog raised the time-out in the run's thread
     tracing = False       # escalated: our trace function is installed in the run's thread
+    repeat = REPEAT       # a swallowed time-out is raised again this often (`started.py`: slower)
     saved_trace: Any = None  # the trace and profile functions that were there before
 
     def __init__(self, timeout: float) -> None:
@@ -389,7 +390,7 @@ class _Watchdog:
                             kind = _Escalating if run.fired else Deadline
                             run.fired = run.async_fired = True
                             self.raise_in(run.thread_id, kind)
-                        run.watch_at = now + REPEAT
+                        run.watch_at = now + run.repeat
                     soonest = min(soonest, run.watch_at)
                 if soonest == math.inf:
                     self.wake_at = now + self.IDLE_EXIT
@@ -419,7 +420,8 @@ def _innermost_main_active() -> bool:
 
 # Frames of the runner: escalation traces the code's frames up to (not into) the runner's.
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_RUNNER_FILE = _PACKAGE_DIR + "execute.py"
+# (`process.py` holds the frame that runs a started thread's target: escalation stops below it too)
+_RUNNER_FILES = (_PACKAGE_DIR + "execute.py", _PACKAGE_DIR + "process.py")
 _escalations: dict[int, Run] = {}  # thread id -> run being escalated there
 
 
@@ -460,7 +462,7 @@ def _escalate(run: Run, frame: Any) -> None:
 
     def rearm(frame: Any) -> None:
         sys.settrace(tracer)
-        while frame is not None and frame.f_code.co_filename != _RUNNER_FILE:
+        while frame is not None and frame.f_code.co_filename not in _RUNNER_FILES:
             frame.f_trace, frame.f_trace_opcodes = tracer, True
             frame = frame.f_back
 
@@ -499,6 +501,12 @@ def arm(run: Run) -> None:
     if thread_id != main_ident or not _arm_main(run):
         run.watch_at = run.deadline
         _watchdog.add(run)
+
+
+def watch(run: Run) -> None:
+    """Have the watchdog raise the time-out in `run.thread_id` from `run.watch_at` on (a thread of a
+    timed-out run: `started.py`)."""
+    _watchdog.add(run)
 
 
 def deactivate(run: Run) -> None:

@@ -6,7 +6,11 @@ Importing it imports neither `mcp` nor uvicorn: each function imports what it ne
 
 One job per module:
 
-* `server`: a Registry as an `mcp` low-level `Server` (tools/list, tools/call, logging/setLevel, list_changed).
+* `server`: a Registry as an `mcp` low-level `Server` (tools/list, tools/call, logging/setLevel, list_changed,
+  subscriptions/listen).
+* `offerings`: the registry's resources, prompts and completions (`nbtools.resource`, `nbtools.prompt`,
+  `nbtools.share`) on that Server.
+* `activity`: the recent tool calls of a server, and their view under the `%tools --serve` cell.
 * `context`: the `ToolContext` of a served call (progress, log, sampling, elicitation).
 * `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
 * `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
@@ -14,8 +18,11 @@ One job per module:
 * `interrupts`: a kernel's Interrupt ends a call served between cells.
 * `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
 * `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
-* `client`: `connect()`, another server's tools as nbtools Tools.
-* `notify`: what a remote server reports during a call (`Progress`, `LogMessage`) and where it is shown.
+* `client`: `connect()` and its `Connection`, another server's tools as nbtools Tools.
+* `link`: one live client session (the SDK's `Client` held open on the connection's loop).
+* `transports`: how the client reaches a server (stdio, streamable HTTP, legacy SSE) and which headers go where.
+* `remotetools`: a listed remote tool as a `Tool` (its function, hints, return schema).
+* `notify`: what a remote server reports or asks during a call (`Progress`, `LogMessage`, `Elicitation`).
 
 Serving:
 
@@ -69,17 +76,18 @@ notebook, a progress bar and the cell's output.
 
 from __future__ import annotations
 
-from .background import RunningServer, running_servers, start, stop
+from .background import RunningServer, running_servers, served_at, start, stop
 from .blocking import DEFAULT_PORT, serve
-from .client import Connection, connect, hints_from_annotations
-from .notify import LogMessage, Progress
+from .client import Connection, connect
+from .notify import Elicitation, LogMessage, Progress
+from .remotetools import HINT_ANNOTATIONS, hints_from_annotations
 from .toolresults import ERROR_META_KEY, error_result, remote_error, result_value, success_result
 from .server import as_registry, build_server, call_result
 from .web import MCP_PATH, bind_socket
 
 __all__ = [
-    "serve", "start", "stop", "running_servers", "RunningServer", "build_server", "call_result",
+    "serve", "start", "stop", "running_servers", "served_at", "RunningServer", "build_server", "call_result",
     "success_result", "error_result", "connect", "Connection", "result_value",
     "remote_error", "hints_from_annotations", "bind_socket", "as_registry", "MCP_PATH", "DEFAULT_PORT",
-    "ERROR_META_KEY", "Progress", "LogMessage",
+    "HINT_ANNOTATIONS", "ERROR_META_KEY", "Progress", "LogMessage", "Elicitation",
 ]

@@ -14,7 +14,6 @@ Stdio serving has no token: whoever started the process owns it.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import ipaddress
 import os
@@ -138,36 +137,3 @@ def transport_security(host: str, allow_hosts: Iterable[str] = ()) -> Any:
 __all__ = ["TOKEN_ENV", "resolve_token", "StaticToken", "auth_hooks", "is_loopback", "allowed_names",
            "transport_security"]
 
-
-# -- the client side: sending the token -----------------------------------------------------------
-def http_headers(token: str | None, headers: dict[str, str] | None) -> dict[str, str]:
-    """The headers of every request: `headers`, plus the bearer token (given, else from the environment)."""
-    out = {str(key): str(value) for key, value in (headers or {}).items()}
-    if token is None:
-        token = os.environ.get(TOKEN_ENV) or None
-    if token is not None and "authorization" not in {key.lower() for key in out}:
-        out["Authorization"] = f"Bearer {token}"
-    return out
-
-
-def refused_status(url: str, headers: dict[str, str]) -> int | None:
-    """After a failed connect: the HTTP status a plain request gets (the SDK's error hides a 401)."""
-    try:
-        import httpx2
-
-        return httpx2.post(url, headers={**headers, "Content-Type": "application/json",
-                                         "Accept": "application/json, text/event-stream"},
-                           content=b'{"jsonrpc":"2.0","id":0,"method":"ping"}', timeout=5).status_code
-    except Exception:  # unreachable, or no httpx2: the original reason stands
-        return None
-
-
-@contextlib.asynccontextmanager
-async def http_transport(url: str, headers: dict[str, str]) -> Any:
-    """The streamable HTTP transport with `headers` on every request (the SDK's client, our headers)."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with create_mcp_http_client(headers=headers) as http_client:
-        async with streamable_http_client(url, http_client=http_client) as streams:
-            yield streams

@@ -50,6 +50,8 @@ class RunningServer:
     _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _began: bool = field(default=False, repr=False)  # the serving coroutine has started running
+    activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
+    view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
 
     @property
     def running(self) -> bool:
@@ -114,8 +116,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     when it is loopback) or one of `allow_hosts`.
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
+    from .activity import Activity
+
     tools = as_registry(registry)
-    server = build_server(tools, name=name)
+    activity = Activity()
+    server = build_server(tools, name=name, activity=activity)
     secret = resolve_token(token)
     listener = bind_socket(host, port)
     try:
@@ -123,7 +128,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
                                 allow_hosts=allow_hosts)
         running = RunningServer(url, host, listener.getsockname()[1], tools, False, secret, served,
-                                listener, None)
+                                listener, None, activity=activity)
         # 2. On this thread's running loop (a kernel's: calls run between cells), else on a thread of its own.
         try:
             loop = asyncio.get_running_loop()
@@ -210,6 +215,15 @@ def running_servers() -> list[RunningServer]:
     return [server for server in _RUNNING.values() if server.running]
 
 
+def served_at(port: int) -> RunningServer:
+    """The server `start` (or `%tools --serve`) runs on `port`: its `.token`, `.url`, `.stop()`."""
+    server = _RUNNING.get(port)
+    if server is None or not server.running:
+        ports = ", ".join(str(each.port) for each in running_servers()) or "none"
+        raise LookupError(f"no nbtools MCP server runs on port {port} (ports serving: {ports})")
+    return server
+
+
 def stop(port: int | None = None) -> list[RunningServer]:
     """Stop the server on `port` (default: every server `start` started); returns the ones stopped."""
     if port is not None and port not in _RUNNING:
@@ -219,6 +233,37 @@ def stop(port: int | None = None) -> list[RunningServer]:
     for server in chosen:
         server.stop()
     return chosen
+
+
+def show_activity(server: RunningServer) -> None:
+    """In a kernel: show the server's activity log (its recent tool calls) in this cell's output."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None or server.activity is None:
+        return
+    try:
+        from .activity import ActivityView
+    except ImportError:
+        return
+    from IPython.display import display
+
+    try:
+        server.view = ActivityView(server.activity, server._loop)
+        display(server.view)
+    except ImportError:  # no ipywidgets: the log stays available as `served_at(port).activity.records`
+        return
+
+
+def token_hint(server: RunningServer) -> str:
+    """The line under `%tools --serve` saying how clients authenticate. Never the token itself: this line is a cell's
+    output, saved with the notebook (the token is `.token` of the server object, read when needed)."""
+    if server.token is None:
+        return "\nNo authentication (--no-token): anyone who can reach the port can call these tools."
+    return ("\nClients send the header `Authorization: Bearer <token>`; the token is "
+            f"`nbtools.mcp.served_at({server.port}).token` (not shown here: outputs are saved with the "
+            "notebook). To choose it, set $NBTOOLS_MCP_TOKEN before serving, or pass --token.")
 
 
 @atexit.register

@@ -1,7 +1,8 @@
 """`connect()`: another MCP server's tools as nbtools Tools that forward their calls to it.
 
-The session runs on a background thread with its own event loop, so the tools are ordinary blocking
-functions, usable from scripts and from notebook cells alike.
+Built on the `mcp` SDK's `Client` (mode "auto": `server/discover` at 2026-07-28, else the
+`initialize` handshake of 2025-11-25). The session runs on a background thread with its own event
+loop, so the tools are ordinary blocking functions, usable from scripts and notebook cells alike.
 """
 
 from __future__ import annotations
@@ -9,197 +10,317 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
-import os
+import keyword
 import queue
 import shlex
-import sys
 import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import ToolCallError
 from ..extras import require_extra
-from ..formats.mcp import hints_from_annotations
 from ..tool import Tool
-from .background import serves_on_loop
-from .access import http_headers, http_transport, refused_status
-from .notify import LogMessage, Progress, default_sink, deliver, log_to_logging, show
-from .toolresults import remote_error, result_value, unwrapped_output
-from .web import MCP_PATH
+from . import transports
+from .link import Link, SessionLost, leaf_message, list_all_tools, open_link, stop_link
+from .notify import Elicitation, LogMessage, Progress, default_sink, deliver, elicit_result, log_to_logging, show
+from .remotetools import remote_tool
+from .toolresults import remote_error, result_value
+from .transports import describe as _describe
 
-if TYPE_CHECKING:  # the mcp package is imported only when a function here needs it
-    import mcp_types
+PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
+"""`connect(protocol=...)`: "auto" asks for 2026-07-28 and falls back to the 2025-11-25 handshake."""
 
 
 class Connection(list):
     """The tools of one MCP server, as nbtools `Tool`s, plus the live session they forward to.
 
-    It is a list of Tools (`Registry(connection)`, `registry.add(connection[0])`, `[t.name for t in
-    connection]`), with `close()` (also a context manager, and done at interpreter exit) and
-    `call(name, arguments)`. The session runs on a background thread with its own event loop, so the
-    tools are ordinary blocking functions, usable from scripts and from notebook cells alike.
+    A list of Tools (`Registry(connection)`, `registry.add(connection[0])`, `[t.name for t in
+    connection]`) that also answers `connection["name"]`, `connection.name` (for tool names that
+    are identifiers and not list methods: a tool called `append` is `connection["append"]`) and
+    `connection.call(name, arguments=None, **kwargs)`. `close()` ends it (also a context manager,
+    and done at interpreter exit).
 
-    Fields: `target` (the URL or command), `server_name`, `timeout` (seconds per request),
-    `skipped` (tools the server listed that could not be made into functions: name -> reason),
-    `on_progress` / `on_log` (see `connect`).
+    Constructing one does no I/O; `open()` connects (what `connect()` does). Fields: `target`,
+    `server_name`, `protocol_version` (negotiated), `transport` ("streamable-http", "sse" or
+    "stdio"), `timeout`, `skipped` (tools the server listed that could not be made into functions:
+    name -> reason), `reconnects` (sessions opened again after the server lost one), `refreshes`
+    (tool lists read again after `notifications/tools/list_changed`).
     """
 
-    def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-                 cwd: str | None = None, errlog: Any = None, token: str | None = None,
-                 headers: dict[str, str] | None = None,
+    def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
+                 env: dict | None = None, cwd: str | None = None, errlog: Any = None,
+                 token: str | None = None, headers: dict[str, str] | None = None,
                  on_progress: Callable[[Progress], Any] | None = None,
-                 on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info"):
+                 on_log: Callable[[LogMessage], Any] | None = None,
+                 on_elicit: Callable[[Elicitation], Any] | None = None, log_level: str | None = "info"):
         super().__init__()
-        deadline = time.monotonic() + timeout  # connecting and reading the tool list, together
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"connect: protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"connect: timeout must be a positive number of seconds, not {timeout!r}")
         self.target = target
-        self.timeout = timeout
+        self.timeout = float(timeout)
+        self.protocol = protocol
         self.on_progress = on_progress
         self.on_log = on_log
+        self.on_elicit = on_elicit
         self._log_level = log_level
+        self._url = target if transports.is_url(target) else None
+        if self._url is None:
+            if token is not None or headers:
+                raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
+            argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
+            if not argv:
+                raise ValueError("connect: empty command")
+            self._argv = argv
+        self._headers = transports.request_headers(self._url, token, headers) if self._url else {}
+        self._env, self._cwd, self._errlog = env, cwd, errlog
+        self.server_name = ""
+        self.protocol_version: str | None = None
+        self.transport = "stdio" if self._url is None else "streamable-http"
+        self.skipped: dict[str, str] = {}
+        self.reconnects = 0
+        self.refreshes = 0
+        self._output_schemas: dict[str, Any] = {}
         # The notification queues of the calls now waiting (oldest first): a log line the server
         # sends goes to the oldest, whose caller shows it; with none waiting, to `on_log` directly.
         self._waiting: list[queue.SimpleQueue] = []
-        self.server_name = ""
+        self._lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._link: Link | None = None
         self._closed = False
-        self._output_schemas: dict[str, Any] = {}
-        self._url = target if isinstance(target, str) and _is_url(target) else None
+
+    # -- opening ---------------------------------------------------------------------------------------
+    def open(self) -> "Connection":
+        """Connect: start the session (a stdio server is started), negotiate, read the tools. Idempotent."""
+        if self._closed:
+            raise ConnectionError(f"the MCP connection to {_describe(self.target)} is closed; connect again")
+        if self._loop is not None:
+            return self
         if self._url is not None:
-            _refuse_own_loop_server(self._url)
-        if self._url is None and (token is not None or headers):
-            raise ValueError("connect: token= and headers= are for HTTP servers; a stdio server needs none")
-        self._headers = http_headers(token, headers) if self._url is not None else {}
-        transport = self._transport(target, env, cwd, errlog)  # nothing runs until the session enters it
-        self._session: Any = None
-        self._closing: asyncio.Event | None = None
-        self._ready: "asyncio.Future[Any] | None" = None
+            transports.refuse_own_loop_server(self._url)
+            import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
+
+            transports.quiet_unreachable_session_end()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="nbtools MCP client", daemon=True)
         self._thread.start()
-        self._holder = asyncio.run_coroutine_threadsafe(self._hold(transport), self._loop)
         try:
-            listed = asyncio.run_coroutine_threadsafe(self._wait_ready(), self._loop).result(timeout + 5)
-        except BaseException as error:
+            self._start_link()
+        except BaseException:
             self.close()
-            reason = _leaf_message(error)
-            if reason == "TimeoutError":
-                reason = (f"no answer to `initialize` within {timeout} s (does the command start an MCP "
-                          "server that speaks on its stdout?)" if self._url is None
-                          else f"no answer to `initialize` within {timeout} s")
-            elif self._url is not None and reason.endswith("Not Found"):
-                reason += f" (is the path right? nbtools, like most MCP servers, serves at {MCP_PATH})"
-            elif self._url is not None and (refused_status(self._url, self._headers) == 401 or "401" in reason):
-                reason = "401 Unauthorized" + (" (the server wants a bearer token: connect(url, token=...) or $NBTOOLS_MCP_TOKEN; "
-                           "nbtools prints it when it starts serving)" if "authorization" not in
-                           {key.lower() for key in self._headers} else " (the token was refused)")
-            raise ConnectionError(f"could not use the MCP server {_describe(target)}: {reason}") from None
-        self.skipped: dict[str, str] = {}
-        """Tools the server listed that could not be made into functions: name -> reason."""
+            raise
+        _CONNECTIONS.add(self)
+        return self
+
+    def _start_link(self) -> None:
+        """Open a session (HTTP: streamable first, the SSE transport if that is refused with a 4xx)."""
+        try:
+            listed = self._open_link(self._transport_factory(self.transport))
+        except ConnectionError as error:
+            if self.transport != "streamable-http" or not transports.sse_worth_trying(self._url or "", self._headers):
+                raise
+            try:
+                listed = self._open_link(self._transport_factory("sse"))
+            except ConnectionError:
+                raise error from None  # the streamable HTTP failure says more than the SSE one
+            self.transport = "sse"
+        self._take_tools(listed, stacklevel=5)  # the warning names the caller of connect()
+
+    def _transport_factory(self, kind: str) -> Callable[[], Any]:
+        if kind == "stdio":
+            return lambda: transports.stdio(self._argv, self._env, self._cwd,
+                                            self._errlog if self._errlog is not None else transports.server_errlog())
+        opener = transports.streamable_http if kind == "streamable-http" else transports.legacy_sse
+        return lambda: opener(self._url, self._headers)
+
+    def _open_link(self, factory: Callable[[], Any]) -> list:
+        """Start a session with `factory()`'s transport and wait for its tool list; raise ConnectionError."""
+        assert self._loop is not None
+        options = dict(logging_callback=self._log_notification, log_level=self._log_level,
+                       elicitation_callback=self._elicitation if self.on_elicit is not None else None)
+        link = asyncio.run_coroutine_threadsafe(
+            open_link(_describe(self.target), factory(), self.protocol, options, self._refresh), self._loop).result()
+        try:
+            listed = asyncio.run_coroutine_threadsafe(
+                asyncio.wait_for(asyncio.shield(link.ready), self.timeout), self._loop).result(self.timeout + 5)
+        except BaseException as error:
+            self._end_link(link)
+            reason = transports.explain_failure(leaf_message(error), self._url, self._headers, self.timeout)
+            raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: {reason}") from None
+        client = link.client
+        self.protocol_version = client.protocol_version
+        self.server_name = client.server_info.name if client.server_info is not None else ""
+        old, self._link = self._link, link
+        if old is not None:
+            self._end_link(old)
+        return listed
+
+    def _end_link(self, link: Link, timeout: float = 5.0) -> None:
+        """End a session: politely (its transport closes, a stdio server is stopped), then by cancelling."""
+        assert self._loop is not None
+        with contextlib.suppress(BaseException):
+            asyncio.run_coroutine_threadsafe(stop_link(link, timeout), self._loop).result(timeout + 10)
+
+    # -- the tool list, and following its changes -------------------------------------------------------
+    def _take_tools(self, listed: list, stacklevel: int = 2) -> None:
+        """Make the listed tools into `Tool`s and become that list (a hostile list is bounded in time)."""
+        deadline = time.monotonic() + self.timeout
+        tools: list[Tool] = []
+        skipped: dict[str, str] = {}
         for index, listed_tool in enumerate(listed):
-            if time.monotonic() > deadline:  # hostile schemas must not hold connect() past its time-out
-                self.close()
-                raise ConnectionError(f"could not use the MCP server {_describe(target)}: reading its "
-                                      f"{len(listed)} tool definitions took more than {timeout} s "
+            if time.monotonic() > deadline:
+                raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: reading its "
+                                      f"{len(listed)} tool definitions took more than {self.timeout} s "
                                       f"({index} read)")
             # one malformed or hostile schema must not cost the user every other tool of the server
             try:
-                self.append(self._tool(listed_tool))
+                tools.append(remote_tool(listed_tool, self.call, self.server_name or None))
+                self._output_schemas[listed_tool.name] = listed_tool.output_schema
             except (ValueError, TypeError) as error:
                 name = getattr(listed_tool, "name", "?")
-                self.skipped[name] = str(error)
-                warnings.warn(f"MCP server {_describe(target)}: tool {name!r} skipped: {error}", stacklevel=2)
-        _CONNECTIONS.add(self)
+                skipped[name] = str(error)
+                if self.skipped.get(name) == skipped[name]:
+                    continue  # said already (the list was read again after a change)
+                warnings.warn(f"MCP server {_describe(self.target)}: tool {name!r} skipped: {error}",
+                              stacklevel=stacklevel)
+        with self._lock:
+            self[:] = tools
+            self.skipped = skipped
 
-    # -- the session, held open by one task ---------------------------------------------------------
-    def _transport(self, target: Any, env: dict | None, cwd: str | None, errlog: Any) -> Any:
-        if self._url is not None:
-            import mcp.client.streamable_http  # noqa: F401 - fail here, not on the session's thread
-            import mcp.shared._httpx_utils  # noqa: F401
-
-            _quiet_unreachable_session_end()
-
-            return http_transport(self._url, self._headers)
-        from mcp import StdioServerParameters, stdio_client
-
-        argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
-        if not argv:
-            raise ValueError("connect: empty command")
-        parameters = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-        return stdio_client(parameters, errlog=errlog if errlog is not None else _server_errlog())
-
-    async def _hold(self, transport: Any) -> None:
-        from mcp import ClientSession
-
-        self._closing = asyncio.Event()
-        ready = self._ready_future()
+    async def _refresh(self, link: Link) -> None:
+        """Read the tool list again (after `tools/list_changed`) and take it."""
+        client = link.client
+        if client is None or link.lost:
+            return
         try:
-            async with transport as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream, read_timeout_seconds=self.timeout,
-                                         logging_callback=self._log_notification,
-                                         log_level=self._log_level) as session:
-                    initialized = await session.initialize()
-                    self.server_name = initialized.server_info.name
-                    listed = await _list_all_tools(session)
-                    self._session = session
-                    ready.set_result(listed)
-                    await self._closing.wait()
-        except BaseException as error:
-            if not ready.done():
-                _settle(ready, error if isinstance(error, Exception) else RuntimeError(repr(error)))
-            if not isinstance(error, (Exception, asyncio.CancelledError)):
-                raise
-        finally:
-            self._session = None
-            if not ready.done():
-                _settle(ready, ConnectionError("the MCP session ended before it was ready"))
+            listed = await asyncio.wait_for(list_all_tools(client.session), self.timeout)
+            self._take_tools(listed)
+        except Exception as error:  # keep the tools we have; say why they may be stale
+            warnings.warn(f"MCP server {_describe(self.target)} changed its tools, but reading them again "
+                          f"failed: {leaf_message(error)}", stacklevel=1)
+            return
+        self.refreshes += 1
 
-    def _ready_future(self) -> "asyncio.Future[Any]":
-        if self._ready is None:
-            self._ready = self._loop.create_future()
-        return self._ready
+    # -- finding tools -----------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            with self._lock:
+                for tool in list.__iter__(self):
+                    if tool.name == key:
+                        return tool
+                names = [tool.name for tool in list.__iter__(self)]
+            raise KeyError(f"{_describe(self.target)} has no tool {key!r}"
+                           + (f" ({key!r} was skipped: {self.skipped[key]})" if key in self.skipped else "")
+                           + f"; its tools: {', '.join(names) or 'none'}")
+        return list.__getitem__(self, key)
 
-    async def _wait_ready(self) -> Any:
-        return await asyncio.wait_for(asyncio.shield(self._ready_future()), self.timeout)
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: list methods and fields win over tool names
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"'Connection' object has no attribute or tool {name!r}") from None
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return any(tool.name == item for tool in list.__iter__(self))
+        return list.__contains__(self, item)
+
+    def __dir__(self) -> list[str]:
+        names = [tool.name for tool in list.__iter__(self) if tool.name.isidentifier() and not keyword.iskeyword(tool.name)]
+        return sorted(set(super().__dir__()) | set(names))
 
     # -- calls ----------------------------------------------------------------------------------------
-    def call(self, name: str, arguments: dict | None = None) -> Any:
-        """Call tool `name` on the server and return its value (see `result_value`); blocks.
+    def call(self, name: str, arguments: dict | None = None, /, **kwargs: Any) -> Any:
+        """Call tool `name` on the server with `arguments` (a dict) and/or keyword arguments; blocks.
 
-        While it waits, the server's progress and log notifications for the call reach `on_progress`
-        and `on_log` (or the notebook's progress bar and cell output) in this thread. Raises
-        ToolCallError when the server answers with an error result (see `results.remote_error`).
+        Returns the tool's value (see `connect`). While it waits, the server's progress and log
+        notifications reach `on_progress` / `on_log` (or the notebook's progress bar and cell
+        output) in this thread, and `on_elicit` answers the server's questions. The call fails after
+        `timeout` seconds without an answer or progress; each progress notification starts that time
+        again. If the server has lost the session (it restarted), a new session is opened once and
+        the call sent again when that cannot run it twice (see `_may_resend`). Raises ToolCallError
+        when the server answers with an error result (see `toolresults.remote_error`).
         """
+        arguments = {**(arguments or {}), **kwargs}
         if self._closed:
             raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
-        if self._session is None:
-            raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session (has it "
-                                      "stopped?); connect again once it runs")
+        if self._loop is None:
+            raise ToolCallError(name, "this Connection is not open: call .open() (or use nbtools.mcp.connect)")
         if name in self.skipped:  # e.g. it needs task augmentation: the server would only refuse it
-            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of {self.server_name or 'the server'}: "
-                                      f"{self.skipped[name]}")
+            raise ToolCallError(name, f"nbtools' MCP client cannot call this tool of "
+                                      f"{self.server_name or 'the server'}: {self.skipped[name]}")
         if self._url is not None:
-            _refuse_own_loop_server(self._url)
+            transports.refuse_own_loop_server(self._url)
+        try:
+            if self._link is None or self._link.lost:
+                raise SessionLost("the session has ended", unsent=True)
+            return self._call_once(name, arguments)
+        except SessionLost as lost:
+            reason = str(lost)
+            if not (lost.unsent or self._may_resend(name)):
+                self._reopen(name, reason)  # for the next call; this one may have run
+                raise ToolCallError(name, f"the connection to {_describe(self.target)} ended during the call "
+                                          f"({reason}); it was not sent again, as it may have run. "
+                                          "A new session is open for the next call") from None
+        self._reopen(name, reason)
+        try:
+            return self._call_once(name, arguments)
+        except SessionLost as again:
+            raise ToolCallError(name, f"the MCP server {_describe(self.target)} lost the session again "
+                                      f"right after a reconnect ({again}); connect again once it runs") from None
+
+    def _may_resend(self, name: str) -> bool:
+        """A call the connection lost mid-way is sent again only to a tool that says it is harmless twice."""
+        with contextlib.suppress(KeyError):
+            return bool({"read-only", "idempotent"} & set(self[name].hints))
+        return False
+
+    def _reopen(self, name: str, reason: str) -> None:
+        try:
+            with self._lock:
+                if self._link is not None and not self._link.lost:
+                    return  # another thread has just opened a new session
+                self._start_link()
+        except ConnectionError as error:
+            raise ToolCallError(name, f"the MCP server {_describe(self.target)} ended the session ({reason}; has "
+                                      f"it stopped?) and a new one could not be opened: "
+                                      f"{str(error).split(': ', 1)[-1]}") from None
+        self.reconnects += 1
+
+    def _call_once(self, name: str, arguments: dict) -> Any:
+        assert self._loop is not None and self._link is not None
         # 1. Notifications come through a queue, so callbacks and widgets run in the calling thread
         #    (a notebook cell's output belongs to its thread), not on the session's loop.
         events: queue.SimpleQueue = queue.SimpleQueue()
         on_progress, on_log = self._sinks(name)
         self._waiting.append(events)
-        future = asyncio.run_coroutine_threadsafe(self._acall(name, arguments or {}, events), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._acall(self._link, name, arguments, events), self._loop)
         future.add_done_callback(lambda _: events.put(None))
         try:
-            # 2. Show each notification as it comes, until the answer (None) or the time-out.
-            deadline = time.monotonic() + self.timeout + 5
+            # 2. Show each notification as it comes, until the answer (None) or `timeout` of silence.
+            deadline = time.monotonic() + self.timeout
             while True:
                 try:
                     event = events.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     future.cancel()
-                    raise ToolCallError(name, f"no answer from {_describe(self.target)} within {self.timeout} s") from None
+                    raise ToolCallError(name, f"no answer or progress from {_describe(self.target)} for "
+                                              f"{self.timeout:g} s (timeout=)") from None
                 if event is None:
                     break
-                show(event, on_progress, on_log)
+                if isinstance(event, Elicitation):
+                    event.answer_with(self.on_elicit)
+                else:
+                    show(event, on_progress, on_log)
+                if not isinstance(event, LogMessage):  # progress, or a person who answered: time starts again
+                    deadline = time.monotonic() + self.timeout
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
             raise
@@ -208,7 +329,7 @@ class Connection(list):
         # 3. Log lines that arrived after the answer was queued still belong to this call.
         while not events.empty():
             event = events.get_nowait()
-            if event is not None:
+            if isinstance(event, (Progress, LogMessage)):
                 show(event, on_progress, on_log)
         return future.result()
 
@@ -225,68 +346,45 @@ class Connection(list):
         else:  # between calls: nobody's cell to show it in
             deliver(self.on_log or log_to_logging, message)
 
-    async def _acall(self, name: str, arguments: dict, events: queue.SimpleQueue | None = None) -> Any:
-        session = self._session
-        if session is None:
-            raise ToolCallError(name, f"the MCP connection to {_describe(self.target)} is closed")
+    async def _elicitation(self, context: Any, params: Any) -> Any:
+        """The server asks the person something: `on_elicit` answers, in the waiting caller's thread."""
+        request = Elicitation(str(params.message), dict(getattr(params, "requested_schema", None) or {}),
+                              getattr(params, "url", None))
+        waiting = list(self._waiting)
+        if waiting:
+            waiting[0].put(request)
+            await asyncio.wrap_future(request.reply)
+        else:
+            await asyncio.to_thread(request.answer_with, self.on_elicit)
+        return elicit_result(request.reply.result())
+
+    async def _acall(self, link: Link, name: str, arguments: dict, events: queue.SimpleQueue) -> Any:
+        client = link.client
+        if client is None:
+            raise SessionLost("the session has ended", unsent=True)
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            if events is not None:
-                events.put(Progress(name, done, total, message))
+            events.put(Progress(name, done, total, message))
 
         try:
-            result = await session.call_tool(name, arguments, progress_callback=progress)
-        except ToolCallError:
-            raise
+            result = await client.call_tool(name, arguments, progress_callback=progress)
         except Exception as error:
-            reason = _leaf_message(error)
-            if reason.endswith("Connection closed"):
-                raise ToolCallError(name, f"the MCP server {_describe(self.target)} closed the connection (has it "
-                                          "stopped?); connect again once it runs") from None
+            reason = leaf_message(error)
+            message = getattr(getattr(error, "error", None), "message", "") or ""
+            if message in ("Session not found", "Session terminated"):
+                link.lost = True
+                raise SessionLost(message, unsent=True) from None
+            if reason.endswith("Connection closed") or "All connection attempts failed" in reason:
+                link.lost = True
+                raise SessionLost(reason, unsent="All connection attempts failed" in reason) from None
             if getattr(error, "code", None) == -32601:
                 raise ToolCallError(name, "the server refused the call as needing a protocol feature nbtools' "
                                           f"MCP client does not offer (JSON-RPC -32601, method not found): "
-                                          f"{getattr(error, 'message', reason)}") from None
+                                          f"{message or reason}") from None
             raise ToolCallError(name, f"the MCP server did not answer the call: {reason}") from None
         if result.is_error:
             raise remote_error(name, result)
         return result_value(result, self._output_schemas.get(name))
-
-    def _tool(self, listed: "mcp_types.Tool") -> Tool:
-        from ..inverse import mk_tool, py_name
-
-        definition = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
-        name = definition["name"]
-        if (definition.get("execution") or {}).get("taskSupport") == "required":
-            raise ValueError("it requires task-augmented execution (MCP tasks: its execution.taskSupport is "
-                             "'required'), which nbtools' MCP client does not offer, so every call would fail; "
-                             "use a client with task support for this tool")
-        output_schema = definition.get("outputSchema")
-        self._output_schemas[name] = output_schema
-
-        def dispatch(tool_name: str, /, **arguments: Any) -> Any:  # positional: a property may be called "tool_name"
-            return self.call(tool_name, arguments)
-
-        function = mk_tool(dispatch, definition)
-        properties = (definition.get("inputSchema") or {}).get("properties") or {}
-        fn: Any = function
-        if any(py_name(prop) != prop for prop in properties):
-            # Tool calls pass the schema's own property names as keywords (`**{"city-name": ...}`),
-            # which are not all Python identifiers here: those are forwarded as they are. A person
-            # calling the function uses the signature they see (`city_name=...`, positional
-            # arguments), which the `mk_tool` function maps back to the property names.
-            @functools.wraps(function)
-            def fn(*args: Any, **arguments: Any) -> Any:
-                if not args and all(key in properties for key in arguments):
-                    return dispatch(name, **arguments)
-                return function(*args, **arguments)
-
-        from ..formats.mcp import without_dialect  # the default dialect says nothing a Tool needs to keep
-
-        returns = without_dialect(unwrapped_output(output_schema)) if output_schema else None
-        return Tool.from_schema(name, definition.get("description") or "", without_dialect(definition.get("inputSchema")), fn,
-                                hints=hints_from_annotations(definition.get("annotations")),
-                                returns=returns, group=self.server_name or None)
 
     # -- lifetime --------------------------------------------------------------------------------------
     def close(self, timeout: float = 5.0) -> None:
@@ -295,27 +393,25 @@ class Connection(list):
             return
         self._closed = True
         _CONNECTIONS.discard(self)
-        closing = self._closing
-        if closing is not None:
-            self._loop.call_soon_threadsafe(closing.set)
-        with contextlib.suppress(BaseException):
-            self._holder.result(timeout)
-        if not self._holder.done():
-            self._holder.cancel()
+        if self._loop is None:
+            return
+        if self._link is not None:
+            self._end_link(self._link, timeout)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._loop.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self._loop.close()
 
     def __enter__(self) -> "Connection":
-        return self
+        return self.open()
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        names = ", ".join(tool.name for tool in self)
+        state = "closed" if self._closed else "open" if self._loop is not None else "not open"
+        names = ", ".join(tool.name for tool in list.__iter__(self))
         return f"Connection({_describe(self.target)}, {state}: {names})"
 
     # A list compares by contents; a connection is one live object.
@@ -335,129 +431,67 @@ def _close_connections_at_exit() -> None:
             connection.close(timeout=2.0)
 
 
-def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, env: dict | None = None,
-            cwd: str | None = None, errlog: Any = None, token: str | None = None,
+def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
+            env: dict | None = None, cwd: str | None = None, errlog: Any = None, token: str | None = None,
             headers: dict[str, str] | None = None, on_progress: Callable[[Progress], Any] | None = None,
-            on_log: Callable[[LogMessage], Any] | None = None, log_level: str | None = "info") -> Connection:
+            on_log: Callable[[LogMessage], Any] | None = None,
+            on_elicit: Callable[[Elicitation], Any] | None = None,
+            log_level: str | None = "info") -> Connection:
     """Connect to an MCP server and return its tools as nbtools Tools (a `Connection`, a list of Tools).
 
-    `command_or_url`: an `http(s)://` URL of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`),
-    or a command that starts a stdio server, as one string (split like a shell would) or a list of
-    arguments, e.g. `"nbtools serve tools.ipynb"`; `cwd` is its working folder and `errlog`
+    `command_or_url`: an `http(s)://` URL (e.g. `http://127.0.0.1:8000/mcp`; streamable HTTP, or a
+    legacy HTTP+SSE endpoint such as `http://host/sse`, tried when a POST there is refused with a
+    4xx), or a command that starts a stdio server, as one string (split like a shell would) or a
+    list of arguments, e.g. `"nbtools serve tools.ipynb"`; `cwd` is its working folder and `errlog`
     receives its stderr (default: this process's real stderr). The command does not inherit this
     process's whole environment: the `mcp` package passes on only a few variables (PATH, HOME,
-    USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`, or
-    `env=dict(os.environ)` for all of yours). `timeout` bounds connecting and each request, in seconds.
+    USER, ...), so API keys stay here; `env` adds to those (e.g. `env={"PYTHONPATH": ...}`).
 
-    HTTP only: `token` is sent as `Authorization: Bearer <token>` (default: `$NBTOOLS_MCP_TOKEN`,
-    the token nbtools servers require); `headers` adds HTTP headers to every request (an
+    `protocol`: "auto" (default) asks for 2026-07-28 (stateless, `server/discover`) and falls back
+    to the 2025-11-25 handshake (sessions) for servers that do not speak it; "2025-11-25" or
+    "2026-07-28" uses that one only. `timeout`: seconds to connect, and seconds a call may go
+    without an answer or a progress notification (each progress starts it again, so a long call
+    that keeps reporting is not cut off).
+
+    HTTP only: `token` is sent as `Authorization: Bearer <token>`; without it `$NBTOOLS_MCP_TOKEN`
+    (the token nbtools servers require) is sent, but only to a loopback address (`127.0.0.1`,
+    `localhost`, `::1`), never to another host. `headers` adds HTTP headers to every request (an
     `Authorization` given there wins over `token`).
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
-    docstring); calling it (or `Tool.call`) sends `tools/call` and returns:
+    docstring); calling it (or `Tool.call`, or `connection.call(name, {...})`) sends `tools/call`
+    and returns:
 
     - the structured content, when the result has some (unwrapped from `{"result": ...}` when the
       server wrapped a non-object value);
     - else, when every block is text, the text (joined by newlines; JSON text is parsed);
     - else a list of the blocks in order, each a `str` or an `nbtools.content` record: `Image` and
       `Audio` (bytes + mime), `Resource` (an embedded resource: uri, text or blob bytes, mime),
-      `ResourceLink` (uri, name, description, mime). Block annotations are not kept. Returned by a
-      local tool, such a list reaches a model as `run_tool_calls` renders rich results.
+      `ResourceLink` (uri, name, description, mime). Block annotations are not kept.
 
     Notifications while a call runs: `on_progress(Progress)` gets the server's progress (tool,
     progress, total, message) and `on_log(LogMessage)` its log lines (level, data, logger, server),
     both in the calling thread; log lines that come between calls reach `on_log` on the session's
     thread. Without them, in a notebook the call shows a progress bar and its log lines in the
     cell's output; elsewhere log lines go to the `logging` logger "nbtools.mcp". `log_level` is the
-    least severe level asked for (servers on the 2026 protocol send logs only when asked).
+    least severe level asked for. `on_elicit(Elicitation)` answers a server's question during a call
+    (in the calling thread): a dict accepts with that content, None declines, False cancels;
+    without it the client does not offer elicitation. Sampling and roots are not offered.
+
+    Changes: the tool list is read again when the server sends `notifications/tools/list_changed`
+    (at 2026-07-28 through a `subscriptions/listen` stream), so the Connection's contents follow the
+    server. A server that lost the session (restarted: "Session not found") gets one new session and
+    the call is sent again; a call whose connection broke while it ran is sent again only when the
+    tool is read-only or idempotent, since it may have run.
 
     A tool that needs a capability this client does not offer (task-augmented execution) is left
     out with a warning naming it and why (see `Connection.skipped`); a call refused with JSON-RPC
-    -32601 raises a ToolCallError saying a protocol feature is missing.
-
-    An error result raises ToolCallError: from an nbtools server the same error it raised there (its
-    argument, problem and schema), from another server one whose problem is the server's text. Hints
-    come from the tool's annotations as the server said them (`formats.mcp.hints_from_annotations`:
-    true, false or left out to MCP's default), `returns` from its
-    `outputSchema`.
+    -32601 raises a ToolCallError saying a protocol feature is missing. An error result raises
+    ToolCallError: from an nbtools server the same error it raised there, from another server one
+    whose problem is the server's text. Hints come from the tool's annotations (a hint the server
+    leaves out takes MCP's default), `returns` from its `outputSchema`.
     """
     require_extra("mcp", "nbtools.mcp.connect()")
-    return Connection(command_or_url, timeout=timeout, env=env, cwd=cwd, errlog=errlog, token=token,
-                      headers=headers, on_progress=on_progress, on_log=on_log, log_level=log_level)
-
-
-async def _list_all_tools(session: Any) -> list:
-    import mcp_types as types
-
-    listed = await session.list_tools()
-    tools = list(listed.tools)
-    pages = 0
-    while listed.next_cursor and pages < 100:  # bounded: a server that never ends its pages cannot hang us
-        listed = await session.list_tools(params=types.PaginatedRequestParams(cursor=listed.next_cursor))
-        tools.extend(listed.tools)
-        pages += 1
-    return tools
-
-
-def _is_url(target: str) -> bool:
-    return target.startswith(("http://", "https://"))
-
-
-def _describe(target: Any) -> str:
-    return target if isinstance(target, str) else shlex.join(str(part) for part in target)
-
-
-def _server_errlog() -> Any:
-    """Where a stdio server's stderr goes: the process's real stderr (a kernel's sys.stderr has no fd)."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (AttributeError, OSError, ValueError):
-            continue
-    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
-
-
-@functools.cache
-def _quiet_unreachable_session_end() -> None:
-    """Closing a connection whose HTTP server has gone makes the `mcp` client warn that it could not
-    end the session: nothing is left to end, so that one warning is dropped."""
-    import logging
-
-    def keep(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Session termination failed: All connection attempts failed")
-
-    logging.getLogger("mcp.client.streamable_http").addFilter(keep)
-
-
-def _settle(future: "asyncio.Future[Any]", error: BaseException) -> None:
-    """Fail `future`, marked as seen: after a time-out nobody awaits it any more, and asyncio would
-    print "Future exception was never retrieved" with the whole traceback at exit."""
-    future.set_exception(error)
-    future.exception()
-
-
-def _leaf_message(error: BaseException) -> str:
-    """The first real error inside (nested) exception groups, as `Type: message`."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _refuse_own_loop_server(url: str) -> None:
-    """A blocking call from the thread whose loop runs the target server would wait for itself forever."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    from urllib.parse import urlsplit
-
-    port = urlsplit(url).port
-    if port is not None and serves_on_loop(port, loop) is not None:
-        raise RuntimeError(
-            f"the MCP server at {url} runs on this thread's event loop (started with `%tools --serve` "
-            "or nbtools.mcp.start here), so a blocking call to it from this thread would wait for "
-            "itself forever. Call the tools directly here, or serve them from another process "
-            "(`nbtools serve NOTEBOOK --http PORT`) and connect to that.")
+    return Connection(command_or_url, timeout=timeout, protocol=protocol, env=env, cwd=cwd, errlog=errlog,
+                      token=token, headers=headers, on_progress=on_progress, on_log=on_log,
+                      on_elicit=on_elicit, log_level=log_level).open()

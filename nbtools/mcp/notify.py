@@ -9,13 +9,14 @@ progress is not shown.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Progress", "LogMessage", "NotebookSink", "default_sink", "log_to_logging", "PY_LEVELS"]
+__all__ = ["Progress", "LogMessage", "Elicitation", "NotebookSink", "default_sink", "log_to_logging", "PY_LEVELS"]
 
 PY_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
              "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
@@ -50,6 +51,53 @@ class LogMessage:
         source = " ".join(part for part in (self.server, self.logger) if part)
         data = self.data if isinstance(self.data, str) else repr(self.data)
         return f"[{source} {self.level}] {data}" if source else f"[{self.level}] {data}"
+
+
+@dataclass
+class Elicitation:
+    """A server's question during a call (`elicitation/create`), for `connect(on_elicit=...)`.
+
+    `message` is what to ask; `schema` the JSON Schema of the answer (form mode: a flat object of
+    strings, numbers, booleans and enums, possibly with defaults); `url` the page to open (URL mode,
+    then `schema` is empty). The callback returns a dict (accept, with that content), None
+    (decline) or False (cancel).
+    """
+
+    message: str
+    schema: dict
+    url: str | None = None
+    reply: "concurrent.futures.Future[Any]" = field(default_factory=concurrent.futures.Future, repr=False,
+                                                    compare=False)
+
+    def answer_with(self, on_elicit: Callable[["Elicitation"], Any] | None) -> None:
+        """Ask `on_elicit` (none: decline) and settle `reply`; a failing or wrong answer cancels, saying why."""
+        try:
+            answer = on_elicit(self) if on_elicit is not None else None
+            if not (answer is None or answer is False or answer is True or isinstance(answer, dict)):
+                raise TypeError(f"on_elicit must return a dict (accept), None (decline) or False (cancel), "
+                                f"not {type(answer).__name__}")
+            self.reply.set_result({} if answer is True else answer)
+        except Exception as error:
+            warnings.warn(f"on_elicit failed ({type(error).__name__}: {error}); the request is cancelled",
+                          stacklevel=2)
+            self.reply.set_result(False)
+
+    def defaults(self) -> dict:
+        """The answer made of the schema's defaults (SEP-1034): what accepting without edits sends."""
+        properties = self.schema.get("properties") if isinstance(self.schema, dict) else None
+        return {name: spec["default"] for name, spec in (properties or {}).items()
+                if isinstance(spec, dict) and "default" in spec}
+
+
+def elicit_result(answer: dict | bool | None) -> Any:
+    """The MCP `ElicitResult` for an `on_elicit` answer: dict accept, None decline, False cancel."""
+    import mcp_types as types
+
+    if answer is None:
+        return types.ElicitResult(action="decline")
+    if answer is False:
+        return types.ElicitResult(action="cancel")
+    return types.ElicitResult(action="accept", content=answer if isinstance(answer, dict) else None)
 
 
 def log_to_logging(message: LogMessage) -> None:

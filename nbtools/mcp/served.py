@@ -5,6 +5,17 @@ client sent none), log lines as `notifications/message` at or above the level th
 `logging/setLevel` (default "info"), `sample` is `sampling/createMessage` and `elicit` is
 `elicitation/create`, each only when the client declared that capability.
 
+At protocol 2026-07-28 (stateless: no server-to-client requests) `sample`, `elicit` and `roots` work
+by input-required results (SEP-2322): a question the client has not answered yet is recorded under
+its `key` and the call ends; the server answers `InputRequiredResult` with every recorded question,
+the client answers them and calls again, and the tool runs again from its start, now getting the
+answers (those of earlier rounds ride in the `requestState`, sealed by the SDK's
+`RequestStateBoundary`, so a client cannot forge them). Work a tool does before its first question
+is therefore repeated each round: ask first. Questions asked together (`asyncio.gather`) go out in
+one round. A question for a capability the client did not declare raises `MissingCapability` (a
+`ContextUnavailable`): a tool may catch it and do without; if it does not, the client gets the
+JSON-RPC error -32021 naming the capability.
+
 `progress` and `log` are plain calls that tools make from any thread: on the server's event loop they
 queue the notification (sent in order as soon as the tool yields, and always before the result:
 `flush` is awaited before the response goes out); from a worker thread (a plain function under
@@ -16,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from typing import Any, Awaitable, Callable
+
+import json
 
 from ..context import LOG_LEVELS, ContextUnavailable, Elicitation, ToolContext, check_level
 
@@ -35,6 +48,13 @@ def connection_of(request_ctx: Any) -> Any:
     return getattr(getattr(request_ctx, "session", None), "_connection", None)
 
 
+def client_name(request_ctx: Any) -> str:
+    """The name the client gave (`clientInfo.name`), else "an MCP client"."""
+    params = getattr(getattr(request_ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    return str(getattr(info, "name", None) or "an MCP client")
+
+
 def connection_level(request_ctx: Any) -> str:
     """The least severe level this request's client wants log lines at."""
     from mcp_types import LOG_LEVEL_META_KEY
@@ -49,12 +69,27 @@ def connection_level(request_ctx: Any) -> str:
     return state.get(LEVEL_KEY, DEFAULT_LEVEL) if isinstance(state, dict) else DEFAULT_LEVEL
 
 
+class MissingCapability(ContextUnavailable):
+    """A served call asked the client for something it did not declare (2026-07-28: -32021)."""
+
+    def __init__(self, message: str, capability: str) -> None:
+        super().__init__(message)
+        self.capability = capability
+
+
+class _InputNeeded(BaseException):
+    """Ends a tool run at a question the client has not answered yet (2026-07-28); never seen by users:
+    a BaseException so `except Exception` in a tool does not swallow it."""
+
+
 class ServedContext(ToolContext):
-    """The context of one `tools/call` request (see the module docs)."""
+    """The context of one `tools/call` (or `prompts/get`, `resources/read`) request (see the module docs)."""
 
     where = "on an MCP server"
 
-    def __init__(self, request_ctx: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, request_ctx: Any, loop: asyncio.AbstractEventLoop, params: Any = None) -> None:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         self._request = request_ctx
         self._session = request_ctx.session
         self._loop = loop
@@ -62,6 +97,15 @@ class ServedContext(ToolContext):
         self._pending: list[asyncio.Future] = []
         self._order: asyncio.Lock | None = None
         self._cancelled = False
+        # 2026-07-28: questions go out in an InputRequiredResult, answers come back with the retry
+        self._input_required = getattr(request_ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+        self._answers: dict[str, dict] = _state_answers(getattr(params, "request_state", None))
+        for key, answer in (getattr(params, "input_responses", None) or {}).items():
+            self._answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True) \
+                if hasattr(answer, "model_dump") else answer
+        self.questions: dict[str, Any] = {}  # key -> InputRequest not answered yet
+        self.missing: MissingCapability | None = None
+        self._asked = 0
 
     # -- notifications (progress, log) ---------------------------------------------------------------
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
@@ -116,30 +160,81 @@ class ServedContext(ToolContext):
         capabilities = self._session.client_capabilities
         return capabilities is not None and getattr(capabilities, capability, None) is not None
 
+    def _require(self, capability: str, what: str, instead: str) -> None:
+        if self._offers(capability):
+            return
+        self.missing = MissingCapability(f"{what}: this MCP client does not offer {capability} (it declared no "
+                                         f"`{capability}` capability); {instead}", capability)
+        raise self.missing
+
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
 
         return ServerMessageMetadata(related_request_id=self._request.request_id)
 
+    def _ask(self, kind: str, key: str | None, request: Any) -> dict:
+        """2026-07-28: the client's answer to `request` (a dict), or record the question and end this run."""
+        self._asked += 1
+        key = key or f"{kind}-{self._asked}"
+        if key in self._answers:
+            return self._answers[key]
+        self.questions[key] = request
+        raise _InputNeeded(key)
+
+    def input_required(self) -> Any:
+        """After the run: the `InputRequiredResult` asking the questions recorded, else None."""
+        if not self.questions:
+            return None
+        import mcp_types as types
+
+        state = json.dumps({"answers": self._answers}, separators=(",", ":"))
+        return types.InputRequiredResult(input_requests=dict(self.questions), request_state=state)
+
     async def sample(self, messages: Any, *, max_tokens: int = 1000, system: str | None = None,
-                     temperature: float | None = None) -> Any:
-        if not self._offers("sampling"):
-            raise ContextUnavailable("ctx.sample(): this MCP client does not offer sampling (it declared no "
-                                     "`sampling` capability); ask for what you need as a tool argument instead")
+                     temperature: float | None = None, key: str | None = None) -> Any:
+        self._require("sampling", "ctx.sample()", "ask for what you need as a tool argument instead")
         import mcp_types as types
 
         params = types.CreateMessageRequestParams(messages=_sampling_messages(messages), max_tokens=int(max_tokens),
                                                   system_prompt=system, temperature=temperature)
-        result = await self._session.send_request(types.CreateMessageRequest(params=params),
-                                                  types.CreateMessageResult, metadata=self._related())
+        if self._input_required:
+            answer = self._ask("sample", key, types.CreateMessageRequest(params=params))
+            try:
+                result: Any = types.CreateMessageResult.model_validate(answer)
+            except ValueError as error:
+                raise ContextUnavailable(f"ctx.sample(): the client's answer is not a sampling result ({error})") from None
+        else:
+            result = await self._session.send_request(types.CreateMessageRequest(params=params),
+                                                      types.CreateMessageResult, metadata=self._related())
         return _reply_value(result.content)
 
-    async def elicit(self, message: str, schema: dict) -> Elicitation:
-        if not self._offers("elicitation"):
-            raise ContextUnavailable("ctx.elicit(): this MCP client does not offer elicitation (it declared no "
-                                     "`elicitation` capability); take the values as tool arguments instead")
+    async def elicit(self, message: str, schema: dict, *, key: str | None = None) -> Elicitation:
+        self._require("elicitation", "ctx.elicit()", "take the values as tool arguments instead")
+        if self._input_required:
+            import mcp_types as types
+
+            request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=str(message),
+                                                                               requested_schema=dict(schema)))
+            answer = self._ask("elicit", key, request)
+            if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+                raise ContextUnavailable(f"ctx.elicit(): the client's answer is not an elicitation result: {answer!r}")
+            content = answer.get("content")
+            return Elicitation(answer["action"], dict(content) if isinstance(content, dict) else None)
         result = await self._session.elicit_form(str(message), dict(schema), self._request.request_id)
         return Elicitation(result.action, dict(result.content) if result.content is not None else None)
+
+    async def roots(self, *, key: str | None = None) -> list[dict]:
+        """The client's roots: `[{"uri", "name"}]` (`roots/list`)."""
+        self._require("roots", "ctx.roots()", "take the folders as a tool argument instead")
+        import mcp_types as types
+
+        if self._input_required:
+            answer = self._ask("roots", key, types.ListRootsRequest())
+            result = types.ListRootsResult.model_validate(answer)
+        else:
+            result = await self._session.send_request(types.ListRootsRequest(), types.ListRootsResult,
+                                                      metadata=self._related())
+        return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
 
     # -- cancellation -----------------------------------------------------------------------------------
     @property
@@ -149,6 +244,35 @@ class ServedContext(ToolContext):
     def cancel(self) -> None:
         """Mark the call cancelled (the client sent `notifications/cancelled`, or the server is stopping)."""
         self._cancelled = True
+
+
+def round_outcome(served: ServedContext, result: Any) -> Any:
+    """What a request answers after its run: the questions it still has (2026-07-28), the -32021 error
+    for a capability the client lacks (2026-07-28: the tool did not do without it), else `result`."""
+    questions = served.input_required()
+    if questions is not None:
+        return questions
+    if served.missing is not None and served._input_required and getattr(result, "is_error", True):
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
+        required = types.ClientCapabilities.model_validate({served.missing.capability: {}})
+        data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=required)
+        raise MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, str(served.missing),
+                       data=data.model_dump(by_alias=True, mode="json", exclude_none=True))
+    return result
+
+
+def _state_answers(state: Any) -> dict[str, dict]:
+    """The answers of earlier rounds from a `requestState` this server minted (verified by the SDK's
+    `RequestStateBoundary` before a handler sees it)."""
+    if not isinstance(state, str):
+        return {}
+    try:
+        answers = json.loads(state).get("answers", {})
+    except (ValueError, AttributeError):
+        return {}
+    return dict(answers) if isinstance(answers, dict) else {}
 
 
 def _sampling_messages(messages: Any) -> list:

@@ -1,4 +1,5 @@
-"""A Registry as an `mcp` low-level `Server`: tools/list, tools/call, logging/setLevel, list_changed.
+"""A Registry as an `mcp` low-level `Server`: tools/list, tools/call, logging/setLevel, list_changed,
+and (through `offerings`) the registry's resources, prompts and completions.
 
 The transports that carry the server (stdio, streamable HTTP) live in `blocking`, `web` and
 `background`; how values and errors become MCP results lives in `results`; what a tool reaches
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from ..context import check_level, reset_context, use_context
 from ..errors import ToolCallError
+from ..policy import asking_as
 from ..registry import Registry
 from ..tool import Tool
 from .toolresults import error_result, success_result
@@ -64,6 +66,7 @@ class _Clients:
         self.connections: dict[int, Any] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queued = False
+        self.bus: Any = None  # 2026-07-28 clients hear of changes on `subscriptions/listen` streams
 
     def add(self, connection: Any) -> None:
         if connection is None or id(connection) in self.connections:
@@ -89,27 +92,51 @@ class _Clients:
 
     async def _broadcast(self) -> None:
         self._queued = False  # later changes queue another notification
+        await self.publish("tools")
         for connection in list(self.connections.values()):
             with contextlib.suppress(Exception):  # best-effort: a client that left is forgotten at teardown
                 await connection.send_tool_list_changed()
 
+    async def publish(self, kind: str, uri: str | None = None) -> None:
+        """Tell the `subscriptions/listen` streams (2026-07-28) that `kind` changed."""
+        if self.bus is None:
+            return
+        from mcp.shared.subscriptions import (PromptsListChanged, ResourcesListChanged, ResourceUpdated,
+                                              ToolsListChanged)
 
-def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False) -> "Server":
+        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged,
+                 "resources": ResourcesListChanged}.get(kind)
+        with contextlib.suppress(Exception):  # best-effort, as the notifications above
+            await self.bus.publish(event() if event is not None else ResourceUpdated(uri or ""))
+
+
+def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False,
+                 activity: Any = None) -> "Server":
     """An `mcp` low-level `Server` serving the registry's enabled tools through nbtools' dispatch.
 
     The registry is read on every request, so tools added, removed, enabled or disabled after the
     server started show up in the next `tools/list` (and clients are told). `threads`: run plain
-    (non-async) tools in worker threads (see the module docs).
+    (non-async) tools in worker threads (see the module docs). `activity`: an `activity.Activity`
+    that records every tool call (client, tool, arguments, elapsed time, outcome).
     """
     from mcp.server.lowlevel import NotificationOptions, Server  # first: a missing SDK is named "mcp"
 
     import mcp_types as types
 
     from .. import __version__
-    from .served import LEVEL_KEY, ServedContext, connection_of
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+    from .served import LEVEL_KEY, ServedContext, client_name, connection_of, round_outcome
+
+    from ..resources import catalog_of
+    from .offerings import Announcer, add_offerings
+
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
     tools = as_registry(registry)
+    catalog = catalog_of(tools)
     clients = _Clients()
+    clients.bus = InMemorySubscriptionBus()
 
     @contextlib.asynccontextmanager
     async def lifespan(server: Any) -> AsyncIterator[dict]:
@@ -117,10 +144,12 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         # from now on a change of the registry reaches every connected client.
         clients.loop = asyncio.get_running_loop()
         unsubscribe = tools.on_change(clients.registry_changed)
+        unsubscribe_catalog = catalog.on_change(Announcer(clients))  # resources, prompts (offerings.py)
         try:
             yield {}
         finally:
             unsubscribe()
+            unsubscribe_catalog()
             clients.loop = None
 
     async def list_tools(ctx: Any, params: Any) -> "mcp_types.ListToolsResult":
@@ -134,18 +163,26 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
                                                  "tools/list names the tools it has")
-        served = ServedContext(ctx, asyncio.get_running_loop())
+        served = ServedContext(ctx, asyncio.get_running_loop(), params)
+        record = activity.begin(client_name(ctx), params.name, params.arguments) if activity is not None else None
         token = use_context(served)
         try:
-            result = await call_result(tools, params.name, params.arguments,
-                                       in_thread=threads and not tool.is_async)
+            # who asks: an approval prompt names the client, registry.decisions records it
+            with asking_as(f"mcp:{client_name(ctx)}"):
+                result = await call_result(tools, params.name, params.arguments,
+                                           in_thread=threads and not tool.is_async)
         except BaseException:
             served.cancel()  # cancelled (by the client, or the server stopping): a tool may check it
+            if record is not None:
+                activity.end(record, cancelled=True)
             raise
         finally:
             reset_context(token)
         await served.flush()  # every progress/log notification goes out before the result
-        return result
+        outcome = round_outcome(served, result)
+        if record is not None:
+            activity.end(record, outcome)
+        return outcome
 
     async def set_level(ctx: Any, params: "mcp_types.SetLevelRequestParams") -> "mcp_types.EmptyResult":
         connection = connection_of(ctx)
@@ -160,7 +197,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
             # `listChanged: true`: this server sends notifications/tools/list_changed (see _Clients)
             return super().create_initialization_options(
-                notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+                notification_options or NotificationOptions(tools_changed=True, resources_changed=True,
+                                                            prompts_changed=True), *args, **kwargs)
 
     server = NbtoolsServer(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                            instructions=INSTRUCTIONS, lifespan=lifespan)
@@ -168,7 +206,31 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+    add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
+    # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
+    # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
+    listen = ListenHandler(clients.bus)
+    server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, listen)
+    server.end_listen_streams = listen.close  # type: ignore[attr-defined]  # web.py: before shutting down
+    # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
+    # state from another process or a tampered one is refused with -32602) and verifies it on return.
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
     return server
+
+
+def client_name(request_ctx: Any) -> str:
+    """The name the MCP client gave in `initialize` (or in a 2026-07-28 request's client info);
+    "unnamed client" when it gave none."""
+    from .served import connection_of
+
+    params = getattr(connection_of(request_ctx), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    if not name:
+        meta = getattr(request_ctx, "meta", None) or {}
+        given = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta, dict) else None
+        name = given.get("name") if isinstance(given, dict) else None
+    return str(name)[:80] if name else "unnamed client"
 
 
 async def _in_worker_thread(call: Any) -> Any:

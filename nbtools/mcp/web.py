@@ -5,6 +5,7 @@ Both ways of serving over HTTP use this: `blocking.serve(transport="http")` and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import socket
@@ -15,6 +16,21 @@ if TYPE_CHECKING:
 
 MCP_PATH = "/mcp"
 """Where the streamable HTTP transport is served."""
+
+# A neighbour without the token must not be able to starve the server (issue 25): connections that
+# never finish their request headers (another local user can open a thousand) would otherwise take
+# every file descriptor of the process, a kernel's with `%tools --serve`, and the token holder would
+# get no answer. uvicorn bounds header size (h11's limit) and idle keep-alive time, but has no
+# header time-out and no bound on open connections: `_guarded_protocol` adds both.
+MOST_CONNECTIONS = 200
+"""Open connections at most; a new one past that closes the oldest connection that has no request in
+progress (still sending its headers, or idle between requests), else it is closed itself."""
+HEADER_TIMEOUT = 10.0
+"""Seconds a new connection may take to send its first request's headers before it is closed."""
+KEEP_ALIVE = 5
+"""Seconds an idle connection is kept open between requests (uvicorn's `timeout_keep_alive`)."""
+MOST_HEADER_BYTES = 64 * 1024
+"""Largest request head (request line and headers) read before the request is refused with 400."""
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -62,7 +78,11 @@ def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: boo
                                      transport_security=transport_security(host, allow_hosts),
                                      **auth_hooks(token, url))
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=2)
+                            lifespan="on", timeout_graceful_shutdown=2, http=_guarded_protocol(),
+                            timeout_keep_alive=KEEP_ALIVE, h11_max_incomplete_event_size=MOST_HEADER_BYTES,
+                            # requests in progress at once (event streams included); connections
+                            # are bounded below that by the protocol
+                            limit_concurrency=2 * MOST_CONNECTIONS)
     served = _uvicorn_class(embedded)(config)
     served.session_manager = server.session_manager
     return served
@@ -92,9 +112,65 @@ def _uvicorn_class(embedded: bool) -> type:
     return McpUvicorn
 
 
+@functools.cache
+def _guarded_protocol() -> type:
+    """uvicorn's h11 protocol with a header time-out and a bound on open connections."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        opened_at = 0.0
+        header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            self.opened_at = self.loop.time()
+            full = len(self.connections) >= MOST_CONNECTIONS
+            victim = self._oldest_without_request() if full else None
+            super().connection_made(transport)
+            if full:
+                if victim is None:  # every connection is serving a request: refuse this one
+                    transport.close()
+                    return
+                victim.transport.close()
+            self.header_timer = self.loop.call_later(HEADER_TIMEOUT, self._header_timeout)
+
+        def _oldest_without_request(self) -> Any:
+            waiting = [other for other in self.connections
+                       if isinstance(other, GuardedH11Protocol) and other.without_request()]
+            return min(waiting, key=lambda other: other.opened_at) if waiting else None
+
+        def without_request(self) -> bool:
+            """No request in progress: still sending the first one's headers, or idle between requests."""
+            return (self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+                    and (self.cycle is None or self.cycle.response_complete))
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and self.header_timer is not None:
+                self.header_timer.cancel()  # its first request's headers have arrived
+                self.header_timer = None
+
+        def _header_timeout(self) -> None:
+            self.header_timer = None
+            if self.cycle is None and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.header_timer is not None:
+                self.header_timer.cancel()
+                self.header_timer = None
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
 async def _end_sessions(session_manager: Any) -> None:
     # The mcp package has no public way to list live sessions: read its table defensively, so a
     # later version without it only brings back the slower shutdown.
+    end_streams = getattr(getattr(session_manager, "app", None), "end_listen_streams", None)
+    if end_streams is not None:  # 2026-07-28 `subscriptions/listen` streams: closed gracefully first
+        end_streams()
+        await asyncio.sleep(0.05)  # each stream sends its closing result from its own task
     sessions = getattr(session_manager, "_server_instances", None)
     for transport in list(sessions.values()) if isinstance(sessions, dict) else []:
         with contextlib.suppress(Exception):

@@ -15,7 +15,19 @@ from .. import ir
 from ..errors import SchemaError
 from .read import check_json_depth, json_types, schema_to_ir
 
-__all__ = ["arguments_object", "parameters_root", "schema_error", "extra_declared"]
+__all__ = ["arguments_object", "parameters_root", "schema_error", "root_constraints", "ROOT_CONSTRAINTS", "extra_declared"]
+
+ROOT_CONSTRAINTS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+                    "dependentSchemas")
+"""Keywords a root object schema may carry beside its properties (JSON Schema 2020-12, MCP SEP-2106):
+they constrain which arguments go together; the arguments object is read from the rest."""
+
+
+def root_constraints(parameters: dict) -> dict:
+    """The composition/conditional keywords of an object root that has properties (else {})."""
+    if not isinstance(parameters, dict) or "properties" not in parameters:
+        return {}
+    return {key: parameters[key] for key in ROOT_CONSTRAINTS if key in parameters}
 
 
 def schema_error(tool: str | None, reason: str) -> SchemaError:
@@ -45,12 +57,59 @@ def parameters_root(name: str, parameters: Any) -> dict:
     return copied
 
 
+def constrained(name: str, parameters: dict, fn: Any) -> Any:
+    """`fn`, checking first that its arguments meet the root's composition/conditional keywords
+    (`root_constraints`), with the `jsonschema` validator (draft 2020-12); a call that does not is
+    refused with a ToolCallError saying which rule failed. `fn` itself when there are none."""
+    constraints = root_constraints(parameters)
+    if not constraints or fn is None:
+        return fn
+    try:
+        import jsonschema
+    except ImportError:
+        raise schema_error(name, f"its parameters use {', '.join(constraints)} at the root; checking them "
+                                 "needs the jsonschema package: pip install jsonschema") from None
+    import functools
+    import inspect
+
+    from ..errors import ToolCallError
+
+    rules = dict(constraints)
+    if "$defs" in parameters:
+        rules["$defs"] = parameters["$defs"]
+    validator = jsonschema.Draft202012Validator(rules)
+
+    def check(arguments: dict) -> None:
+        problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if problem is not None:
+            keyword = "/".join(str(part) for part in problem.schema_path) or "root"
+            raise ToolCallError(name, f"the arguments do not meet the schema's {keyword} rule: {problem.message}")
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def checked_async(**arguments: Any) -> Any:
+            check(arguments)
+            return await fn(**arguments)
+
+        return checked_async
+
+    @functools.wraps(fn)
+    def checked(**arguments: Any) -> Any:
+        check(arguments)
+        return fn(**arguments)
+
+    return checked
+
+
 def arguments_object(name: str, parameters: dict) -> ir.Object:
     """The arguments object (an `ir.Object` whose fields are the properties) of tool `name`'s
     parameters schema (checked by `parameters_root`); a schema of extra keys only (a map) becomes an
     Object with no fields and `extra`. Extra keys are accepted only when the root declares them
     (`extra_declared`). SchemaError, naming the tool, when it describes no object or
     is too large to read."""
+    constraints = root_constraints(parameters)
+    if constraints:  # read the object itself; `Tool.from_schema` checks the constraints on each call
+        parameters = {key: value for key, value in parameters.items() if key not in constraints}
     try:
         node = schema_to_ir(parameters)
     except SchemaError as error:

@@ -260,10 +260,11 @@ class _Reader:
                 if isinstance(key_node, (ir.Str, ir.Literal)):
                     key = key_node
             return ir.Map(key=key, value=extra, constraints=constraints)
-        fields = [self._field(prop, sub, prop in required) for prop, sub in properties.items()]
+        needed = dict.fromkeys(required)  # a set with the schema's order: membership is O(1)
+        fields = [self._field(prop, sub, prop in needed) for prop, sub in properties.items()]
         # `required` may name keys without a property schema: they must be present, with any value
         fields += [ir.Field(prop, ir.AnyValue(), required=True, default=ir.MISSING, json_default=ir.MISSING)
-                   for prop in dict.fromkeys(required) if prop not in properties]
+                   for prop in needed if prop not in properties]
         title = name or _text(schema.get("title")) or ""
         return ir.Object(name=title, fields=tuple(fields), kind="dict", extra=extra, constraints=constraints)
 

@@ -13,8 +13,15 @@ from .. import ir
 _SCALAR_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
 
 
+# A schema that would be larger than this many nodes written out puts each type it uses more than
+# once in `$defs` (a shared type nested 30 levels deep doubles the written-out schema per level);
+# a smaller one writes its types out where they are used, which models read more easily.
+INLINE_NODES = 1_000
+
+
 class Renderer:
-    """Renders nodes, collecting `$defs` for recursive Objects and pydantic models.
+    """Renders nodes, collecting `$defs` for recursive Objects, pydantic models, and, when the schema
+    would be large written out (`INLINE_NODES`), for Objects used more than once (`root`).
 
     `output`: the schema describes a value the function returns, as `values.to_json` writes it
     (a pydantic model dumped by field name, in its serialization form), not one a model sends.
@@ -24,6 +31,7 @@ class Renderer:
         self.recursive = recursive
         self.output = output
         self.defs: dict[str, dict] = {}
+        self.shared: set[str] = set()  # names of Objects used more than once (see `root`)
 
     def render(self, node: ir.Node) -> dict:
         schema = self._body(node)
@@ -73,10 +81,11 @@ class Renderer:
                 schema["propertyNames"] = names
             return schema
         if isinstance(node, ir.Object):
-            if node.name in self.recursive and node.name not in self.defs:
+            by_reference = node.name in self.recursive or node.name in self.shared
+            if by_reference and node.name not in self.defs:
                 self.defs[node.name] = {}  # placeholder first: the body may refer to itself
                 self.defs[node.name] = self.object_schema(node)
-            if node.name in self.recursive:
+            if by_reference:
                 return {"$ref": f"#/$defs/{node.name}"}
             return self.object_schema(node)
         if isinstance(node, ir.Union):
@@ -126,7 +135,7 @@ class Renderer:
         defs = model_schema.pop("$defs", {})
         # pydantic names its $defs after class names, which may collide with our recursive records
         # or with another model's different class of the same name: rename those, never overwrite
-        taken = set(self.defs) | set(self.recursive)
+        taken = set(self.defs) | set(self.recursive) | self.shared
         renames: dict[str, str] = {}
         for name, definition in defs.items():
             if name in self.defs and name not in self.recursive and self.defs[name] == definition:
@@ -149,10 +158,43 @@ class Renderer:
 
     def root(self, node: ir.Node) -> dict:
         """A top-level schema: the node's schema with `$defs` attached when any were needed."""
+        if _written_size(node, {}) > INLINE_NODES:
+            self.shared = _shared_objects(node) - {node.name if isinstance(node, ir.Object) else ""}
         schema = self.render(node)
         if self.defs:
             schema["$defs"] = dict(self.defs)
         return schema
+
+
+def _written_size(node: ir.Node, sizes: dict[int, int]) -> int:
+    """How many nodes `node` has written out (every use of a shared node counted), computed once per
+    distinct node: linear time however large the result (Python's integers do not overflow)."""
+    known = sizes.get(id(node))
+    if known is None:
+        sizes[id(node)] = 1  # while walking: a cycle through here adds one
+        known = sizes[id(node)] = 1 + sum(_written_size(child, sizes) for child in ir.children(node))
+    return known
+
+
+def _shared_objects(root: ir.Node) -> set[str]:
+    """Names of the classes' Objects reached more than once from `root` (each Object's inside is
+    walked once: linear in the number of distinct nodes, however often they are shared)."""
+    seen: set[int] = set()
+    shared: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Object) and node.cls is not None and node.name:
+            if id(node) in seen:
+                shared.add(node.name)
+                continue
+            seen.add(id(node))
+        elif id(node) in seen:
+            continue
+        elif isinstance(node, (ir.Array, ir.Tuple, ir.Map, ir.Union)):
+            seen.add(id(node))
+        stack.extend(ir.children(node))
+    return shared
 
 
 def _renamed_refs(schema: Any, renames: dict[str, str]) -> Any:

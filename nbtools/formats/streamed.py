@@ -1,0 +1,231 @@
+"""Streamed model replies: each provider's stream events put back together into the reply the
+same request would have returned without streaming (so the agent loop records the same history).
+
+| dialect   | streaming call                                         | what is put together |
+|-----------|--------------------------------------------------------|----------------------|
+| openai    | `chat.completions.create(stream=True, stream_options={"include_usage": True})` | chunks: the message's text, refusal and tool calls (`tool_calls[i]` by `index`: id and name once, arguments in pieces), finish reason, usage (last chunk, no choices) |
+| responses | `responses.create(stream=True)`                        | nothing: `response.completed` (or `.incomplete`/`.failed`) carries the whole response; text comes from `response.output_text.delta` |
+| anthropic | `messages.create(stream=True)`                         | `message_start`'s message; each block from `content_block_start`, with `text_delta`, `input_json_delta` (the input as JSON pieces), `thinking_delta`, `signature_delta`, `citations_delta`; `message_delta`'s stop reason and usage |
+| gemini    | `models.generate_content_stream(...)`                  | every chunk's parts in order (text pieces of the same kind joined), the last usage and finish reason |
+
+An `Assembler` is fed one event at a time (`feed` returns the text the event adds, for a live
+view) and gives the reply as plain data (`reply()`), which `turns` reads like an SDK reply.
+Events are read by attribute (SDK objects) or key (dicts); nothing is imported here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .turns import _field, _plain
+
+
+def _get(value: Any, name: str) -> Any:
+    """`_field` for the hot path: one type check (events are SDK objects, or dicts in tests)."""
+    return value.get(name) if type(value) is dict else getattr(value, name, None)
+
+
+class Assembler:
+    """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
+
+    def feed(self, event: Any) -> str:
+        raise NotImplementedError
+
+    def reply(self) -> dict:
+        raise NotImplementedError
+
+
+class OpenAIChunks(Assembler):
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict] = {}
+        self.finish: Any = None
+        self.usage: Any = None
+        self.head: dict = {}
+
+    def feed(self, chunk: Any) -> str:
+        choices = _get(chunk, "choices")
+        if not self.head:
+            self.head = {key: _get(chunk, key) for key in ("id", "model", "created")}
+        if not choices:  # the usage chunk (stream_options include_usage) has no choices
+            usage = _get(chunk, "usage")
+            if usage is not None:
+                self.usage = _plain(usage)
+            return ""
+        choice = choices[0]
+        finish = _get(choice, "finish_reason")
+        if finish:
+            self.finish = finish
+            usage = _get(chunk, "usage")
+            if usage is not None:
+                self.usage = _plain(usage)
+        delta = _get(choice, "delta")
+        if delta is None:
+            return ""
+        calls = _get(delta, "tool_calls")
+        if calls:
+            for piece in calls:
+                call = self.calls.setdefault(_get(piece, "index") or 0,
+                                             {"id": None, "type": "function", "name": "", "arguments": []})
+                call["id"] = _get(piece, "id") or call["id"]
+                function = _get(piece, "function")
+                if function is not None:
+                    call["name"] += _get(function, "name") or ""
+                    call["arguments"].append(_get(function, "arguments") or "")
+        refusal = _get(delta, "refusal")
+        if refusal:
+            self.refusal.append(refusal)
+        text = _get(delta, "content")
+        if text:
+            self.text.append(text)
+            return text
+        return ""
+
+    def reply(self) -> dict:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) if self.text else None}
+        if self.refusal:
+            message["refusal"] = "".join(self.refusal)
+        if self.calls:
+            message["tool_calls"] = [{"id": call["id"], "type": call["type"],
+                                      "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
+                                     for _index, call in sorted(self.calls.items())]
+        return {**self.head, "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+                **({"usage": self.usage} if self.usage is not None else {})}
+
+
+class ResponsesEvents(Assembler):
+    _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+    def __init__(self) -> None:
+        self.response: Any = None
+
+    def feed(self, event: Any) -> str:
+        kind = _field(event, "type")
+        if kind == "response.output_text.delta":
+            return _field(event, "delta") or ""
+        if kind in self._FINAL:
+            self.response = _field(event, "response")
+        elif kind == "error":
+            raise RuntimeError(f"the Responses stream ended with an error: {_field(event, 'message')} "
+                               f"(code {_field(event, 'code')})")
+        return ""
+
+    def reply(self) -> Any:
+        if self.response is None:
+            raise RuntimeError("the Responses stream ended without its response.completed event; "
+                               "the reply is incomplete (try again, or without stream=True)")
+        return self.response
+
+
+class AnthropicEvents(Assembler):
+    def __init__(self) -> None:
+        self.message: dict = {}
+        self.blocks: list[dict] = []
+        self.json: dict[int, list[str]] = {}
+
+    def feed(self, event: Any) -> str:
+        kind = _get(event, "type")
+        if kind == "content_block_delta":
+            index, delta = _get(event, "index"), _get(event, "delta")
+            block, what = self.blocks[index], _get(delta, "type")
+            if what == "text_delta":
+                text = _get(delta, "text") or ""
+                block["text"] = block.get("text", "") + text
+                return text
+            if what == "input_json_delta":
+                self.json.setdefault(index, []).append(_get(delta, "partial_json") or "")
+            elif what == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + (_field(delta, "thinking") or "")
+            elif what == "signature_delta":
+                block["signature"] = _field(delta, "signature")
+            elif what == "citations_delta":
+                block.setdefault("citations", []).append(_plain(_field(delta, "citation")))
+        elif kind == "content_block_start":
+            self.blocks.append(_plain(_field(event, "content_block")))
+        elif kind == "content_block_stop":
+            index = _field(event, "index")
+            pieces = self.json.pop(index, None)
+            if pieces is not None:
+                text = "".join(pieces)
+                self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
+        elif kind == "message_start":
+            self.message = _plain(_field(event, "message"))
+        elif kind == "message_delta":
+            self.message.update(_plain(_field(event, "delta")) or {})
+            usage = _plain(_field(event, "usage")) or {}
+            self.message["usage"] = {**self.message.get("usage", {}),
+                                     **{key: value for key, value in usage.items() if value is not None}}
+        elif kind == "error":
+            error = _plain(_field(event, "error")) or {}
+            raise RuntimeError(f"the Anthropic stream ended with an error: {error.get('type')}: {error.get('message')}")
+        return ""
+
+    def reply(self) -> dict:
+        return {**self.message, "content": self.blocks}
+
+
+class GeminiChunks(Assembler):
+    def __init__(self) -> None:
+        self.parts: list[dict] = []
+        self.usage: Any = None
+        self.finish: Any = None
+        self.role = "model"
+
+    def feed(self, chunk: Any) -> str:
+        self.usage = _field(chunk, "usage_metadata") or self.usage  # a running total: the last one counts
+        candidates = _field(chunk, "candidates") or ()
+        if candidates:
+            self.finish = _field(candidates[0], "finish_reason") or self.finish
+        content = _field(candidates[0], "content") if candidates else None
+        if content is None:
+            return ""
+        self.role = _field(content, "role") or self.role
+        added = []
+        for part in _field(content, "parts") or ():
+            part = _plain(part)
+            text = part.get("text")
+            previous = self.parts[-1] if self.parts else None
+            if (isinstance(text, str) and previous is not None and isinstance(previous.get("text"), str)
+                    and set(part) - {"thought_signature"} <= {"text", "thought"}
+                    and set(previous) - {"thought_signature"} <= {"text", "thought"}
+                    and bool(part.get("thought")) == bool(previous.get("thought"))
+                    and "thought_signature" not in previous):
+                previous["text"] += text  # a piece of the same text part
+                if "thought_signature" in part:
+                    previous["thought_signature"] = part["thought_signature"]
+            else:
+                self.parts.append(dict(part))
+            if isinstance(text, str) and not part.get("thought"):
+                added.append(text)
+        return "".join(added)
+
+    def reply(self) -> dict:
+        candidate: dict[str, Any] = {"content": {"role": self.role, "parts": self.parts}}
+        if self.finish is not None:
+            candidate["finish_reason"] = self.finish
+        usage = self.usage
+        return {"candidates": [candidate], **({"usage_metadata": _plain(usage)} if usage is not None else {})}
+
+
+_ASSEMBLERS = {"openai": OpenAIChunks, "responses": ResponsesEvents, "anthropic": AnthropicEvents,
+               "gemini": GeminiChunks}
+
+
+def assembler(dialect: str) -> Assembler:
+    """A new `Assembler` for one streamed reply of `dialect`."""
+    return _ASSEMBLERS[dialect]()
+
+
+def stream_options(dialect: str) -> dict:
+    """The create call's extra arguments that ask for a stream (none for Gemini: it has its own call)."""
+    if dialect == "openai":
+        return {"stream": True, "stream_options": {"include_usage": True}}
+    if dialect in ("responses", "anthropic"):
+        return {"stream": True}
+    return {}
+
+
+__all__ = ["Assembler", "assembler", "stream_options"]

@@ -1,0 +1,174 @@
+"""`nbtools serve` under attack (issue 25): one served call, or a neighbour without the token, must
+not kill or starve the server. The server runs as a child process with limits on its memory
+(`RLIMIT_AS`) and file descriptors (`RLIMIT_NOFILE`, a common default of 1024); every wait has a
+deadline, so a regression fails a test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import nbtools.mcp as nbmcp
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX rlimits")
+
+ROOT = Path(__file__).resolve().parent.parent
+MEMORY_LIMIT = 2 << 30   # bytes of address space for the server (each thread reserves a stack)
+FILE_LIMIT = 1024        # open files for the server
+DEADLINE = 30
+TOKEN = "tok-attack-25"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "Authorization": f"Bearer {TOKEN}"}
+
+TOOLS = textwrap.dedent("""
+    from nbtools.interp import python
+
+    def add(a: int, b: int) -> int:
+        'Add.'
+        return a + b
+
+    __all__ = ["python", "add"]
+""")
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FILE_LIMIT, FILE_LIMIT))
+
+
+@pytest.fixture
+def server(tmp_path):
+    """`nbtools serve tools.py --http 0` in a limited child; yields (process, url)."""
+    (tmp_path / "attack_tools.py").write_text(TOOLS)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "serve", str(tmp_path / "attack_tools.py"),
+                                "--http", "0", "--token", TOKEN],
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
+                               cwd=tmp_path, preexec_fn=_limits)
+    url, seen, deadline = "", "", time.monotonic() + DEADLINE
+    while time.monotonic() < deadline and not url:
+        line = process.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if "serving MCP at " in line:
+            url = line.split("serving MCP at ")[1].split()[0]
+    if not url:
+        process.kill()
+        pytest.fail(f"nbtools serve did not start: {seen}")
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # never let its pipe fill
+    try:
+        yield process, url
+    finally:
+        process.kill()
+        process.wait()
+
+
+def answered_within(url: str, seconds: float) -> float:
+    """Seconds an authorized `initialize` took; fails when it got no answer within `seconds`."""
+    started = time.monotonic()
+    try:
+        reply = httpx2.post(url, headers=HEADERS, content=json.dumps(INIT).encode(), timeout=seconds)
+    except httpx2.TimeoutException:
+        pytest.fail(f"the token holder got no answer within {seconds} s")
+    assert reply.status_code == 200, reply.text
+    return time.monotonic() - started
+
+
+# -- one served call ---------------------------------------------------------------------------------
+
+
+def test_signal_alarm_in_a_served_python_call_does_not_kill_the_server(server):
+    # Before: served calls run on worker threads, where the alarm was not intercepted: SIGALRM's
+    # default action ended the server a second later.
+    process, url = server
+    with nbmcp.connect(url, token=TOKEN, timeout=DEADLINE) as remote:
+        tools = {each.name: each for each in remote}
+        text = tools["python"].call({"code": "import signal\nsignal.alarm(1)\n'armed'"})
+        assert "signal.alarm() is not available here" in text, text
+        text = tools["python"].call({"code": "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0.5)"})
+        assert "signal.setitimer() is not available here" in text, text
+        time.sleep(1.5)
+        assert process.poll() is None, "the server died"
+        assert tools["add"].call({"a": 2, "b": 3}) == 5
+
+
+def test_blocked_python_calls_do_not_starve_the_server(server):
+    # Before: `time.sleep(30)` with timeout=1 held its worker thread for 30 s; 45 of them took
+    # every thread of the pool (40), and no tool answered for 30 s.
+    process, url = server
+    with nbmcp.connect(url, token=TOKEN, timeout=DEADLINE) as remote:
+        tools = {each.name: each for each in remote}
+        answers: list = []
+
+        def stuck() -> None:
+            answers.append(tools["python"].call({"code": "import time\ntime.sleep(30)", "timeout": 1}))
+
+        callers = [threading.Thread(target=stuck, daemon=True) for _ in range(45)]
+        for caller in callers:
+            caller.start()
+        time.sleep(0.5)  # every call has reached the server
+        started = time.monotonic()
+        assert tools["add"].call({"a": 1, "b": 1}) == 2
+        took = time.monotonic() - started
+        print(f"another tool answered in {took:.2f} s beside 45 blocked python() calls")
+        for caller in callers:
+            caller.join(10)
+        assert len(answers) == 45, "the stuck calls did not come back after their time-out"
+        assert all("did not finish within 1 s" in text or "still blocked" in text for text in answers), answers
+        assert took < 10, f"another tool waited {took:.1f} s"
+        assert process.poll() is None
+
+
+# -- a neighbour without the token --------------------------------------------------------------------
+
+HALF_OPEN = textwrap.dedent("""
+    import resource, socket, sys, time
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    held = []
+    for _ in range(count):
+        try:
+            sock = socket.create_connection((host, port), timeout=2)
+            sock.sendall(b"POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n")  # never finished
+            held.append(sock)
+        except OSError:
+            pass
+    print(len(held), flush=True)
+    time.sleep(float(sys.argv[4]))
+""")
+
+
+def test_half_open_connections_do_not_starve_the_token_holder(server):
+    # Before: 1,100 connections that never finish their request headers took every file descriptor
+    # of the server (1024): it stopped accepting, and the token holder waited until they closed.
+    process, url = server
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    quiet = answered_within(url, DEADLINE)  # the first request also loads what serving needs
+    neighbour = subprocess.Popen([sys.executable, "-c", HALF_OPEN, host, port, "1100", "25"],
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        opened = neighbour.stdout.readline()
+        assert opened.strip(), "the neighbour could not connect at all"
+        took = answered_within(url, 8)
+        print(f"token holder answered in {took:.2f} s with {opened.strip()} half-open connections "
+              f"({quiet:.2f} s before they were opened)")
+        assert took < 5, f"the token holder waited {took:.1f} s"
+        assert process.poll() is None
+    finally:
+        neighbour.kill()
+        neighbour.wait()
