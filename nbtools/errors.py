@@ -32,6 +32,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .shortening import short
+
 
 class ShortDisplay:
     """Shown by IPython as `Name: message` (a line per message line) instead of a traceback."""
@@ -94,10 +96,10 @@ class ToolCallError(NbtoolsError):
     def text(self) -> str:
         """`Error calling tool 'name', argument 'path': problem`, then the parameters schema (compact
         JSON); each part cut to its MAX_*_CHARS with a marker."""
-        head = f"Error calling tool {_cut(repr(self.tool), self.MAX_NAME_CHARS)}" if self.tool else "Error"
+        head = f"Error calling tool {short(repr(self.tool), self.MAX_NAME_CHARS)}" if self.tool else "Error"
         if self.argument:
-            head += f", argument {_cut(repr(self.argument), self.MAX_NAME_CHARS)}"
-        lines = [f"{head}: {_cut(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
+            head += f", argument {short(repr(self.argument), self.MAX_NAME_CHARS)}"
+        lines = [f"{head}: {short(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
         if self.schema is not None:
             schema = json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False, default=str)
             if len(schema) > self.MAX_SCHEMA_CHARS:
@@ -153,11 +155,6 @@ class ApprovalInterrupt(KeyboardInterrupt):
         return [str(self)]
 
 
-def _cut(text: str, limit: int) -> str:
-    """`text`, cut to `limit` characters with a marker saying how long it was."""
-    return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text)} characters]"
-
-
 class TargetError(NbtoolsError):
     """A TARGET of the `nbtools` command that cannot be found or loaded; the message says which and why."""
 
@@ -196,8 +193,8 @@ class CassetteMismatch(CassetteError):
     def __init__(self, path: str, index: int, where: str, recorded: Any, sent: Any, note: str = ""):
         self.path, self.index, self.where, self.recorded, self.sent = path, index, where, recorded, sent
         super().__init__(
-            f"request {index} differs from the recording in {path} at {where}: recorded {_cut(repr(recorded), 300)}, "
-            f"sent {_cut(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
+            f"request {index} differs from the recording in {path} at {where}: recorded {short(repr(recorded), 300)}, "
+            f"sent {short(repr(sent), 300)}{note}. If the change is intended, record the cassette again "
             "(Chat(..., record=PATH) with the real client)")
 
 

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from .errors import SchemaError
 from .registry import registry as default_registry
-from .spec import Spec, callable_spec
-from .tool import Tool, fresh_top, normalise_hints
+from .spec import Spec, callable_spec, method_taken_from_class
+from .tool import Tool, fresh_top, neutral_as_none, normalise_hints
 
 __all__ = ["tool", "get_schema", "tools_from", "module_functions", "tool_from_function", "callable_spec", "Spec"]
 
@@ -27,12 +27,13 @@ def get_schema(f: Callable[..., Any], fmt: str | None = None, *, strict: bool = 
                name: str | None = None) -> dict:
     """The tool definition of callable `f` in format `fmt`, built once and cached per function object.
 
-    `fmt`: None (neutral: name, description, parameters), "openai", "responses", "anthropic",
+    `fmt`: None or "neutral" (name, description, parameters), "openai", "responses", "anthropic",
     "gemini", "gemini-openapi" or "mcp"; an unknown format raises ValueError. `strict=True`: the
     strict-mode form for "openai", "responses" and "anthropic" (other formats ignore it).
     `name`: the tool name to use instead of the function's (required for a lambda). Raises
     `SchemaError` naming the function, parameter and reason when `f` has no faithful definition.
     """
+    fmt = neutral_as_none(fmt)
     if name is None and not isinstance(f, Tool):
         # warm path: the rendered definition is cached on the spec, no Tool needs building
         spec = callable_spec(f)
@@ -145,13 +146,10 @@ def _remember_hints(func: Any, hints: frozenset[str]) -> None:
 def _refuse_unbound_method(func: Any) -> None:
     """`@tool` on a method inside a class body sees a plain function taking `self`: the model would
     have to send `self` (any JSON value) and the method would run on it. Say what to do instead."""
-    qualname = getattr(func, "__qualname__", "")
-    if not inspect.isfunction(func) or "." not in qualname or qualname.split(".")[-2] == "<locals>":
+    first = method_taken_from_class(func) if inspect.isfunction(func) else None
+    if first is None:
         return
-    first = next(iter(inspect.signature(func).parameters), None)
-    if first not in ("self", "cls"):
-        return
-    raise SchemaError(qualname, first, "@tool is applied inside the class body, before any instance exists, "
+    raise SchemaError(func.__qualname__, first, "@tool is applied inside the class body, before any instance exists, "
                       f"so the model would have to send {first!r}; register a bound method instead "
                       "(`registry.add(instance.method)` or `for t in tools_from(instance): registry.add(t)`), "
                       "or make it a @staticmethod")

@@ -1,13 +1,14 @@
 """The inverse direction: a JSON-Schema tool definition -> Python signature/function, or a Tool.
 
-* `tool_from_schema` makes a `Tool` from a schema someone else wrote (an MCP server's tool, a
-  definition loaded from JSON): calls are validated against the schema and passed on as JSON values.
+* `Tool.from_schema` (in `tool.py`) makes a `Tool` from a schema someone else wrote (an MCP
+  server's tool, a definition loaded from JSON): calls are validated against the schema and passed on
+  as JSON values.
 * `schema2sig` gives the `inspect.Signature` a Python function with that interface would have.
 * `mk_tool` builds that function: calling it binds the arguments like any function and calls
   `dispatch(tool_name, **arguments)` with the schema's own property names.
 * `read_tool_def` finds name, description and parameters in a definition of any provider format.
 
-All read the schema with `schema` (`schema_to_ir`, `arguments_object`: re-exported here). A
+All read the schema with `schema.params.arguments_object` (over `schema.read.schema_to_ir`). A
 definition that cannot be used raises `SchemaError`; calling a `mk_tool` function with arguments its
 signature refuses raises TypeError, like any Python function.
 """
@@ -27,17 +28,9 @@ from typing import Any, Callable
 from . import ir
 from .errors import SchemaError
 from .schema.params import arguments_object, parameters_root, schema_error
-from .schema.read import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, schema_to_ir
 from .tool import Tool
 
-__all__ = ["schema_to_ir", "arguments_object", "tool_from_schema", "schema2sig", "mk_tool", "read_tool_def",
-           "ToolDef", "py_name", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]
-
-
-def tool_from_schema(name: str, description: str | None, parameters: dict | None,
-                     fn: Callable[..., Any] | None, **meta: Any) -> Tool:
-    """The same as `Tool.from_schema(name, description, parameters, fn, **meta)`."""
-    return Tool.from_schema(name, description, parameters, fn, **meta)
+__all__ = ["schema2sig", "mk_tool", "read_tool_def", "ToolDef", "py_name"]
 
 
 @dataclass(frozen=True)
@@ -284,7 +277,7 @@ def _plan(tool_def: Any) -> _Plan:
 
     varkw = None
     ordered = without_default + with_default
-    if args.extra is not None and _extra_declared(definition.parameters):
+    if args.extra is not None:
         varkw = "kwargs"
         while varkw in owners:
             varkw += "_"
@@ -293,12 +286,6 @@ def _plan(tool_def: Any) -> _Plan:
     signature = inspect.Signature(ordered)
     return _Plan(definition=definition, func_name=func_name, signature=signature, params=tuple(params),
                  varkw=varkw, doc=_docstring(definition.description, doc_lines))
-
-
-def _extra_declared(parameters: dict) -> bool:
-    """Whether the root says extra properties are welcome (absent `additionalProperties` is not enough)."""
-    additional = parameters.get("additionalProperties")
-    return additional is True or isinstance(additional, dict)
 
 
 def _docstring(description: str, params: list[tuple[str, str]]) -> str | None:

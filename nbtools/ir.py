@@ -126,9 +126,19 @@ class Int(Node):
 
 @_record
 class Float(Node):
-    """JSON number (integers accepted and converted to float)."""
+    """JSON number. `py` float (a Python `float` annotation): integers are converted to float; None
+    (a JSON Schema `number` read by `schema.read`): the value stays the JSON number sent, so `0`
+    stays `0` and `2**60 + 1` stays exact."""
 
+    py: type | None = float
     _kinds, _scalar = _NUMBERS, True
+
+    def __init__(self, py: type | None = float, *, description: str | None = None,
+                 constraints: Constraints = ()):
+        record = self.__dict__
+        record["description"] = description
+        record["constraints"] = constraints
+        record["py"] = py
 
 
 @_record

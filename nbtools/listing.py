@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .registry import Registry, glob_matches
+from .shortening import short
+from .tool import NEUTRAL
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -71,9 +73,8 @@ def matching_tools(registry: Registry, pattern: str | None = None, group: str | 
 # -- short texts -----------------------------------------------------------------------------------
 
 def first_line(text: str, limit: int = 72) -> str:
-    """The first non-empty line of `text`, cut to `limit` characters with an ellipsis."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    """The first non-empty line of `text`, cut to `limit` characters (`shortening.short`)."""
+    return short(next((part.strip() for part in text.splitlines() if part.strip()), ""), limit)
 
 
 _CODE_SPAN = re.compile(r"((?<!`)`[^`\n]+`(?!`))")  # single backticks; a ``double`` run stays as typed
@@ -102,7 +103,6 @@ def parameter_summary(parameters: dict) -> str:
 
 # -- format words ----------------------------------------------------------------------------------
 
-NEUTRAL = "neutral"  # the word people type for the neutral format (`Tool.schema(None)`)
 
 
 def format_words() -> tuple[tuple[str, str | None], ...]:

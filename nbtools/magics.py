@@ -45,6 +45,7 @@ from .listing import (
     tool_table,
 )
 from .registry import Registry
+from .spec import method_taken_from_class
 from .tool import Tool, normalise_hints
 
 # The magic names this extension owns, by kind; unloading removes exactly these.
@@ -248,18 +249,6 @@ def _lookup(namespace: dict, dotted: str) -> Any:
         if found is _MISSING:
             return _MISSING
     return found
-
-
-def _is_unbound_method(namespace: dict, dotted: str, found: Any) -> bool:
-    """`Class.method` typed for a plain method: a function read from a class whose first
-    parameter is `self` (static and class methods come out as plain or bound functions)."""
-    if "." not in dotted or not inspect.isfunction(found):
-        return False
-    owner = _lookup(namespace, dotted.rsplit(".", 1)[0])
-    if not isinstance(owner, type):
-        return False
-    parameters = list(inspect.signature(found).parameters)
-    return bool(parameters) and parameters[0] == "self"
 
 
 def remove_tools(registry: Registry, patterns: Iterable[str]) -> list[str]:
@@ -474,7 +463,7 @@ class ToolMagics(Magics):
             found = _lookup(self.shell.user_ns, name)
             if found is _MISSING:
                 missing.append(name)
-            elif _is_unbound_method(self.shell.user_ns, name, found):
+            elif "." in name and inspect.isfunction(found) and method_taken_from_class(found):
                 unbound.append(name)
             else:
                 objects.append((name, found))

@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
-from .tool import Tool, normalise_hints
+from .tool import Tool, neutral_as_none, normalise_hints
 
 
 class Registry(ToolSource):
@@ -264,6 +264,7 @@ class Registry(ToolSource):
         Raises ValueError when two tools get the same name in `fmt` (e.g. `a.b` and `a__b` for
         OpenAI): the provider would refuse the list, or calls would reach the wrong tool.
         """
+        fmt = neutral_as_none(fmt)
         tools = self.enabled()
         if fmt is not None and len(tools) > 1:
             from .formats import wire_name

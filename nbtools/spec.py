@@ -21,7 +21,7 @@ from . import ir
 from .errors import SchemaError
 from .records import Factory
 
-__all__ = ["Spec", "callable_spec", "unnamed_error", "refuse_unbound_method"]
+__all__ = ["Spec", "callable_spec", "unnamed_error", "method_taken_from_class", "refuse_unbound_method"]
 
 
 @dataclass(frozen=True)
@@ -385,19 +385,26 @@ def _annotated_default(annotation: Any) -> Any:
     return inspect.Parameter.empty
 
 
-def refuse_unbound_method(func: Any) -> None:
-    """A method taken from its class (`Class.method`, or `@tool` inside the class body) is a plain
-    function whose first parameter is `self`/`cls`: the model would send that value and the method
-    would run on it. Refused, saying what to do instead."""
+def method_taken_from_class(func: Any) -> str | None:
+    """`self` or `cls` when `func` is a method taken from its class (`Class.method`, or `@tool` inside
+    the class body): a plain function whose first parameter the model would have to send, and the
+    method would run on it. None for anything else (bound methods, static methods, functions)."""
     qualname = getattr(func, "__qualname__", "")
     if "." not in qualname or qualname.split(".")[-2] == "<locals>":
-        return
+        return None
     try:
         first = next(iter(inspect.signature(func).parameters), None)
     except (TypeError, ValueError):
+        return None
+    return first if first in ("self", "cls") else None
+
+
+def refuse_unbound_method(func: Any) -> None:
+    """Refuse a method taken from its class (`method_taken_from_class`), saying what to do instead."""
+    first = method_taken_from_class(func)
+    if first is None:
         return
-    if first not in ("self", "cls"):
-        return
+    qualname = func.__qualname__
     raise SchemaError(qualname, first, f"this is a method taken from its class, so the model would have to send "
                       f"{first!r}; use a bound method instead (`registry.add(instance.method)` or "
                       "`for t in tools_from(instance): registry.add(t)`), or make it a @staticmethod")

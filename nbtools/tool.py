@@ -40,7 +40,10 @@ class Tool:
         returns: JSON Schema of the return value, or None when the return is not annotated.
         returns_description: the return value's description, if any.
         group: a free-form group name (for selection and display).
-        hints: a subset of HINTS (`read-only`, `destructive`, `idempotent`, `open-world`).
+        hints: a subset of HINTS (`read-only`, `destructive`, `idempotent`, `open-world`), each
+            possibly as `not-<hint>`: said explicitly not to hold (an MCP server's `destructiveHint:
+            false`), which differs from leaving it unsaid where a default applies (MCP: destructive
+            and open-world unless said otherwise).
         strict: whether `.schema(fmt)` renders strict output by default.
         args: the intermediate form of the arguments object (an `ir.Object` whose fields are the
             parameters), used by `call` to validate and convert; None means "validate against
@@ -139,10 +142,10 @@ class Tool:
 
         parameters = parameters_root(name, parameters)
         args = arguments_object(name, parameters)
+        # No "varkw" entry: extra keys the schema allows are not a Python **kwargs (strict mode
+        # refuses an untyped open root rather than leaving it out as an optional catch-all).
         fn = constrained(name, parameters, fn)  # a root allOf/if/then/else: checked before each call
         passing = tuple((item.name, "keyword") for item in args.fields)
-        if args.extra is not None:
-            passing += (("kwargs", "varkw"),)
         return cls(
             name=name,
             description=description or "",
@@ -167,12 +170,14 @@ class Tool:
 
     # -- rendering ------------------------------------------------------------------------------
     def schema(self, fmt: str | None = None, strict: bool | None = None) -> dict:
-        """The tool definition in format `fmt` (see `formats.FORMATS`); cached per (fmt, strict).
+        """The tool definition in format `fmt` (see `formats.FORMATS`; "neutral" is None); cached
+        per (fmt, strict).
 
         A fresh top-level dict is returned each time so adding keys (e.g. Anthropic's
         `cache_control`) never touches the cache; nested parts are shared and read-only (a
         `TypeError` on change; `copy.deepcopy` gives a changeable copy).
         """
+        fmt = neutral_as_none(fmt)
         strict = self.strict if strict is None else strict
         key = (fmt, strict)
         rendered = self._cache.get(key)
@@ -211,6 +216,15 @@ class Tool:
         return f"Tool({self.name}({params}){extra})"
 
 
+NEUTRAL = "neutral"
+"""The word for the neutral format (`fmt=None`): accepted wherever a format is."""
+
+
+def neutral_as_none(fmt: str | None) -> str | None:
+    """`fmt` with the word "neutral" as None (the neutral format's value everywhere else)."""
+    return None if fmt == NEUTRAL else fmt
+
+
 def fresh_top(rendered: dict) -> dict:
     """A cached tool definition with fresh top-level dicts (the caller may add keys such as
     Anthropic's `cache_control`); nested parts stay shared and must not be mutated."""
@@ -234,13 +248,16 @@ def normalise_hints(hints: Any) -> frozenset[str]:
     out = set()
     for hint in hints:
         norm = str(hint).strip().lower().replace("_", "-")
-        if norm == "readonly":
-            norm = "read-only"
-        if norm == "openworld":
-            norm = "open-world"
+        negated = norm.startswith("not-")
+        norm = norm.removeprefix("not-")
+        norm = {"readonly": "read-only", "openworld": "open-world"}.get(norm, norm)
         if norm not in HINTS:
-            raise ValueError(f"unknown tool hint {hint!r}; expected one of {', '.join(HINTS)}")
-        out.add(norm)
+            raise ValueError(f"unknown tool hint {hint!r}; expected one of {', '.join(HINTS)} "
+                             "(or one of them after 'not-', to say it explicitly does not hold)")
+        out.add(f"not-{norm}" if negated else norm)
+    for hint in HINTS:
+        if hint in out and f"not-{hint}" in out:
+            raise ValueError(f"contradictory tool hints {hint!r} and 'not-{hint}'; keep one of them")
     for pair in _CONTRADICTORY:
         if pair <= out:
             first, second = sorted(pair, key=HINTS.index)
@@ -258,4 +275,4 @@ def _check_name(name: Any) -> None:
         raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
 
 
-__all__ = ["Tool", "HINTS", "normalise_hints", "fresh_top"]
+__all__ = ["Tool", "HINTS", "NEUTRAL", "normalise_hints", "neutral_as_none", "fresh_top"]

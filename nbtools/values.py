@@ -120,7 +120,7 @@ def _convert_container(value: Any, strict: bool, active: set[int], depth: int) -
                 for item in dataclasses.fields(value)}
     model_dump = getattr(value, "model_dump", None)
     if callable(model_dump) and hasattr(type(value), "model_fields"):  # pydantic, without importing it
-        return model_dump(mode="json")
+        return model_dump(mode="json", by_alias=True)  # aliases both ways, as parameters (and FastAPI)
     if type(value).__module__.split(".")[0] == "numpy" and hasattr(value, "tolist"):
         return _convert(value.tolist(), strict, active, depth + 1)
     return _stand_in(str(value), strict)

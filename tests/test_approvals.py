@@ -231,8 +231,10 @@ def test_an_unannotated_remote_tool_is_destructive_and_refused(tmp_path):
 
 
 def test_hints_a_server_sets_to_false_stay_false():
-    assert nbmcp.hints_from_annotations({"destructiveHint": False, "openWorldHint": False}) == frozenset()
-    assert nbmcp.hints_from_annotations({"destructiveHint": False}) == {"open-world"}
+    # kept as said (`not-<hint>`), so rendering or serving the tool again says false, not MCP's default
+    assert nbmcp.hints_from_annotations({"destructiveHint": False, "openWorldHint": False}) == \
+        {"not-destructive", "not-open-world"}
+    assert nbmcp.hints_from_annotations({"destructiveHint": False}) == {"not-destructive", "open-world"}
     assert nbmcp.hints_from_annotations({}) == {"destructive", "open-world"}
     assert nbmcp.hints_from_annotations({"idempotentHint": True}) == {"destructive", "open-world", "idempotent"}
 

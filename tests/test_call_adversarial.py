@@ -456,3 +456,40 @@ def test_a_tool_whose_schema_is_too_deep_is_refused_not_a_crash():
                 fn=lambda **arguments: CALLS.append(("deep", arguments)))
     error = refused("deep", {"x": "s"}, [tool])
     assert "this tool cannot be called" in error.problem and "nests more than" in error.problem
+
+
+# The duplicate-key check is skipped when the colons of the text equal the keys parsed (see
+# `call.jsontext.no_key_dropped` for why that proves no key was repeated). Pinned on every path a
+# call takes: flat arguments, a closed type, a free-form value; keys and strings full of colons,
+# quotes and backslashes.
+_TRICKY = "a:\\\"é"
+
+
+def _flat(a: str, b: str = "") -> str:
+    return a + b
+
+
+def _closed(data: dict[str, str]) -> dict:
+    return data
+
+
+def _free(data: dict) -> dict:
+    return data
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(_TRICKY, max_size=3), st.text(_TRICKY, max_size=4), min_size=1, max_size=4),
+       st.data())
+def test_the_colon_count_never_lets_a_repeated_key_through(obj, data):
+    key = data.draw(st.sampled_from(sorted(obj)))
+    ascii_only = data.draw(st.booleans())
+    for name, fn in (("_closed", _closed), ("_free", _free)):
+        text = json.dumps({"data": obj}, ensure_ascii=ascii_only)
+        assert call_func(name, text, ns=[fn]) == obj
+        repeated = text[:-2] + ", " + json.dumps(key, ensure_ascii=ascii_only) + ": " + \
+            json.dumps(obj[key], ensure_ascii=ascii_only) + "}}"
+        assert "appears twice" in refused(name, repeated, [fn]).problem
+    value = obj[key]
+    text = json.dumps({"a": value, "b": key}, ensure_ascii=ascii_only)
+    assert call_func("_flat", text, ns=[_flat]) == value + key
+    assert "appears twice" in refused("_flat", text[:-1] + ", " + json.dumps({"a": key})[1:], [_flat]).problem

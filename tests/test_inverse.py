@@ -11,7 +11,8 @@ import pytest
 
 from nbtools import ir
 from nbtools.errors import SchemaError, ToolCallError
-from nbtools.inverse import mk_tool, py_name, read_tool_def, schema2sig, schema_to_ir, tool_from_schema
+from nbtools.inverse import mk_tool, py_name, read_tool_def, schema2sig
+from nbtools.schema.read import schema_to_ir
 from nbtools.tool import Tool
 
 MISSING = ir.MISSING
@@ -38,11 +39,11 @@ class TestScalars:
     def test_numbers(self):
         assert schema_to_ir({"type": "integer", "minimum": 0, "exclusiveMaximum": 10, "multipleOf": 2}) == \
             ir.Int(constraints=(("minimum", 0), ("exclusiveMaximum", 10), ("multipleOf", 2)))
-        assert schema_to_ir({"type": "number", "maximum": 1.5}) == ir.Float(constraints=(("maximum", 1.5),))
+        assert schema_to_ir({"type": "number", "maximum": 1.5}) == ir.Float(None, constraints=(("maximum", 1.5),))
 
     def test_draft4_boolean_exclusive_bounds_become_numeric(self):
         node = schema_to_ir({"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 5})
-        assert node == ir.Float(constraints=(("exclusiveMinimum", 0), ("maximum", 5)))
+        assert node == ir.Float(None, constraints=(("exclusiveMinimum", 0), ("maximum", 5)))
 
     def test_bool_null_any_and_never(self):
         assert schema_to_ir({"type": "boolean"}) == ir.Bool()
@@ -55,7 +56,7 @@ class TestScalars:
     def test_type_list_and_integer_number_overlap(self):
         assert schema_to_ir({"type": ["string", "null"], "maxLength": 3}) == \
             ir.Union(options=(ir.Str(constraints=(("maxLength", 3),)), ir.NoneValue()))
-        assert schema_to_ir({"type": ["integer", "number"]}) == ir.Float()
+        assert schema_to_ir({"type": ["integer", "number"]}) == ir.Float(None)
 
     def test_gemini_openapi_dialect(self):
         # upper-case types, `nullable`, int64 keywords written as strings
@@ -114,7 +115,7 @@ class TestArrays:
 
     def test_legacy_items_list(self):
         legacy = {"type": "array", "items": [{"type": "integer"}, {"type": "number"}], "additionalItems": False}
-        assert schema_to_ir(legacy) == ir.Tuple(items=(ir.Int(), ir.Float()))
+        assert schema_to_ir(legacy) == ir.Tuple(items=(ir.Int(), ir.Float(None)))
 
     def test_open_prefix_is_a_looser_array(self):
         node = schema_to_ir({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}})
@@ -143,7 +144,7 @@ class TestObjects:
         assert schema_to_ir({"type": "object", **props}).extra == ir.AnyValue()
         assert schema_to_ir({"type": "object", **props, "additionalProperties": True}).extra == ir.AnyValue()
         assert schema_to_ir({"type": "object", **props, "additionalProperties": {"type": "number"}}).extra == \
-            ir.Float()
+            ir.Float(None)
         assert schema_to_ir({"type": "object", **props, "additionalProperties": False,
                              "patternProperties": {"^x-": {}}}).extra == ir.AnyValue()
 
@@ -244,7 +245,7 @@ class TestToolFromSchema:
             received.update(arguments)
             return "sunny"
 
-        built = tool_from_schema("weather", "Get weather.", WEATHER_PARAMS, forward, group="web",
+        built = Tool.from_schema("weather", "Get weather.", WEATHER_PARAMS, forward, group="web",
                                  hints="read_only idempotent", strict=True,
                                  returns={"type": "string"}, returns_description="the forecast")
         assert isinstance(built, Tool) and built.name == "weather" and built.description == "Get weather."
@@ -262,14 +263,21 @@ class TestToolFromSchema:
         async def forward(**arguments):
             return arguments
 
-        built = tool_from_schema("echo", None, {"type": "object", "properties": {"a": {}}}, forward)
-        assert built.passing == (("a", "keyword"), ("kwargs", "varkw"))
+        built = Tool.from_schema("echo", None, {"type": "object", "properties": {"a": {}},
+                                                "additionalProperties": True}, forward)
+        assert asyncio.run(built.acall({"a": 1, "b": 2})) == {"a": 1, "b": 2}
         assert built.is_async and built.description == ""
+        # with no additionalProperties, only the named arguments are taken (as by mk_tool's function)
+        closed = Tool.from_schema("echo", None, {"type": "object", "properties": {"a": {}}}, forward)
+        with pytest.raises(ToolCallError, match="argument 'b': unexpected argument"):
+            asyncio.run(closed.acall({"a": 1, "b": 2}))
 
     def test_parameters_without_properties(self):
-        built = tool_from_schema("ping", "", None, None)
+        built = Tool.from_schema("ping", "", None, None)
         assert built.parameters == {"type": "object", "properties": {}} and built.args.fields == ()
-        assert tool_from_schema("ping", "", {"type": "object"}, None).args.extra == ir.AnyValue()
+        assert Tool.from_schema("ping", "", {"type": "object"}, None).args.extra is None
+        assert Tool.from_schema("ping", "", {"type": "object", "additionalProperties": {}},
+                                None).args.extra == ir.AnyValue()
 
     @pytest.mark.parametrize("parameters, fragment", [
         ({"type": "array"}, "type 'object'"),
@@ -280,21 +288,21 @@ class TestToolFromSchema:
     ])
     def test_root_must_be_an_object(self, parameters, fragment):
         with pytest.raises(SchemaError, match="tool 'bad'") as info:
-            tool_from_schema("bad", "", parameters, None)
+            Tool.from_schema("bad", "", parameters, None)
         assert fragment in str(info.value)
 
     def test_bad_options(self):
         with pytest.raises(SchemaError, match="colour"):  # also a TypeError, as for any unknown keyword
-            tool_from_schema("t", "", None, None, colour="red")
+            Tool.from_schema("t", "", None, None, colour="red")
         with pytest.raises(ValueError, match="unknown tool hint"):
-            tool_from_schema("t", "", None, None, hints="sleepy")
+            Tool.from_schema("t", "", None, None, hints="sleepy")
         with pytest.raises(SchemaError, match="non-empty"):
-            tool_from_schema("", "", None, None)
+            Tool.from_schema("", "", None, None)
 
     def test_calls_validate_against_the_schema_and_keep_json_values(self):
         from nbtools.errors import ToolCallError
 
-        built = tool_from_schema("weather", "", WEATHER_PARAMS, lambda **arguments: arguments)
+        built = Tool.from_schema("weather", "", WEATHER_PARAMS, lambda **arguments: arguments)
         assert built.call('{"city": "Oslo", "days-ahead": 2}') == {"city": "Oslo", "days-ahead": 2}
         for bad, argument in (({"city": 5}, "city"), ({"city": "x", "days-ahead": -1}, "days-ahead"),
                               ({"city": "x", "unit": "k"}, "unit"), ({"unit": "c"}, "city")):
@@ -308,7 +316,7 @@ class TestToolFromSchema:
         tree = {"type": "object", "additionalProperties": False, "required": ["value"],
                 "properties": {"value": {"type": "integer"},
                                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
-        built = tool_from_schema("walk", "", {"type": "object", "required": ["tree"], "$defs": {"Tree": tree},
+        built = Tool.from_schema("walk", "", {"type": "object", "required": ["tree"], "$defs": {"Tree": tree},
                                               "properties": {"tree": {"$ref": "#/$defs/Tree"}}},
                                  lambda **arguments: arguments["tree"])
         assert built.call({"tree": {"value": 1, "children": [{"value": 2}]}}) == {"value": 1, "children": [{"value": 2}]}
@@ -590,7 +598,7 @@ def test_a_deeply_nested_schema_is_refused_clearly():
         deep = {"type": "array", "items": deep}
     parameters = {"type": "object", "properties": {"x": deep}}
     for attempt in (lambda: schema2sig({"name": "deep", "inputSchema": parameters}),
-                    lambda: tool_from_schema("deep", "", parameters, fn=dict),
+                    lambda: Tool.from_schema("deep", "", parameters, fn=dict),
                     lambda: schema_to_ir(parameters)):
         with pytest.raises(SchemaError, match="nests more than"):
             attempt()
@@ -601,7 +609,7 @@ def test_a_long_chain_of_references_is_refused_clearly():
     defs["d500"] = {"type": "integer"}
     parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
     with pytest.raises(SchemaError, match=r"tool 'chain': the schema nests more than 100 levels"):
-        tool_from_schema("chain", "", parameters, fn=dict)
+        Tool.from_schema("chain", "", parameters, fn=dict)
 
 
 def test_definitions_that_double_at_each_level_are_refused_quickly():
@@ -615,7 +623,7 @@ def test_definitions_that_double_at_each_level_are_refused_quickly():
         with pytest.raises(SchemaError, match="expands to more than 100000 nodes"):
             schema2sig({"name": "dag", "inputSchema": parameters})
         with pytest.raises(SchemaError, match="tool 'dag': the schema expands"):
-            tool_from_schema("dag", "", parameters, fn=dict)
+            Tool.from_schema("dag", "", parameters, fn=dict)
 
 
 def test_a_reference_back_without_a_container_adds_nothing():
@@ -623,13 +631,13 @@ def test_a_reference_back_without_a_container_adds_nothing():
     parameters = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}},
                   "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]}}}
     assert str(schema2sig({"name": "t", "inputSchema": parameters})) == "(x: int | None = None)"
-    tool = tool_from_schema("t", "", parameters, fn=lambda **arguments: arguments)
+    tool = Tool.from_schema("t", "", parameters, fn=lambda **arguments: arguments)
     assert tool.call({"x": 3}) == {"x": 3}
     with pytest.raises(ToolCallError, match="expected an integer, got an empty object"):
         tool.call({"x": {}})
     alias_cycle = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}},
                    "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}}
-    tool = tool_from_schema("t", "", alias_cycle, fn=lambda **arguments: arguments)
+    tool = Tool.from_schema("t", "", alias_cycle, fn=lambda **arguments: arguments)
     with pytest.raises(ToolCallError, match="argument 'x'"):
         tool.call({"x": 1})
 
@@ -640,7 +648,7 @@ def test_a_recursive_definition_that_is_not_an_object():
                   "$defs": {"Nested": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Nested"}},
                                                  {"type": "integer"}]}}}
     assert str(schema2sig({"name": "t", "inputSchema": parameters})) == "(x: list[typing.Any] | int)"
-    tool = tool_from_schema("t", "", parameters, fn=lambda **arguments: arguments)
+    tool = Tool.from_schema("t", "", parameters, fn=lambda **arguments: arguments)
     assert tool.call({"x": [1, [2, [3, []]]]}) == {"x": [1, [2, [3, []]]]}
     with pytest.raises(ToolCallError) as caught:
         tool.call({"x": [1, [2, ["s"]]]})
@@ -651,7 +659,7 @@ def test_a_recursive_definition_that_is_not_an_object():
     split = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}, "required": ["x"],
              "$defs": {"A": {"type": "array", "items": {"$ref": "#/$defs/B"}},
                        "B": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]}}}
-    tool = tool_from_schema("t", "", split, fn=lambda **arguments: arguments)
+    tool = Tool.from_schema("t", "", split, fn=lambda **arguments: arguments)
     assert tool.call({"x": [1, [2, [3]]]}) == {"x": [1, [2, [3]]]}
     assert "expected an array (A) or an integer" in tool.call({"x": [["s"]]}, raise_on_err=False)
 
@@ -666,7 +674,7 @@ def test_every_schema_entry_point_raises_schema_error_naming_the_tool():
     # Tool.from_function raised SchemaError, Tool.from_schema ValueError/TypeError: one error now,
     # still a TypeError for code that caught that
     bad = {"type": "array"}
-    for attempt in (lambda: Tool.from_schema("bad", "", bad, None), lambda: tool_from_schema("bad", "", bad, None),
+    for attempt in (lambda: Tool.from_schema("bad", "", bad, None),
                     lambda: schema2sig({"name": "bad", "parameters": bad}),
                     lambda: mk_tool(lambda *a, **k: None, {"name": "bad", "parameters": bad})):
         with pytest.raises(SchemaError, match="tool 'bad': parameters must be a JSON Schema of type 'object'") as info:
@@ -676,12 +684,9 @@ def test_every_schema_entry_point_raises_schema_error_naming_the_tool():
         Tool.from_schema("t", "", None, None, colour="red")
 
 
-def test_arguments_object_is_public_beside_the_reader_and_re_exported_here():
-    from nbtools import inverse
-    from nbtools.schema import read
+def test_arguments_object_reads_a_parameters_schema():
     from nbtools.schema.params import arguments_object
 
-    assert inverse.arguments_object is arguments_object and inverse.schema_to_ir is read.schema_to_ir
     args = arguments_object("t", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
     assert [(item.name, item.type, item.required) for item in args.fields] == [("a", ir.Int(), True)]
     opened = arguments_object("m", {"type": "object", "additionalProperties": {"type": "string"}, "description": "d"})

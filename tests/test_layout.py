@@ -155,14 +155,73 @@ def _lines(name: str) -> int:
 def test_no_module_is_over_800_lines(name):
     assert _lines(name) <= MAX_LINES, f"{name} has {_lines(name)} lines; split it by job (at most {MAX_LINES})"
 
-# (No count of modules over 500 lines: DESIGN.md's rule is one job per file and nothing over ~800
-# lines; a 500-line gate made files split by count, not by job — issue 19.)
-
 
 # -- names ------------------------------------------------------------------------------------------
 def test_no_module_is_named_like_a_standard_library_module():
     clashes = [name for name in modules() if name.rsplit(".", 1)[-1] in sys.stdlib_module_names]
     assert not clashes, f"named like a standard-library module (rename them): {clashes}"
+
+
+def test_no_two_modules_share_a_file_name():
+    by_file: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        if path.name != "__init__.py":
+            by_file.setdefault(path.name, []).append(name)
+    shared = {file: names for file, names in by_file.items() if len(names) > 1}
+    assert not shared, f"modules sharing a file name (name each after its own job): {shared}"
+
+
+# -- dependencies -----------------------------------------------------------------------------------
+# Imported only when the user's own types are pydantic models (pydantic is then loaded already).
+_USERS_OWN = frozenset({"pydantic", "pydantic_core"})
+
+
+def _declared(extra: str | None) -> set[str]:
+    """The distributions pyproject.toml declares: the base ones, plus `extra`'s."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = list(project["dependencies"]) + list(project["optional-dependencies"].get(extra, []) if extra else [])
+    return {re.split(r"[\s<>=!~;\[]", item, maxsplit=1)[0].lower().replace("_", "-") for item in wanted}
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    names = set()
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names |= {kind.id for kind in kinds if isinstance(kind, ast.Name)}
+    return bool(names & {"ImportError", "ModuleNotFoundError"})
+
+
+def test_every_third_party_import_is_declared_for_its_part_of_the_package():
+    import importlib.metadata
+
+    distributions = importlib.metadata.packages_distributions()
+    undeclared = []
+    for name, path in modules().items():
+        extra = "mcp" if name.startswith("nbtools.mcp") else None
+        declared = _declared(extra)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        guarded = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
+                   for statement in node.body for inner in ast.walk(statement)}
+        for node in ast.walk(tree):
+            if id(node) in guarded:  # a guarded import names what to install (the rule allows it)
+                continue
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top in sys.stdlib_module_names or top == "nbtools" or top in _USERS_OWN:
+                    continue
+                owners = {dist.lower().replace("_", "-") for dist in distributions.get(top, [top])}
+                if not owners & declared:
+                    undeclared.append(f"{name} imports {top} ({', '.join(sorted(owners))})")
+    assert not undeclared, ("imports not declared in pyproject.toml (base dependencies; the [mcp] extra for "
+                            "nbtools/mcp/): " + "; ".join(sorted(set(undeclared))))
 
 
 # -- imports ----------------------------------------------------------------------------------------
@@ -198,33 +257,25 @@ def test_import_nbtools_stays_light():
     assert output.strip() == "[]", f"`import nbtools` loaded {output.strip()}"
 
 
-# -- public paths survive the reshaping -------------------------------------------------------------
-@pytest.mark.parametrize("module, names", [
-    ("nbtools", ["Tool", "tool", "tools_from", "get_schema", "type_schema", "Registry", "registry", "SchemaError",
-                 "ToolCallError", "schema2sig", "mk_tool"]),
-    ("nbtools.introspect", ["tool_from_function", "callable_spec", "get_schema", "tools_from", "Spec"]),
-    ("nbtools.schema", ["type_schema", "render_schema", "Renderer"]),
-    ("nbtools.schema.read", ["schema_to_ir", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]),
-    ("nbtools.schema.params", ["arguments_object", "parameters_root"]),
-    ("nbtools.inverse", ["schema_to_ir", "arguments_object", "tool_from_schema", "schema2sig", "mk_tool",
-                         "read_tool_def", "ToolDef", "py_name", "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES"]),
-    ("nbtools.docs", ["FunctionDocs", "function_docs", "field_docs", "compose_description"]),
-    ("nbtools.typeinfo", ["Context", "to_ir", "type_name", "json_default", "class_hints", "written_description",
-                          "metadata_constraints", "with_constraints", "is_typeddict"]),
-    ("nbtools.tool", ["Tool", "HINTS", "normalise_hints"]),
-])
-def test_public_names_keep_their_import_paths(module, names):
-    import importlib
+# -- the public API ---------------------------------------------------------------------------------
+def test_every_public_name_resolves():
+    import nbtools
 
-    loaded = importlib.import_module(module)
-    missing = [name for name in names if not hasattr(loaded, name)]
-    assert not missing, f"{module} lost {missing}"
+    missing = [name for name in nbtools.__all__ if getattr(nbtools, name, None) is None]
+    assert not missing, f"nbtools.__all__ names what nbtools does not have: {missing}"
+
+
+def test_every_public_mcp_name_resolves():
+    pytest.importorskip("mcp")
+    import nbtools.mcp
+
+    missing = [name for name in nbtools.mcp.__all__ if getattr(nbtools.mcp, name, None) is None]
+    assert not missing, f"nbtools.mcp.__all__ names what nbtools.mcp does not have: {missing}"
 
 
 def test_the_package_attribute_tool_is_the_decorator_and_tool_methods_stay_public():
     import nbtools
-    from nbtools.introspect import tool
 
-    assert nbtools.tool is tool and callable(tool) and not isinstance(tool, type)
+    assert callable(nbtools.tool) and not isinstance(nbtools.tool, type) and nbtools.tool is not nbtools.Tool
     for method in ("from_function", "from_schema", "schema", "call", "acall"):
         assert callable(getattr(nbtools.Tool, method))

@@ -621,9 +621,10 @@ def test_hints_from_annotations_and_result_values():
     import mcp_types as types
 
     # MCP defaults (issue 10): an omitted hint is destructiveHint/openWorldHint true, the others false
-    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False}) == {"read-only", "open-world"}
+    assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False}) == \
+        {"read-only", "not-destructive", "open-world"}
     assert nbmcp.hints_from_annotations({"readOnlyHint": True, "destructiveHint": False,
-                                         "openWorldHint": False}) == {"read-only"}
+                                         "openWorldHint": False}) == {"read-only", "not-destructive", "not-open-world"}
     assert nbmcp.hints_from_annotations(None) == {"destructive", "open-world"}
     wrapper = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
     text = [types.TextContent(type="text", text="5")]

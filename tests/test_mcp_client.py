@@ -147,10 +147,14 @@ def test_a_tool_requiring_task_augmentation_is_left_out_saying_why(everything):
 
 def test_hints_set_to_false_stay_false(everything):
     hints = {tool.name: tool.hints for tool in everything}
-    # server-everything sets all four annotations on these: exactly the true ones become hints
-    assert hints["get-tiny-image"] == {"read-only", "idempotent"}
-    assert hints["trigger-long-running-operation"] == {"read-only", "idempotent"}
-    assert hints["gzip-file-as-resource"] == {"idempotent", "open-world"}  # readOnly, destructive: false
+    # server-everything sets all four annotations on these: true ones become hints, false ones
+    # `not-<hint>` (kept, so MCP's defaults do not come back when the tool is rendered or served)
+    assert hints["get-tiny-image"] == {"read-only", "idempotent", "not-destructive", "not-open-world"}
+    assert hints["trigger-long-running-operation"] == {"read-only", "idempotent", "not-destructive", "not-open-world"}
+    assert hints["gzip-file-as-resource"] == {"idempotent", "open-world", "not-read-only", "not-destructive"}
+    tiny = next(tool for tool in everything if tool.name == "get-tiny-image")
+    assert tiny.schema("mcp")["annotations"] == {"destructiveHint": False, "idempotentHint": True,
+                                                 "openWorldHint": False, "readOnlyHint": True}
 
 
 def test_remote_rich_results_reach_the_providers(everything):

@@ -334,4 +334,4 @@ def test_a_remote_read_only_tool_marked_destructive_too_stays_read_only():
     from nbtools.mcp import hints_from_annotations
 
     assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True}) == {"read-only", "open-world"}
-    assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True, "openWorldHint": False}) == {"read-only"}
+    assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True, "openWorldHint": False}) == {"read-only", "not-open-world"}

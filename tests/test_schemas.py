@@ -735,22 +735,36 @@ def make_aliased(name: str) -> Aliased:
     return Aliased(fullName=name)
 
 
+def echo_aliased(person: Aliased) -> Aliased:
+    return person
+
+
 async def test_point3_mcp_output_schemas_match_what_is_returned() -> None:
     import anyio
     from sessions import session_for
 
     assert "outputSchema" not in get_schema(make_receipt, "mcp")  # sent as text: no schema to promise
     output = get_schema(make_aliased, "mcp")["outputSchema"]
-    assert set(output["properties"]) == {"full_name"}  # what model_dump(mode="json") writes
+    assert set(output["properties"]) == {"fullName"}  # aliases both ways: parameters and results
+    assert set(get_schema(make_aliased, "mcp")["inputSchema"]["properties"]) == {"name"}
     reg = Registry()
     reg.add(make_receipt)
     reg.add(make_aliased)
+    reg.add(echo_aliased)
     with anyio.fail_after(30):
         async with session_for(reg) as session:
             receipt = await session.call_tool("make_receipt", {"total": 3.5})
             aliased = await session.call_tool("make_aliased", {"name": "Ada"})
+            echoed = await session.call_tool("echo_aliased", {"person": {"fullName": "Bo"}})
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+    # what goes in is what comes out: the alias, in the input schema, the output schema and the result
+    assert not echoed.is_error and echoed.structured_content == {"fullName": "Bo"}
+    echo_schemas = listed["echo_aliased"]
+    assert "fullName" in json.dumps(echo_schemas.input_schema) and "full_name" not in json.dumps(echo_schemas.input_schema)
+    assert set(echo_schemas.output_schema["properties"]) == {"fullName"}
     assert not receipt.is_error and not aliased.is_error
-    assert aliased.structured_content == {"full_name": "Ada"}
+    assert aliased.structured_content == {"fullName": "Ada"}
+    assert json.loads(aliased.content[0].text) == {"fullName": "Ada"}
 
 
 def test_point4_get_schema_hands_out_data_nobody_else_shares() -> None:

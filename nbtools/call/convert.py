@@ -20,7 +20,8 @@ from . import scalars
 from .keywords import with_constraints
 from .scalars import Converter
 from .strictform import model_decoder, null_means_absent, pairs_object
-from .words import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch, short
+from ..shortening import short
+from .words import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch
 
 
 def compile_converter(node: ir.Node, limits: Limits = DEFAULT_LIMITS) -> Converter:

@@ -28,7 +28,7 @@ from .asking import SKIP, Asking, is_pending, refused
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
-from .words import short
+from ..shortening import short
 
 _NBTOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the nbtools package
 _MACHINERY_DIRS = (_NBTOOLS_DIR, os.path.dirname(asyncio.__file__) + os.sep,
@@ -374,6 +374,7 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     exceptions raise `ToolCallError`, or with `raise_on_err=False` return its text (for the model).
     `options`: `limits`, `approve`, `refuse_destructive` (default: the registry's settings).
     A bad `ns` (not a namespace, or a whole globals dict) raises TypeError: that is the caller's bug.
+    A list `ns` is scanned by name on each call; for many calls, pass a Registry or `mk_ns(list)`.
     """
     if ns is None:
         ns = policy.default()

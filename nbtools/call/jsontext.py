@@ -24,9 +24,8 @@ def _refuse_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-_decode = _DECODER.raw_decode
-scan_json = _DECODER.scan_once  # (text, index) -> (value, end); raises StopIteration on no value
+# (text, index) -> (value, end): the documented `JSONDecoder.raw_decode`, NaN/Infinity refused
+decode_json = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode
 
 
 class _Duplicate(ValueError):
@@ -86,7 +85,7 @@ def parse_arguments(inputs: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict,
             return {}, None
         start = len(text) - len(stripped)
     try:
-        value, end = _decode(text, start)
+        value, end = decode_json(text, start)
     except _NonFinite as error:
         raise ConversionError("", f"the arguments are not valid JSON: {error} is not a JSON number") from None
     except json.JSONDecodeError as error:
@@ -241,13 +240,24 @@ def count_keys(container: Any) -> int:
     return count
 
 
+def no_key_dropped(text: str, keys: int) -> bool:
+    """True when JSON `text`, parsed into objects holding `keys` keys in all, certainly held no key twice.
+
+    Why a count settles it: every key in JSON text is followed by exactly one structural colon,
+    and every other colon sits inside a string. Parsing keeps one entry per distinct key of an
+    object, so `colons >= structural colons >= keys`, and the second is an equality exactly when
+    no key was repeated (a repeated key has its colon but no entry of its own). So `colons == keys`
+    proves no duplicate; anything else only means "look properly" (`check_limits` does).
+    """
+    return text.count(":") == keys
+
+
 def check_limits(raw: dict, text: str | None, limits: Limits) -> None:
     """Limits on the whole arguments object, and the duplicate-key check for JSON text.
 
-    Duplicate keys: every key in JSON text is followed by exactly one structural colon, and any
-    other colon sits inside a string. So when the text has as many colons as the parsed objects
-    have keys, nothing was dropped; without backslash escapes, the colons inside strings can be
-    subtracted exactly. Only when neither settles it is the text parsed again, pair by pair.
+    Duplicate keys: settled by counting colons when it can be (`no_key_dropped`; without backslash
+    escapes the colons inside strings can be subtracted exactly too); otherwise the text is parsed
+    again, pair by pair.
     """
     keys = _scan(raw, 1, limits, text is None)
     if text is None:  # a dict from a Python caller or an SDK: JSON data of bounded size?
@@ -259,8 +269,7 @@ def check_limits(raw: dict, text: str | None, limits: Limits) -> None:
             raise ConversionError("", f"the arguments are too large: {size} characters as JSON, "
                                       f"the limit is {limits.max_bytes}")
         return
-    colons = text.count(":")
-    if colons == keys or ("\\" not in text and colons - _string_colons(raw) == keys):
+    if no_key_dropped(text, keys) or ("\\" not in text and no_key_dropped(text, keys + _string_colons(raw))):
         return
     try:
         _STRICT_DECODER.decode(text)

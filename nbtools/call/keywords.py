@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from .. import ir
 from .scalars import Converter
-from .words import ConversionError, got, short
+from ..shortening import short
+from .words import ConversionError, got
 
 
 class PatternWarning(UserWarning):

@@ -4,7 +4,8 @@ A namespace is a registry (any `policy.ToolSource`), a dict of name -> callable/
 callables/Tools. Names match exactly (or as a provider-mapped form of a registered name); never an
 attribute path, a dunder, the kernel's globals as a whole (a dict holding `__builtins__` is
 refused), nor a class, module or builtin found in a dict. The Tool holds the object registered, so
-rebinding a name later changes nothing. Tools of callables found in dicts are cached weakly.
+rebinding a name later changes nothing. Tools of callables found in dicts and lists are cached
+weakly; a list is scanned by name on each call (for many calls, use a Registry or `mk_ns(list)`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import Any, Iterable
 from .. import policy
 from ..errors import ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits, ToolSource
+from ..spec import callable_spec
 from ..tool import Tool
-from .words import did_you_mean, got, short
+from ..shortening import short
+from .words import did_you_mean, got
 
 _BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
                       types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
@@ -182,47 +185,35 @@ def resolve_tool(name: Any, ns: Any = None) -> Tool:
             raise ToolCallError(name, f"{name!r} is {reason}, not a tool; classes, modules and builtins in a "
                                       "namespace dict are never called (register them explicitly as Tools)")
         return _tool_named(key, obj)
-    tools = _list_tools(ns)
-    found = tools.get(name)
-    if found is None:
-        key = _wire_match(name, tools)
+    return _from_list(name, ns)
+
+
+def _from_list(name: str, items: list | tuple) -> Tool:
+    """The Tool named `name` in a list namespace: a plain scan of the items' names (cheap: each
+    function's spec is cached), and a Tool only for the one found. For many calls over many tools,
+    a Registry or `mk_ns(...)` resolves by one dict lookup instead."""
+    names: list[str] = []
+    matches: list[Any] = []
+    for item in items:
+        item_name = item.name if type(item) is Tool else callable_spec(item).name
+        names.append(item_name)
+        if item_name == name:
+            matches.append(item)
+    key = name
+    if not matches:
+        key = _wire_match(name, names)
         if key is None:
-            raise _unknown(name, tools)
-        found = tools[key]
-    return found
+            raise _unknown(name, [item_name for item_name in names if item_name])
+        matches = [item for item, item_name in zip(items, names) if item_name == key]
+    tool = _tool_named(key, matches[0])  # Tools of functions cached weakly, as for dicts
+    for other in matches[1:]:
+        if other is not matches[0] and (other.fn if isinstance(other, Tool) else other) is not tool.fn:
+            raise ValueError(f"two different tools are named {key!r} in this namespace list")
+    return tool
 
 
-_LIST_TOOLS: dict[int, tuple[tuple, dict[str, Tool]]] = {}  # id(list) -> (its items then, their tools)
-_LIST_CACHE_SIZE = 8
-
-
-def _list_tools(items: Any) -> dict[str, Tool]:
-    """The tools of a list/tuple namespace, remembered for the last few lists used: a model's
-    calls resolve in the same list again and again. An entry is used only when the list still
-    holds the very same objects in the same order (checked by identity each time, so a list
-    changed in place, or a new list at a recycled id, is read again); the entries hold their
-    items, so at most `_LIST_CACHE_SIZE` lists are kept alive."""
-    if type(items) not in (list, tuple):
-        return _build_list_tools(items)
-    key = id(items)
-    entry = _LIST_TOOLS.get(key)
-    if entry is not None:
-        before, tools = entry
-        if len(before) == len(items) and all(old is new for old, new in zip(before, items)):
-            return tools
-    snapshot = tuple(items)
-    tools = _build_list_tools(snapshot)
-    try:
-        _LIST_TOOLS.pop(key, None)
-        while len(_LIST_TOOLS) >= _LIST_CACHE_SIZE:
-            del _LIST_TOOLS[next(iter(_LIST_TOOLS))]  # the oldest entry
-    except (KeyError, RuntimeError, StopIteration):  # another thread evicted at the same time
-        pass
-    _LIST_TOOLS[key] = (snapshot, tools)
-    return tools
-
-
-def _build_list_tools(items: Iterable[Any]) -> dict[str, Tool]:
+def _list_tools(items: Iterable[Any]) -> dict[str, Tool]:
+    """name -> Tool for every item of a list namespace (two different tools of one name: ValueError)."""
     tools: dict[str, Tool] = {}
     for item in items:
         built = item if isinstance(item, Tool) else Tool.from_function(item)
@@ -255,7 +246,7 @@ def mk_ns(fs: Any = None) -> dict[str, Tool]:
         return out
     if callable(fs):  # a single callable or Tool
         fs = [fs]
-    return dict(_list_tools(fs))  # a copy: the caller may change it, the cache must not see that
+    return _list_tools(fs)
 
 
 def check_options(options: dict) -> None:

@@ -17,11 +17,12 @@ from ..errors import SchemaError, ToolCallError
 from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
-from .jsontext import check_limits, check_size, count_keys, parse_arguments, scan_json
+from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
 from .keywords import with_constraints
 from .convert import Compiler
 from .strictform import null_means_absent, pairs_object
-from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got, short
+from ..shortening import short
+from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got
 
 
 class CallPlan:
@@ -237,29 +238,30 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
     try:
         plan = call_plan(tool, limits)
         if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
-            # the common case, JSON text of an object, parsed without the wrapper layers
+            # the common case, JSON text of an object: one decode; anything unusual (invalid JSON,
+            # text after the object) goes the careful way, which says what is wrong
             try:
-                raw, end = scan_json(inputs, 0)
-            except Exception:  # invalid JSON and the like: the careful path says what is wrong
-                raw, text = parse_arguments(inputs, limits)
-            else:
+                raw, end = decode_json(inputs)
+            except ValueError:
+                end = -1
+            if end == len(inputs):
                 text = inputs
-                if end != len(inputs):
-                    raw, text = parse_arguments(inputs, limits)
+            else:
+                raw, text = parse_arguments(inputs, limits)
         else:
             raw, text = parse_arguments(inputs, limits)
             if text is None:  # a dict: bounded by size before anything walks it in full
                 check_size(raw, limits)
         if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
-            if text is not None and text.count(":") != len(raw):
+            if text is not None and not no_key_dropped(text, len(raw)):
                 check_limits(raw, text, limits)
             converted = plan.convert(raw)
         elif plan.closed:
             # converters check every limit of a closed type; once they accepted the value, its
             # depth is bounded, so counting its keys for the duplicate check cannot run away
             converted = plan.convert(raw)
-            if text is not None and text.count(":") != count_keys(raw):
+            if text is not None and not no_key_dropped(text, count_keys(raw)):
                 check_limits(raw, text, limits)
         else:
             check_limits(raw, text, limits)

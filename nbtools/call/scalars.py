@@ -74,16 +74,17 @@ def integer(node: ir.Int, limits: Limits) -> Converter:
 def number(node: ir.Float, limits: Limits) -> Converter:
     low, high = -limits.max_int, limits.max_int
     isfinite = math.isfinite
+    to_float = node.py is not None  # a `float` parameter gets a float; a JSON `number` keeps ints ints
 
     def convert_float(value: Any, path: str) -> float:
         kind = type(value)
         if kind is float and isfinite(value):
             return value
         if kind is int and low <= value <= high:
-            return float(value)
+            return float(value) if to_float else value
         if isinstance(value, int) and not isinstance(value, bool):
             if low <= value <= high:
-                return float(value)
+                return float(value) if to_float else int(value)
             raise ConversionError(path, f"expected a number between {low} and {high}, got {got(value)}")
         if isinstance(value, float):
             if isfinite(value):

@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable, Iterable
 
 from .. import ir
+from ..shortening import short
 
 
 # ==================================================================================================
@@ -56,11 +57,6 @@ def key_text(key: Any) -> str:
     if isinstance(key, str) and len(key) > KEY_MAX_CHARS:
         key = key[: KEY_MAX_CHARS - 3] + "..."
     return json.dumps(key, ensure_ascii=False)
-
-
-def short(text: str, limit: int = 300) -> str:
-    """`text`, cut to `limit` characters with "..." when longer."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def exception_text(error: BaseException, limit: int = 300) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats.turns import Usage
+from ..shortening import short
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,9 @@ class Step:
     usage: Usage
 
 
-def shorten(text: str, limit: int = 200) -> str:
-    """`text` on one line, cut to `limit` characters with a marker saying how much was left out."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    return f"{flat[:limit]}… [{len(flat) - limit} more characters]"
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line (runs of whitespace as one space), cut to `limit` (`shortening.short`)."""
+    return short(" ".join(text.split()), limit)
 
 
 def trace_lines(step: Step) -> list[str]:
@@ -59,11 +57,11 @@ def trace_lines(step: Step) -> list[str]:
     lines = []
     for call in step.calls:
         marker = "error" if call.is_error else "result"
-        lines.append(f"[step {step.number}] {call.name}({shorten(call.arguments_text(), 120)}) "
-                     f"-> {marker}: {shorten(call.text)}")
+        lines.append(f"[step {step.number}] {call.name}({one_line(call.arguments_text(), 120)}) "
+                     f"-> {marker}: {one_line(call.text)}")
     if step.text and step.calls:
-        lines.append(f"[step {step.number}] said: {shorten(step.text)}")
+        lines.append(f"[step {step.number}] said: {one_line(step.text)}")
     return lines
 
 
-__all__ = ["CallRecord", "Step", "Usage", "shorten", "trace_lines"]
+__all__ = ["CallRecord", "Step", "Usage", "one_line", "trace_lines"]

@@ -7,9 +7,9 @@ comment-only lines directly above it. The return value's is the first comment af
 list closes (`) -> int:  # the sum`).
 
 Source is read with `linecache` from `co_filename`/`co_firstlineno` and only the `def` header is
-lexed (a small regex lexer that knows Python's string syntax, so `#` inside a default string is not
-a comment; the parse is checked against the code object's parameter names, with `tokenize` as
-the fallback). No source (builtins, `exec`'d code, lambdas) means no comments, never an error.
+lexed, by the standard `tokenize` (so `#` inside a default string is not a comment; the parse is
+checked against the code object's parameter names). Most headers have no comment at all: a quick
+look (`_may_have_comments`) skips them. No source (builtins, `exec`'d code, lambdas) means no comments, never an error.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import linecache
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 __all__ = ["Header", "function_header", "clean_comment", "source_lines", "block_above"]
 
@@ -57,16 +57,6 @@ class Header:
 
 _HEADER_WINDOW = 40  # lines read before trying the rest of the file (headers are short)
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([^\W\d]\w*)", re.M)
-# Header scanning: each match skips code and whole string literals (so a `#` or bracket in a string
-# does not count; a prefix never changes where a string ends) and stops at the next token the parse
-# needs: a comment, a bracket or a comma, and after the parameter list also `:` and `->`.
-# Possessive repeats: an unterminated quote costs one character, never a backtracking storm.
-_STRING = (r"'''(?:[^'\\]|\\.|'(?!''))*+'''|\"\"\"(?:[^\"\\]|\\.|\"(?!\"\"))*+\"\"\""
-           r"|'(?:[^'\\\n]|\\.)*+'|\"(?:[^\"\\\n]|\\.)*+\"")
-_IN_PARAMS = re.compile(r"""(?:[^'"\#()\[\]{},\\]++|""" + _STRING + r"""|\\.|['"])*+"""
-                        r"(?:(?P<comment>\#[^\r\n]*)|(?P<op>[()\[\]{},]))", re.S)
-_AFTER_PARAMS = re.compile(r"""(?:[^'"\#()\[\]{},:\\-]++|""" + _STRING + r"""|\\.|['"]|-(?!>))*+"""
-                           r"(?:(?P<comment>\#[^\r\n]*)|(?P<op>->|[()\[\]{},:]))", re.S)
 _ONE_LINE_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
 _PARAM_START = re.compile(r"(?:\s|\\\n|\#[^\n]*)*(\*\*?|/)?(?:\s|\\\n|\#[^\n]*)*([^\W\d]\w*)?")
 _AFTER_COLON = re.compile(r"[ \t]*(\#[^\r\n]*)?")
@@ -88,11 +78,9 @@ def function_header(fn: Any) -> Header | None:
         return None
     expected = _code_parameters(code)
     window = lines[start:start + _HEADER_WINDOW]
-    header = _parse_header("".join(window), code.co_name, expected, _regex_tokens)
+    header = _parse_header("".join(window), code.co_name, expected)
     if header is None and len(window) < len(lines) - start:
-        header = _parse_header("".join(lines[start:]), code.co_name, expected, _regex_tokens)
-    if header is None:  # something the regex does not know (e.g. 3.12 f-strings nesting quotes)
-        header = _parse_header("".join(lines[start:]), code.co_name, expected, _tokenize_tokens)
+        header = _parse_header("".join(lines[start:]), code.co_name, expected)
     return header
 
 
@@ -128,29 +116,9 @@ def _code_parameters(code: Any) -> frozenset[str]:
     return frozenset(code.co_varnames[:count])
 
 
-def _regex_tokens(text: str, pos: int) -> Iterator[HeaderToken]:
-    """Comments and brackets/commas up to the parameter list's `)`, then also `:` and `->`."""
-    depth = 0
-    for match in _IN_PARAMS.finditer(text, pos):
-        kind = match.lastgroup
-        value = match.group(kind)  # type: ignore[arg-type]
-        yield kind, value, match.start(kind)  # type: ignore[misc]
-        if value in _OPENING:
-            depth += 1
-        elif value in _CLOSING:
-            depth -= 1
-            if depth == 0:
-                pos = match.end()
-                break
-    else:
-        return
-    for match in _AFTER_PARAMS.finditer(text, pos):
-        kind = match.lastgroup
-        yield kind, match.group(kind), match.start(kind)  # type: ignore[misc]
-
-
-def _tokenize_tokens(text: str, pos: int) -> Iterator[HeaderToken]:
-    """The same tokens from the standard `tokenize` (exact on every Python version, slower)."""
+def _header_tokens(text: str, pos: int) -> Iterator[HeaderToken]:
+    """Comments, brackets, commas, `:` and `->` from `pos` on, read by the standard `tokenize` (exact on
+    every Python version: strings, f-strings, continuation lines)."""
     import io
     import tokenize
 
@@ -174,8 +142,7 @@ def _tokenize_tokens(text: str, pos: int) -> Iterator[HeaderToken]:
         return
 
 
-def _parse_header(text: str, name: str, expected: frozenset[str],
-                  lexer: Callable[[str, int], Iterator[HeaderToken]]) -> Header | None:
+def _parse_header(text: str, name: str, expected: frozenset[str]) -> Header | None:
     """Comments of the header of `def name` in `text`; None when the source does not match.
 
     A parameter's comment is the one at the end of the line where it ends (the line of the comma or
@@ -198,7 +165,7 @@ def _parse_header(text: str, name: str, expected: frozenset[str],
     close_line = -1
     colon = -1
     has_return = False
-    for kind, value, start in lexer(text, found.end()):
+    for kind, value, start in _header_tokens(text, found.end()):
         line += text.count("\n", last, start)
         last = start
         if kind == "comment":

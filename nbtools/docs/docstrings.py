@@ -97,7 +97,10 @@ def _header_on_its_own_line(doc: str) -> str:
     # where the items are, the title belongs one level out.
     margin = min(indents + ([len(lines[-1])] if not lines[-1].strip() else []))
     if margin == indents[0]:
-        margin = max(margin - 4, 0)
+        if margin >= 4:
+            margin -= 4
+        else:  # Python 3.13 dedents docstrings when compiling: the items arrive at the title's column
+            lines = ["    " + line if line.strip() else line for line in lines]
     return "\n" + " " * margin + title + "\n" + "\n".join(lines)
 
 

@@ -3,15 +3,17 @@
 Every provider quirk lives in this package; everything else works on the neutral form. One job
 per module, in the order a tool definition is built:
 
-    catalog   FORMATS, STRICT_FORMATS, DIALECTS: the names the others check against
-    names     tool names as each provider accepts them, mapped reversibly (`wire_name`)
-    walk      what the two schema transforms share (reading a node, refusals, arrays)
-    strict    OpenAI's and Anthropic's strict tool modes (`strict_schema`)
-    openapi   Gemini's OpenAPI 3.0 subset, "gemini-openapi" (`openapi_schema`)
-    mcp       MCP-only parts: the object `outputSchema`, hint annotations
-    render    Tool -> one provider's definition (`render`; the table of shapes is there)
-    replies   the tool calls in a model reply, and the results sent back (`parse_reply`,
-              `result_message`)
+    catalog      FORMATS, STRICT_FORMATS, DIALECTS: the names the others check against
+    names        tool names as each provider accepts them, mapped reversibly (`wire_name`)
+    walk         what the two schema transforms share (reading a node, refusals, arrays)
+    allof        schemas that combine others, written as one (their intersection)
+    strict       OpenAI's and Anthropic's strict tool modes (`strict_schema`)
+    openapi      Gemini's OpenAPI 3.0 subset, "gemini-openapi" (`openapi_schema`)
+    mcp          MCP-only parts: the object `outputSchema`, hint annotations (both ways)
+    definitions  Tool -> one provider's definition (`render`; the table of shapes is there)
+    replies      the tool calls in a model reply, and the results sent back (`parse_reply`,
+                 `result_message`)
+    turns        the message shapes the agent loop (`Chat`) sends and reads
 
 This module only re-exports (the names `nbtools.formats` always had).
 """

@@ -53,9 +53,42 @@ def mcp_wraps_result(tool: Any) -> bool:
 
 
 def mcp_annotations(hints: Any) -> dict[str, bool]:
-    """MCP `annotations` for a tool's hints (in sorted order; hints MCP has no field for are left out)."""
-    return {MCP_HINTS[hint]: True for hint in sorted(hints) if hint in MCP_HINTS}
+    """MCP `annotations` for a tool's hints, in sorted order: `destructive` -> `destructiveHint: true`,
+    `not-destructive` -> `destructiveHint: false` (said explicitly, so MCP's default does not apply)."""
+    out = {}
+    for hint in sorted(hints, key=lambda hint: hint.removeprefix("not-")):
+        name = hint.removeprefix("not-")
+        if name in MCP_HINTS:
+            out[MCP_HINTS[name]] = name == hint
+    return out
+
+
+# What MCP assumes of a hint a server leaves out (spec, ToolAnnotations): a tool may destroy and may
+# reach the open world unless it says otherwise.
+_MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                      "openWorldHint": True}
+
+
+def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
+    """nbtools hints for a remote tool's MCP annotations (`readOnlyHint: true` -> "read-only", ...).
+
+    Tri-state, as the server said it: true -> the hint, false -> `not-<hint>` (rendered back as
+    false), left out -> MCP's default (a tool is destructive and open-world unless it says
+    otherwise, so `refuse_destructive` and approvals apply to it). As the spec says,
+    `destructiveHint` means nothing for a read-only tool: a true one is dropped there.
+    """
+    given = annotations if isinstance(annotations, dict) else {}
+    hints = set()
+    for hint, key in MCP_HINTS.items():
+        found = given.get(key)
+        if isinstance(found, bool):
+            hints.add(hint if found else f"not-{hint}")
+        elif _MCP_DEFAULT_HINTS[key]:
+            hints.add(hint)
+    if "read-only" in hints:
+        hints.discard("destructive")
+    return frozenset(hints)
 
 
 __all__ = ["MCP_HINTS", "JSON_SCHEMA_DIALECT", "with_dialect", "without_dialect", "mcp_output_schema", "mcp_wraps_result",
-           "mcp_annotations"]
+           "mcp_annotations", "hints_from_annotations"]

@@ -104,6 +104,11 @@ _UNTYPED_MAP = ("an object with arbitrary keys and untyped values (a bare dict, 
                 "(strict mode closes every object, so it would accept only {}); give the values a type "
                 "(a typed map is sent as key/value pairs) or use a dataclass or TypedDict with fixed keys{advice}")
 
+_OPEN_ROOT = ("the arguments object is explicitly open (additionalProperties true or {}), and untyped extra "
+              "arguments have no {form} (strict mode closes every object, so none could be sent); give "
+              "them a type (`additionalProperties: <schema>`, sent as key/value pairs) or close the "
+              "object (`additionalProperties: false`){advice}")
+
 PAIRS_PROPERTY = "extra-arguments"
 """The property that carries typed `**kwargs` as key/value pairs in strict mode (not an identifier)."""
 
@@ -267,8 +272,10 @@ class _Strict(Walker):
                 "description": "extra keyword arguments"
                                + (f" (**{self.extras_name})" if self.extras_name else "")}}
             extra = False
-        elif root and extra is not MISSING:
-            extra = False  # untyped **kwargs: an optional catch-all with no strict form, left out
+        elif root and extra is not MISSING and extra is not False:
+            if self.extras_name is None:  # a schema read back, open on purpose: not a catch-all
+                self.fail(where, _OPEN_ROOT)
+            extra = False  # a function's untyped **kwargs: an optional catch-all with no strict form, left out
         if extra is not False and not (extra is MISSING and (properties or root)):
             # An object written with properties but no additionalProperties is a struct (pydantic
             # writes them so); only a key/value mapping would be narrowed by closing it.

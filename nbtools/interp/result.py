@@ -41,7 +41,7 @@ RealInterrupt.__name__ = RealInterrupt.__qualname__ = "KeyboardInterrupt"
 RealInterrupt.__module__ = "builtins"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ExecResult:
     """What one run of submitted code produced.
 
@@ -111,24 +111,7 @@ def join_lines(first: str, second: str) -> str:
     return first + ("" if first.endswith("\n") else "\n") + second
 
 
-# The slots' own setters: they fill a new frozen record without the generated `__init__`, whose nine
-# `object.__setattr__` calls are ~7% of a `python('1+1')` call.
-_new_record = object.__new__
-(_set_value, _set_stdout, _set_stderr, _set_output, _set_error, _set_timed_out, _set_duration,
- _set_displays, _set_exception) = (ExecResult.__dict__[name].__set__ for name in ExecResult.__slots__)
-
-
 def quiet_result(value: Any, error: str | None, timed_out: bool, duration: float,
                  exception: BaseException | None) -> ExecResult:
     """The `ExecResult` of a run that printed and displayed nothing (the common case)."""
-    result = _new_record(ExecResult)
-    _set_value(result, value)
-    _set_stdout(result, "")
-    _set_stderr(result, "")
-    _set_output(result, "")
-    _set_error(result, error)
-    _set_timed_out(result, timed_out)
-    _set_duration(result, duration)
-    _set_displays(result, ())
-    _set_exception(result, exception)
-    return result
+    return ExecResult(value=value, error=error, timed_out=timed_out, duration=duration, exception=exception)

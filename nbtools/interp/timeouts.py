@@ -474,16 +474,6 @@ def _escalate(run: Run, frame: Any) -> None:
     rearm(frame)
 
 
-_raise_in: Any = None
-
-
-def _raiser() -> Any:
-    global _raise_in
-    if _raise_in is None:
-        _raise_in = _async_raiser()
-    return _raise_in
-
-
 def _async_raiser() -> Any:
     import ctypes
 

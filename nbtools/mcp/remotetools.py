@@ -1,7 +1,7 @@
 """A tool another MCP server lists, as an nbtools `Tool` whose function sends `tools/call` to it.
 
 The function is built by `mk_tool` from the listed `inputSchema` (real signature and docstring);
-hints come from the tool's annotations with MCP's defaults, `returns` from its `outputSchema`.
+hints come from the tool's annotations as said (tri-state, `formats.mcp.hints_from_annotations`), `returns` from its `outputSchema`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..formats.mcp import MCP_HINTS
+from ..formats.mcp import MCP_HINTS, hints_from_annotations
 from ..tool import Tool
 from .toolresults import unwrapped_output
 
@@ -18,11 +18,6 @@ if TYPE_CHECKING:
 
 # MCP tool annotations <-> nbtools hints: one table, owned by the MCP rendering (formats/mcp.py).
 HINT_ANNOTATIONS = MCP_HINTS
-
-# What MCP assumes of a hint a server leaves out (spec, ToolAnnotations): a tool may destroy and may
-# reach the open world unless it says otherwise.
-_MCP_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                      "openWorldHint": True}
 
 
 def remote_tool(listed: "mcp_types.Tool", call: Callable[[str, dict], Any], group: str | None) -> Tool:
@@ -65,22 +60,3 @@ def remote_tool(listed: "mcp_types.Tool", call: Callable[[str, dict], Any], grou
     return Tool.from_schema(name, definition.get("description") or "", without_dialect(definition.get("inputSchema")),
                             fn, hints=hints_from_annotations(definition.get("annotations")), returns=returns,
                             group=group)
-
-
-def hints_from_annotations(annotations: dict | None) -> frozenset[str]:
-    """nbtools hints for a remote tool's MCP annotations (`readOnlyHint` -> "read-only", ...).
-
-    A hint the server leaves out takes the MCP default: with no annotations a tool is destructive
-    and open-world (so `refuse_destructive` and approvals apply to it); a hint set to false stays
-    false. As the spec says, `destructiveHint` means nothing for a read-only tool.
-    """
-    given = annotations if isinstance(annotations, dict) else {}
-
-    def value(key: str) -> bool:
-        found = given.get(key)
-        return found if isinstance(found, bool) else _MCP_DEFAULT_HINTS[key]
-
-    hints = {hint for hint, key in HINT_ANNOTATIONS.items() if value(key)}
-    if "read-only" in hints:
-        hints.discard("destructive")
-    return frozenset(hints)

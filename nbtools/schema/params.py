@@ -8,13 +8,14 @@ dispatch (for a Tool built without an arguments object). Errors are `SchemaError
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from .. import ir
 from ..errors import SchemaError
 from .read import check_json_depth, json_types, schema_to_ir
 
-__all__ = ["arguments_object", "parameters_root", "schema_error", "root_constraints", "ROOT_CONSTRAINTS"]
+__all__ = ["arguments_object", "parameters_root", "schema_error", "root_constraints", "ROOT_CONSTRAINTS", "extra_declared"]
 
 ROOT_CONSTRAINTS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
                     "dependentSchemas")
@@ -103,7 +104,8 @@ def constrained(name: str, parameters: dict, fn: Any) -> Any:
 def arguments_object(name: str, parameters: dict) -> ir.Object:
     """The arguments object (an `ir.Object` whose fields are the properties) of tool `name`'s
     parameters schema (checked by `parameters_root`); a schema of extra keys only (a map) becomes an
-    Object with no fields and `extra`. SchemaError, naming the tool, when it describes no object or
+    Object with no fields and `extra`. Extra keys are accepted only when the root declares them
+    (`extra_declared`). SchemaError, naming the tool, when it describes no object or
     is too large to read."""
     constraints = root_constraints(parameters)
     if constraints:  # read the object itself; `Tool.from_schema` checks the constraints on each call
@@ -115,8 +117,19 @@ def arguments_object(name: str, parameters: dict) -> ir.Object:
     if isinstance(node, ir.Ref) and node.target is not None:
         node = node.target()
     if isinstance(node, ir.Map):
-        return ir.Object(fields=(), kind="dict", extra=node.value, description=node.description)
+        node = ir.Object(fields=(), kind="dict", extra=node.value, description=node.description)
     if not isinstance(node, ir.Object):
         raise schema_error(name, "parameters must describe a JSON object with named properties; "
                                  f"read it as {type(node).__name__}")
+    if node.extra is not None and not extra_declared(parameters):
+        # Undeclared arguments are refused unless the root welcomes them: `Tool.call` and the
+        # `mk_tool` function (whose signature has no **kwargs then) give one answer.
+        node = dataclasses.replace(node, extra=None)
     return node
+
+
+def extra_declared(parameters: dict) -> bool:
+    """Whether the root says extra properties are welcome (`additionalProperties: true` or a schema);
+    left out, JSON Schema would allow them, but a tool's arguments are the ones it names."""
+    additional = parameters.get("additionalProperties")
+    return additional is True or isinstance(additional, dict)

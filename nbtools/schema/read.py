@@ -196,7 +196,7 @@ class _Reader:
         if json_type == "integer":
             return ir.Int(constraints=_constraints(schema, _NUMBER_KEYWORDS))
         if json_type == "number":
-            return ir.Float(constraints=_constraints(schema, _NUMBER_KEYWORDS))
+            return ir.Float(None, constraints=_constraints(schema, _NUMBER_KEYWORDS))  # JSON values stay JSON
         if json_type == "boolean":
             return ir.Bool()
         if json_type == "null":

@@ -121,8 +121,8 @@ class Renderer:
 
     def _pydantic(self, cls: type) -> dict:
         try:
-            if self.output:  # what `model_dump(mode="json")` writes: field names, not aliases
-                model_schema = cls.model_json_schema(ref_template="#/$defs/{model}", by_alias=False,
+            if self.output:  # what `model_dump(mode="json", by_alias=True)` writes (as the mcp SDK, FastAPI)
+                model_schema = cls.model_json_schema(ref_template="#/$defs/{model}", by_alias=True,
                                                      mode="serialization")
             else:
                 model_schema = cls.model_json_schema(ref_template="#/$defs/{model}")
