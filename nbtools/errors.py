@@ -78,11 +78,14 @@ class ToolCallError(NbtoolsError):
     """
 
     def __init__(self, tool: str | None, problem: str, argument: str | None = None,
-                 schema: dict | None = None):
+                 schema: dict | None = None, *, schema_text: str | None = None):
         self.tool = tool
         self.argument = argument
         self.problem = problem
         self.schema = schema
+        # `schema` as the text shows it, when the caller has it already (dispatch keeps it with the
+        # Tool: dumping the schema again for every refusal was a third of the refusal's cost)
+        self._schema_text = schema_text
         super().__init__(self.text())
 
     # A schema longer than this is cut in the text (the `schema` field keeps all of it): the text
@@ -101,10 +104,7 @@ class ToolCallError(NbtoolsError):
             head += f", argument {short(repr(self.argument), self.MAX_NAME_CHARS)}"
         lines = [f"{head}: {short(str(self.problem), self.MAX_PROBLEM_CHARS)}"]
         if self.schema is not None:
-            schema = json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False, default=str)
-            if len(schema) > self.MAX_SCHEMA_CHARS:
-                schema = schema[: self.MAX_SCHEMA_CHARS] + f"... [schema cut: {len(schema)} characters]"
-            lines.append("Parameters schema: " + schema)
+            lines.append("Parameters schema: " + (self._schema_text or schema_text(self.schema, self.MAX_SCHEMA_CHARS)))
         return "\n".join(lines)
 
     def record(self) -> dict[str, Any]:
@@ -153,6 +153,14 @@ class ApprovalInterrupt(KeyboardInterrupt):
 
     def _render_traceback_(self) -> list[str]:
         return [str(self)]
+
+
+def schema_text(schema: dict, limit: int = ToolCallError.MAX_SCHEMA_CHARS) -> str:
+    """A parameters schema as a refusal shows it: compact JSON, cut to `limit` characters with a marker."""
+    text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f"... [schema cut: {len(text)} characters]"
+    return text
 
 
 class TargetError(NbtoolsError):

@@ -354,7 +354,8 @@ async def acall_tool(tool: Tool, args: Any = None, *, limits: Limits | None = No
 def _as_called(error: ToolCallError, name: str) -> ToolCallError:
     """`error` naming the tool as the model called it (a provider-mapped name like `math__add`, or a
     dict key): the model knows the tool by that name, not by the registered `math.add`."""
-    renamed = type(error)(name, error.problem, error.argument, error.schema)
+    renamed = type(error)(name, error.problem, error.argument, error.schema,
+                          schema_text=getattr(error, "_schema_text", None))
     renamed.__cause__ = error.__cause__
     return renamed
 

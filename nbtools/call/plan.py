@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .. import ir
 from ..context import current_context
-from ..errors import SchemaError, ToolCallError
+from ..errors import SchemaError, ToolCallError, schema_text
 from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
@@ -233,6 +233,15 @@ def _not_pairs(value: Any, where: str) -> list:
     raise ConversionError(where, f'expected an array of {{"key": ..., "value": ...}} pairs, got {got(value)}')
 
 
+def refusal(tool: Tool, problem: str, argument: str | None) -> ToolCallError:
+    """The ToolCallError refusing a call of `tool`, with its parameters schema as text kept in the
+    Tool's cache (a model that sent bad arguments tends to be refused more than once)."""
+    text = tool._cache.get("schema-text")
+    if text is None:
+        text = tool._cache["schema-text"] = schema_text(tool.parameters)
+    return ToolCallError(tool.name, problem, argument, tool.parameters, schema_text=text)
+
+
 def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:
     """Validate and convert: (positional, keyword, raw arguments). Raises ToolCallError."""
     try:
@@ -272,15 +281,14 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
             return (), converted, raw
         positional, kwargs = plan.arguments(converted)
     except ConversionError as error:
-        raise ToolCallError(tool.name, error.problem, error.where() or None, tool.parameters) from None
+        raise refusal(tool, error.problem, error.where() or None) from None
     except SchemaError as error:
         raise ToolCallError(tool.name, f"this tool cannot be called: {error}") from None
     except ToolCallError:
         raise
     except RecursionError:
-        raise ToolCallError(tool.name, f"the arguments are nested too deeply (the limit is {limits.max_depth} "
-                                       "levels)", None, tool.parameters) from None
+        raise refusal(tool, f"the arguments are nested too deeply (the limit is {limits.max_depth} levels)",
+                      None) from None
     except Exception as error:  # e.g. a pydantic validator raising KeyError: still an answer for the model
-        raise ToolCallError(tool.name, f"the arguments could not be converted: {exception_text(error)}",
-                            None, tool.parameters) from error
+        raise refusal(tool, f"the arguments could not be converted: {exception_text(error)}", None) from error
     return positional, kwargs, raw
