@@ -146,9 +146,15 @@ class Registry(ToolSource):
         return found
 
     def resolve(self, name: str) -> Tool | None:
-        """The Tool a model's call named, or None when unknown or disabled."""
-        found = self.get(name)
-        if found is None or self.is_disabled(found.name):
+        """The Tool a model's call named, or None when unknown or disabled: one dict lookup in the
+        common case (the provider-name mapping only on a miss, the disabled checks only when
+        something could be disabled)."""
+        found = self._tools.get(name)
+        if found is None:
+            found = self.get(name)
+            if found is None:
+                return None
+        if (self._disabled or self._parent is not None or self._upstream) and self.is_disabled(found.name):
             return None
         return found
 

@@ -386,11 +386,11 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools);
         # plain calls, not `_call(*...)`: a star call is a slower call and the hot path has two
-        if options:
-            limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
-                                      options.get("refuse_destructive", _UNSET))
-        else:
-            limits, rules = _policies(tool, ns, None, _UNSET, _UNSET)
+        first = tool.source
+        if first is ns and not options:  # the common case: a Tool looked up in its own registry
+            return _call(tool, inputs, first.limits, (first, True, _UNSET, _UNSET))
+        limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                  options.get("refuse_destructive", _UNSET))
         return _call(tool, inputs, limits, rules)
     except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
         raise _interrupted(name, stop) from None
@@ -420,11 +420,11 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     tool = None
     try:
         tool = resolve_tool(name, ns)
-        if options:
-            limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
-                                      options.get("refuse_destructive", _UNSET))
-        else:
-            limits, rules = _policies(tool, ns, None, _UNSET, _UNSET)
+        first = tool.source
+        if first is ns and not options:  # the common case: a Tool looked up in its own registry
+            return await _acall(tool, inputs, first.limits, (first, True, _UNSET, _UNSET), run_sync)
+        limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
+                                  options.get("refuse_destructive", _UNSET))
         return await _acall(tool, inputs, limits, rules, run_sync)
     except KeyboardInterrupt as stop:
         raise _interrupted(name, stop) from None

@@ -245,7 +245,8 @@ def refusal(tool: Tool, problem: str, argument: str | None) -> ToolCallError:
 def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:
     """Validate and convert: (positional, keyword, raw arguments). Raises ToolCallError."""
     try:
-        plan = call_plan(tool, limits)
+        entry = tool._cache.get("converter")  # call_plan's cache, read here without the call
+        plan = entry[1] if entry is not None and entry[0] is limits else call_plan(tool, limits)
         if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
             # the common case, JSON text of an object: one decode; anything unusual (invalid JSON,
             # text after the object) goes the careful way, which says what is wrong
