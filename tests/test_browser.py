@@ -7,6 +7,14 @@ filter's placeholder, destructive tools are marked in the `%tools` table, text
 contrast at least 4.5:1 (WCAG AA) in JupyterLab Light and Dark, the filter finds tools by name,
 group, hint and description in any case, and a decided approval is still shown, as static output,
 after the notebook is saved and reopened without its kernel.
+
+A second notebook replays a Chat offline (a cassette recorded here against tests/recorded_model.py):
+one tool call that fails, then an answer a hostile page could have steered (`<img src=x onerror=...>`
+and a Markdown image of a loopback "leak" server's URL). Checked: the step's header, error label and
+text at least 4.5:1 against their actual background in Light and Dark; the step text wraps between
+words only; the answer shown once though `chat(...)` is the cell's last line; no script ran, no
+<img> in the answer, and the leak server received nothing (and does record a request sent to it).
+One JupyterLab serves both; its settings (the theme) are kept in a temporary folder.
 """
 
 from __future__ import annotations
