@@ -22,9 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = NPM_DIR / "node_modules" / "conformance-next" / "dist" / "index.js"
 CLIENT = ROOT / "tests" / "conformance_client.py"
 
-# The suite's focal tool has a root `allOf`, which `Tool.from_schema` refuses ("read it as Union"), so
-# connect() skips that tool with a warning and cannot echo its schema (issue 21; schema/params.py).
-ROOT_ALLOF = pytest.mark.xfail(reason="Tool.from_schema refuses a root allOf: the tool is skipped", strict=True)
 
 SCENARIOS = [
     ("initialize", "2025-11-25"),
@@ -38,8 +35,8 @@ SCENARIOS = [
     ("http-custom-headers", "2026-07-28"),
     ("http-invalid-tool-headers", "2026-07-28"),
     ("json-schema-ref-no-deref", "2026-07-28"),
-    pytest.param("json-schema-2020-12-preservation", "2025-11-25", marks=ROOT_ALLOF),
-    pytest.param("json-schema-2020-12-preservation", "2026-07-28", marks=ROOT_ALLOF),
+    ("json-schema-2020-12-preservation", "2025-11-25"),  # a root allOf and $schema, echoed as listed
+    ("json-schema-2020-12-preservation", "2026-07-28"),
 ]
 
 

@@ -527,7 +527,8 @@ def check_remote_tools(remote: nbmcp.Connection) -> None:
     assert remote.server_name.startswith("nbtools")
     # the same interface as the originals, so they render the same for any provider
     for name, original in ((name, examples.example_tools.get(name)) for name in tools):
-        assert tools[name].parameters == original.parameters
+        assert tools[name].parameters == {"$schema": "https://json-schema.org/draft/2020-12/schema", **original.parameters}  # kept (SEP-1613)
+        assert tools[name].schema("openai") == original.schema("openai")
         # every hint survives; what the server leaves unsaid takes the MCP default (issue 10)
         assert original.hints <= tools[name].hints
         assert tools[name].hints == nbmcp.hints_from_annotations(original.schema("mcp").get("annotations"))

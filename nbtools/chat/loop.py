@@ -203,19 +203,13 @@ class Chat:
                 reply = self._send(run, number)
                 source, usage = self._receive(reply)
                 stop = self._stop(number, source)
-                extra = _NOTHING
                 if source is not None and stop is None:
                     outcomes, extra = self._run_calls(run, number, reply, source, usage)
                 else:
-                    outcomes = self._not_run(source, stop)
-                if not outcomes and turns.paused(self.endpoint.dialect, reply):
-                    self._answer(run, reply, number, usage, [])
-                    continue
-                if not outcomes:
-                    return self._finish(run, reply, number, usage)
-                self._answer(run, reply, number, usage, outcomes, extra)
-                if stop == "budget":
-                    raise self._over_budget()
+                    outcomes, extra = self._not_run(source, stop), _NOTHING
+                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                if answer is not None:
+                    return answer
             raise self._gave_up()
         except ChatInterrupted:
             raise
@@ -234,19 +228,13 @@ class Chat:
                 reply = await self._asend(run, number)
                 source, usage = self._receive(reply)
                 stop = self._stop(number, source)
-                extra = _NOTHING
                 if source is not None and stop is None:
                     outcomes, extra = await self._arun_calls(run, number, reply, source, usage)
                 else:
-                    outcomes = self._not_run(source, stop)
-                if not outcomes and turns.paused(self.endpoint.dialect, reply):
-                    self._answer(run, reply, number, usage, [])
-                    continue
-                if not outcomes:
-                    return self._finish(run, reply, number, usage)
-                self._answer(run, reply, number, usage, outcomes, extra)
-                if stop == "budget":
-                    raise self._over_budget()
+                    outcomes, extra = self._not_run(source, stop), _NOTHING
+                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                if answer is not None:
+                    return answer
             raise self._gave_up()
         except ChatInterrupted:
             raise
@@ -254,6 +242,20 @@ class Chat:
             raise self._interrupted(run) from None
         finally:
             self._end(run)
+
+    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list,
+                    extra: Usage, stop: str | None) -> str | None:
+        """Record a step (the part `__call__` and `acall` share); the final answer when the model gave
+        one, else None: go on with the next step (after calls, or a `pause_turn` to continue)."""
+        if not outcomes and turns.paused(self.endpoint.dialect, reply):
+            self._answer(run, reply, number, usage, [])
+            return None
+        if not outcomes:
+            return self._finish(run, reply, number, usage)
+        self._answer(run, reply, number, usage, outcomes, extra)
+        if stop == "budget":
+            raise self._over_budget()
+        return None
 
     # -- requests ------------------------------------------------------------------------------------
     def _method(self, path: tuple[str, ...]) -> Callable[..., Any]:

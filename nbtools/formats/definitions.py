@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import check_format
-from .mcp import mcp_annotations, mcp_output_schema, with_dialect
+from .mcp import mcp_annotations, mcp_output_schema, with_dialect, without_dialect
 from .names import wire_name
 from .openapi import openapi_schema
 from .strict import strict_schema
@@ -36,7 +36,8 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
     check_format(fmt)
     name = wire_name(tool.name, fmt)
     description = tool.description or ""
-    parameters = tool.parameters
+    # a schema read back from MCP keeps its `$schema` (SEP-1613); a definition names the dialect only for MCP
+    parameters = without_dialect(tool.parameters)
     # Extra keys of the arguments object come from **kwargs: refusals about them name it.
     extras = next((param for param, kind in getattr(tool, "passing", ()) if kind == "varkw"), None)
     varargs = next((param for param, kind in getattr(tool, "passing", ()) if kind == "varargs"), None)

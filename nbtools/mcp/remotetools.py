@@ -23,7 +23,7 @@ HINT_ANNOTATIONS = MCP_HINTS
 def remote_tool(listed: "mcp_types.Tool", call: Callable[[str, dict], Any], group: str | None) -> Tool:
     """The Tool for one listed tool; `call(name, arguments)` sends the call. Raises ValueError or
     TypeError for a tool that cannot be made into a function (its reason says why)."""
-    from ..formats.mcp import without_dialect  # the default dialect says nothing a Tool needs to keep
+    from ..formats.mcp import without_dialect  # an output schema's default dialect says nothing a Tool keeps
     from ..inverse import mk_tool, py_name
 
     definition = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -57,6 +57,7 @@ def remote_tool(listed: "mcp_types.Tool", call: Callable[[str, dict], Any], grou
 
     output_schema = definition.get("outputSchema")
     returns = without_dialect(unwrapped_output(output_schema)) if output_schema else None
-    return Tool.from_schema(name, definition.get("description") or "", without_dialect(definition.get("inputSchema")),
+    # the inputSchema is kept as the server wrote it, `$schema` included (SEP-1613: a client preserves it)
+    return Tool.from_schema(name, definition.get("description") or "", definition.get("inputSchema"),
                             fn, hints=hints_from_annotations(definition.get("annotations")), returns=returns,
                             group=group)
