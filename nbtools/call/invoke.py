@@ -395,14 +395,21 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
     except KeyboardInterrupt as stop:  # a person's (a tool's own became a ToolCallError)
         raise _interrupted(name, stop) from None
     except ToolCallError as error:
-        if tool is not None and error.tool == tool.name != name:
-            error = _as_called(error, name)
-            if raise_on_err:
-                raise error from error.__cause__
-        if raise_on_err:
-            raise
-        return str(error)
+        return _answer_for_caller(error, tool, name, raise_on_err)
 
+
+
+def _answer_for_caller(error: ToolCallError, tool: Any, name: str, raise_on_err: bool) -> str:
+    """A refused or failed call as its caller gets it (`call_func` and `call_func_async`): named as
+    the caller called the tool (a provider-mapped name), raised, or its text for the model."""
+    if tool is not None and error.tool == tool.name != name:
+        renamed = _as_called(error, name)
+        if raise_on_err:
+            raise renamed from error.__cause__
+        error = renamed
+    if raise_on_err:
+        raise error
+    return str(error)
 
 async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool = True, *,
                           run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
@@ -429,10 +436,4 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
     except KeyboardInterrupt as stop:
         raise _interrupted(name, stop) from None
     except ToolCallError as error:
-        if tool is not None and error.tool == tool.name != name:
-            error = _as_called(error, name)
-            if raise_on_err:
-                raise error from error.__cause__
-        if raise_on_err:
-            raise
-        return str(error)
+        return _answer_for_caller(error, tool, name, raise_on_err)
