@@ -72,7 +72,10 @@ class Tool:
     passing: tuple[tuple[str, str], ...] = ()
     is_async: bool = False
     source: Any = field(default=None, repr=False, compare=False)
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # Renders and the compiled dispatch (see `call.plan`). Not an `__init__` argument, so
+    # `dataclasses.replace` (like `replace`) starts a copy with its own: a changed field is never
+    # answered from the original's cache. `copy.copy` and `bind` keep it (same fields).
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -103,7 +106,7 @@ class Tool:
         shares_cache = overrides.get("name") in (None, spec.name) and not hints and all(
             overrides.get(key) is None for key in _RENDER_AFFECTING if key != "name")
         description = overrides.get("description")
-        return cls(
+        built = cls(
             name=name,
             description=spec.description if description is None else description,
             parameters=spec.parameters,
@@ -116,8 +119,10 @@ class Tool:
             args=spec.args,
             passing=spec.passing,
             is_async=spec.is_async,
-            _cache=spec.render_cache if shares_cache else {},
         )
+        if shares_cache:  # the same definition as every Tool of this function: one cache for all
+            object.__setattr__(built, "_cache", spec.render_cache)
+        return built
 
     @classmethod
     def from_schema(
@@ -162,11 +167,16 @@ class Tool:
         )
 
     def replace(self, **changes: Any) -> "Tool":
-        """A copy with some fields changed (the render cache is not carried over)."""
-        changes.setdefault("_cache", {})
+        """A copy with some fields changed (the render cache is not carried over).
+
+        `_cache=` (internal) shares a cache on purpose: a copy that renders and calls the same."""
+        cache = changes.pop("_cache", None)
         if "hints" in changes:
             changes["hints"] = normalise_hints(changes["hints"])
-        return replace(self, **changes)
+        copied = replace(self, **changes)
+        if cache is not None:
+            object.__setattr__(copied, "_cache", cache)
+        return copied
 
     # -- rendering ------------------------------------------------------------------------------
     def schema(self, fmt: str | None = None, strict: bool | None = None) -> dict:

@@ -425,7 +425,7 @@ def test_converter_is_compiled_once_per_tool_and_limits():
     plan = call_plan(tool)
     assert call_plan(tool) is plan
     tool.call({"a": 1})
-    assert tool._cache["converter"][1] is plan
+    assert tool._cache["dispatch"] is plan
     other = call_plan(tool, Limits(max_string=10))
     assert other is not plan and call_plan(tool, Limits(max_string=10)) is other
     assert call_plan(tool) is plan

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import Decision, DecisionRecord, Layer, Limits, current_origin
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource
 from ..tool import Tool
 from .plan import prepare
 from .words import short
@@ -24,6 +24,9 @@ def refused(tool: Tool, reason: str) -> ToolCallError:
 
 
 SKIP: Any = object()  # `Asking.question`'s answer when nobody needs to be asked
+_NOT_ASKED: Any = object()  # `Asking.answer` until `ask_registry` hands over an answer it got
+
+DESTRUCTIVE_REFUSED = "this tool is marked destructive and this namespace does not run destructive tools"
 
 
 class Asking:
@@ -34,16 +37,17 @@ class Asking:
     (edited arguments replace them)."""
 
     __slots__ = ("tool", "limits", "positional", "kwargs", "raw", "origin", "layers", "shown", "source",
-                 "name", "by")
+                 "name", "by", "answer")
 
     def __init__(self, tool: Tool, layers: list[Layer], limits: Limits, positional: tuple, kwargs: dict,
                  raw: Any):
         self.tool, self.layers, self.limits = tool, layers, limits
         self.positional, self.kwargs, self.raw = positional, kwargs, raw
-        self.origin = current_origin()
+        self.origin = _ORIGIN.get()
         self.shown: dict = {}
         self.source: Any = None
         self.name, self.by = tool.name, "callback"
+        self.answer: Any = _NOT_ASKED
 
     def log(self, verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
         if self.source is not None:
@@ -52,6 +56,9 @@ class Asking:
 
     def question(self, layer: Layer) -> Any:
         """Ask `layer`'s callback (or answer from what its registry remembers)."""
+        if self.answer is not _NOT_ASKED:  # asked already by `ask_registry`
+            answer, self.answer = self.answer, _NOT_ASKED
+            return answer
         tool, source = self.tool, layer.source
         self.source, self.name = source, layer.name
         self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
@@ -64,7 +71,7 @@ class Asking:
         approve = layer.approve
         if approve is None:
             return SKIP
-        takes_origin, self.by = _traits(approve)
+        _, takes_origin, self.by = _traits(approve)
         try:
             return approve(tool, self.shown, origin=self.origin) if takes_origin else approve(tool, self.shown)
         except BaseException as error:
@@ -114,6 +121,46 @@ class Asking:
         self.log("approved", by, edited=edited is not None)
 
 
+def ask_registry(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kwargs: dict,
+                 raw: Any) -> Asking | None:
+    """The common case in one step: a destructive tool called through the one registry it came
+    from (no view, nothing added from elsewhere) under that registry's own settings. None when
+    the call may run: nobody to ask, or a callback that said a plain yes at once (recorded here as
+    `Asking.settle` records it); else the `Asking` to drive (holding the callback's answer)."""
+    if source._refuse_destructive:
+        raise refused(tool, DESTRUCTIVE_REFUSED)
+    memory, callback = source._memory, source._approve
+    if callback is None and not memory.remembered:
+        return None
+    asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw) \
+        if callback is None or tool.name in memory.remembered else None
+    if asking is not None:  # a remembered answer: `Asking.question` gives it
+        return asking
+    shown = arguments_as_run(tool, positional, kwargs, raw)
+    origin = _ORIGIN.get()
+    traits = _TRAITS.get(id(callback))
+    if traits is None or traits[0] is not callback:
+        traits = _traits(callback)
+    try:
+        answer = callback(tool, shown, origin=origin) if traits[1] else callback(tool, shown)
+    except BaseException as error:
+        _asked(tool, source, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
+    if answer is True:
+        memory.decisions.add(DecisionRecord(time.time(), tool.name, shown, origin, "approved", traits[2]))
+        return None
+    asking = _asked(tool, source, callback, limits, positional, kwargs, raw, shown, origin, traits[2])
+    asking.answer = answer
+    return asking
+
+
+def _asked(tool: Tool, source: ToolSource, callback: Any, limits: Limits, positional: tuple, kwargs: dict,
+           raw: Any, shown: dict, origin: str, by: str) -> Asking:
+    """The `Asking` of a call whose one registry's callback `ask_registry` asked already."""
+    asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw)
+    asking.shown, asking.source, asking.origin, asking.by = shown, source, origin, by
+    return asking
+
+
 def is_pending(answer: Any) -> bool:
     """Whether a callback's answer is still to be awaited."""
     return answer is not True and answer is not False and inspect.isawaitable(answer)
@@ -139,13 +186,13 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
 _TRAITS: dict[int, tuple[Any, bool, str]] = {}  # id(callback) -> (callback, takes origin, by)
 
 
-def _traits(approve: Any) -> tuple[bool, str]:
-    """(whether the callback accepts a keyword `origin`, who answers: "person" for a prompt, else
-    "callback"), read once per callback, not per call; the few callbacks a session uses are kept,
-    so their ids cannot be reused while remembered."""
+def _traits(approve: Any) -> tuple[Any, bool, str]:
+    """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
+    else "callback"), read once per callback, not per call; the few callbacks a session uses are
+    kept, so their ids cannot be reused while remembered."""
     known = _TRAITS.get(id(approve))
     if known is not None and known[0] is approve:
-        return known[1], known[2]
+        return known
     try:
         parameters = inspect.signature(approve).parameters
         takes = "origin" in parameters and parameters["origin"].kind in (
@@ -156,33 +203,31 @@ def _traits(approve: Any) -> tuple[bool, str]:
     by = "person" if getattr(approve, "asks_a_person", False) is True else "callback"
     if len(_TRAITS) >= 64:
         _TRAITS.clear()
-    _TRAITS[id(approve)] = (approve, takes, by)
-    return takes, by
+    known = _TRAITS[id(approve)] = (approve, takes, by)
+    return known
 
 
-def arguments_as_run(tool_or_fn: Any, positional: tuple, kwargs: dict, raw: Any) -> dict:
+def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> dict:
     """The arguments as the call will pass them, by parameter name: converted values, defaults
     filled in (`{"folder": null}` shows the default folder the tool will use), `**kwargs` spread
     out; parameters the model never sends (excluded ones such as `python`'s `glb`, an injected
     ToolContext) left out. What an approval callback is shown: the call it approves, not the
-    model's JSON. The function's parameters are read once per Tool (kept in its cache), not per call."""
-    if isinstance(tool_or_fn, Tool):
-        # the cache belongs to this Tool's function (a copy with another `fn` gets a fresh one);
-        # it must not hold the function itself (spec caches are weak-keyed by it)
-        shape = tool_or_fn._cache.get("parameters-as-run")
-        if shape is None:
-            shape = tool_or_fn._cache["parameters-as-run"] = _shape(tool_or_fn.fn, tool_or_fn.passing)
-    else:
-        shape = _shape(tool_or_fn, ())
+    model's JSON. The function's parameters are read once per Tool, kept in its plan (`CallPlan.view`;
+    it must not hold the function itself: spec caches are weak-keyed by it)."""
+    plan = tool._cache.get("dispatch")  # the plan `prepare` just used
+    shape = plan.view if plan is not None else None
+    if shape is None:
+        shape = _shape(tool.fn, tool.passing)
+        if plan is not None:
+            plan.view = shape
+    template, shape = shape
     if shape is None:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
-    template = shape[0]
     if template is not None and not positional:  # keyword parameters only: defaults, then what is passed
         shown = template.copy()
         shown.update(kwargs)
         return shown
-    shape = shape[1]
     shown: dict = {}
     index, count = 0, len(positional)
     for name, kind, default, hidden in shape:
@@ -221,14 +266,15 @@ _KEYWORD_ONLY = int(inspect.Parameter.KEYWORD_ONLY)
 _VAR_KEYWORD = int(inspect.Parameter.VAR_KEYWORD)
 
 
-def _shape(fn: Any, passing: tuple) -> tuple | None:
+def _shape(fn: Any, passing: tuple) -> tuple:
     """(template, parameters): per parameter of `fn` (name, kind as int, default, hidden: not sent by a
-    model); template: for a function of keyword parameters only (no hidden, no *args), the
-    parameters in order with their defaults (required ones are always passed), else None."""
+    model), None when `fn` has no signature to read; template: for a function of keyword
+    parameters only (no hidden, no *args), the parameters in order with their defaults (required
+    ones are always passed), else None."""
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return None
+        return None, None
     sent = {name for name, _ in passing}
     shape = tuple((each.name, int(each.kind), each.default, bool(sent) and each.name not in sent and
                    each.kind is not inspect.Parameter.VAR_KEYWORD) for each in parameters)

@@ -24,7 +24,7 @@ from ..errors import Interrupted, ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of
 from ..tool import Tool
-from .asking import SKIP, Asking, is_pending, refused
+from .asking import DESTRUCTIVE_REFUSED, SKIP, Asking, ask_registry, is_pending, refused
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
@@ -158,21 +158,25 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
     return outcome.get("value")
 
 
-def _begin(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> tuple[Callable, tuple, dict, Any]:
-    """Everything before the call: the function, its converted arguments, and the approval still to
-    ask (None when none is needed; else the `Asking` that `_drive`/`_adrive` go through).
-    `rules`: see `_policies`; the layers are read only for a destructive tool."""
-    fn = tool.fn
-    if fn is None:
+def _may_run(tool: Tool, rules: tuple) -> None:
+    """Refuse a Tool with no function, or one disabled in the registry it came from (when that
+    registry did not look it up itself, so it is not known to be enabled there)."""
+    if tool.fn is None:
         raise ToolCallError(tool.name, "this tool has no function to call (it is a definition only)")
-    first, checked, approve, refuse = rules
-    if first is not None and not checked:  # not looked up in its own registry: is it disabled there?
+    first, checked = rules[0], rules[1]
+    if first is not None and not checked:
         name = first.registered_name(tool)
         if name is not None and first.is_disabled(name):
             raise refused(tool, f"the tool {name!r} is disabled in its registry; it cannot be called now")
-    positional, kwargs, raw = prepare(tool, inputs, limits)
-    if "destructive" not in tool.hints:
-        return fn, positional, kwargs, None
+
+
+def _approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
+    """The approval a destructive tool's call still needs: None (run it), else the `Asking` that
+    `_drive`/`_adrive` go through. `rules`: see `_policies`. Every policy the tool carries must
+    allow it (`policy.layers_of`); one registry asked through itself is `ask_registry`'s."""
+    first, checked, approve, refuse = rules
+    if checked and first._parent is None and not first._upstream and approve is _UNSET and refuse is _UNSET:
+        return ask_registry(tool, first, limits, positional, kwargs, raw)
     layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
     if approve is not _UNSET or refuse is not _UNSET:  # explicit options replace the first layer's settings
         head = layers[0]
@@ -183,12 +187,12 @@ def _begin(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> tuple[Calla
         if layer.source is not None and layer is not layers[0] and layer.source.is_disabled(layer.name):
             raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
         if layer.refuse_destructive:
-            raise refused(tool, "this tool is marked destructive and this namespace does not run destructive tools")
+            raise refused(tool, DESTRUCTIVE_REFUSED)
         if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
             asks.append(layer)
     if not asks:
-        return fn, positional, kwargs, None
-    return fn, positional, kwargs, Asking(tool, asks, limits, positional, kwargs, raw)
+        return None
+    return Asking(tool, asks, limits, positional, kwargs, raw)
 
 
 def _drive(asking: Asking) -> tuple[tuple, dict]:
@@ -226,9 +230,16 @@ _PLAIN_TYPES = frozenset((int, float, str, bool, type(None), dict, list, tuple))
 
 
 def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
-    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
-    if approval is not None:
-        positional, kwargs = _drive(approval)
+    """The call: may it run, its arguments (`prepare`), the approval of a destructive tool, the
+    function. `_acall` is its twin in an event loop."""
+    fn = tool.fn
+    if fn is None or not rules[1]:
+        _may_run(tool, rules)
+    positional, kwargs, raw = prepare(tool, inputs, limits)
+    if "destructive" in tool.hints:
+        approval = _approval(tool, limits, rules, positional, kwargs, raw)
+        if approval is not None:
+            positional, kwargs = _drive(approval)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -272,9 +283,14 @@ def _stops_the_run(error: BaseException) -> bool:
 
 async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
                  run_sync: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> Any:
-    fn, positional, kwargs, approval = _begin(tool, inputs, limits, rules)
-    if approval is not None:
-        positional, kwargs = await _adrive(approval)
+    fn = tool.fn
+    if fn is None or not rules[1]:
+        _may_run(tool, rules)
+    positional, kwargs, raw = prepare(tool, inputs, limits)
+    if "destructive" in tool.hints:
+        approval = _approval(tool, limits, rules, positional, kwargs, raw)
+        if approval is not None:
+            positional, kwargs = await _adrive(approval)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
@@ -302,7 +318,7 @@ def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive
     """The limits of a call of `tool` and its policy: (the registry the Tool came from, else `ns`
     when it is a registry; whether that registry itself looked the tool up, so it is known to be
     enabled there; the explicit `approve` and `refuse_destructive`, `_UNSET` when not given).
-    `_begin` reads that registry's policy layers, then every registry the tool was added from
+    `_approval` reads that registry's policy layers, then every registry the tool was added from
     (`policy.layers_of`: all must allow, the stricter wins), only for a destructive tool."""
     first = tool.source
     checked = first is not None and first is ns
@@ -383,12 +399,18 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         check_options(options)  # an unknown option is the caller's bug, whatever the name
     tool = None
     try:
-        tool = resolve_tool(name, ns)
+        # a plain name in a registry: its own lookup, asked directly (resolve_tool says why a name is not found)
+        tool = ns.resolve(name) if type(name) is str and isinstance(ns, policy.ToolSource) \
+            and not name.startswith("__") else None
+        if tool is None:
+            tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools);
         # plain calls, not `_call(*...)`: a star call is a slower call and the hot path has two
         first = tool.source
         if first is ns and not options:  # the common case: a Tool looked up in its own registry
-            return _call(tool, inputs, first.limits, (first, True, _UNSET, _UNSET))
+            # its limits, without the property's call for a registry that is not a view
+            limits = (first._limits or DEFAULT_LIMITS) if first._parent is None else first.limits
+            return _call(tool, inputs, limits, (first, True, _UNSET, _UNSET))
         limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
                                   options.get("refuse_destructive", _UNSET))
         return _call(tool, inputs, limits, rules)
@@ -426,10 +448,14 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
         check_options(options)
     tool = None
     try:
-        tool = resolve_tool(name, ns)
+        tool = ns.resolve(name) if type(name) is str and isinstance(ns, policy.ToolSource) \
+            and not name.startswith("__") else None
+        if tool is None:
+            tool = resolve_tool(name, ns)
         first = tool.source
         if first is ns and not options:  # the common case: a Tool looked up in its own registry
-            return await _acall(tool, inputs, first.limits, (first, True, _UNSET, _UNSET), run_sync)
+            limits = (first._limits or DEFAULT_LIMITS) if first._parent is None else first.limits
+            return await _acall(tool, inputs, limits, (first, True, _UNSET, _UNSET), run_sync)
         limits, rules = _policies(tool, ns, options.get("limits"), options.get("approve", _UNSET),
                                   options.get("refuse_destructive", _UNSET))
         return await _acall(tool, inputs, limits, rules, run_sync)

@@ -1,8 +1,10 @@
-"""The call plan of one Tool: how its arguments object becomes one Python call.
+"""The dispatch of one Tool: how its arguments object becomes one Python call, built once.
 
-Compiled once per (Tool, Limits) and cached on the Tool: the converters of its parameters (from
-the Tool's intermediate form, or its JSON Schema read back when it has none), which checks the
-arguments need, and how each parameter is passed (keyword, positional-only, `*args`, `**kwargs`).
+`CallPlan` is everything a call of the Tool needs, compiled once per (Tool, Limits) and kept in the
+Tool's cache: the converters of its parameters (from the Tool's intermediate form, or its JSON
+Schema read back when it has none), which checks the arguments need, how each parameter is passed
+(keyword, positional-only, `*args`, `**kwargs`), and, built on first need, the approval's view of
+the arguments (`view`, defaults filled) and the parameters schema as text for refusals.
 `prepare` runs a plan on what a model sent.
 """
 
@@ -39,16 +41,25 @@ class CallPlan:
         before_varargs: parameters before `*args`, passed positionally when `*args` is non-empty.
         defaults: Python defaults of optional parameters (to fill positional gaps).
         context: the parameter that receives the `ToolContext` (never sent by the model), or None.
-    A plan holds no function and no name: Tools built from one function share it. A plain class
-    with slots (a generated dataclass cost more to import than it saved writing), set once here.
+        limits: the limits it was compiled under.
+        view: the approval's view of the arguments (see `call.asking.arguments_as_run`), read from
+            the function's signature on first need; None until then.
+        schema_text: the parameters schema as text, for refusals; None until the first refusal.
+    A plan holds no function and no name: Tools built from one function share it (the Tool's cache
+    is shared only by Tools with the same definition: `Tool.replace` and `dataclasses.replace`
+    start a fresh one). A plain class with slots (a generated dataclass cost more to import than it
+    saved writing), set once here.
     """
 
     __slots__ = ("convert", "flat", "closed", "keyword_only", "positional", "varargs", "before_varargs",
-                 "defaults", "context")
+                 "defaults", "context", "limits", "view", "schema_text")
 
     def __init__(self, *, convert: Callable[[dict], dict], flat: bool, closed: bool, keyword_only: bool,
                  positional: tuple[str, ...], varargs: str | None, before_varargs: tuple[str, ...],
-                 defaults: Mapping[str, Any], context: str | None = None):
+                 defaults: Mapping[str, Any], context: str | None = None, limits: Limits = DEFAULT_LIMITS):
+        self.limits = limits
+        self.view: Any = None
+        self.schema_text: str | None = None
         self.convert = convert
         self.flat = flat
         self.closed = closed
@@ -91,17 +102,17 @@ class CallPlan:
 
 
 def call_plan(tool: Tool, limits: Limits = DEFAULT_LIMITS) -> CallPlan:
-    """The cached CallPlan of `tool` under `limits` (compiled on first use)."""
+    """The CallPlan of `tool` under `limits`, kept in the Tool's cache (compiled on first use).
+    The plan of the limits used last is `tool._cache["dispatch"]`: one lookup on every call."""
     cache = tool._cache
-    entry = cache.get("converter")
-    if entry is not None and entry[0] is limits:
-        return entry[1]
-    by_limits = cache.setdefault("converters", {})
+    plan = cache.get("dispatch")
+    if plan is not None and plan.limits is limits:
+        return plan
+    by_limits = cache.setdefault("dispatch-by-limits", {})
     plan = by_limits.get(limits)
     if plan is None:
-        plan = _compile_plan(tool, limits)
-        by_limits[limits] = plan
-    cache["converter"] = (limits, plan)
+        plan = by_limits[limits] = _compile_plan(tool, limits)
+    cache["dispatch"] = plan
     return plan
 
 
@@ -200,6 +211,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         before_varargs=before,
         defaults={item.name: item.default for item in args.fields if not item.required},
         context=next((name for name, kind in passing if kind == "context"), None),
+        limits=limits,
     )
 
 
@@ -234,19 +246,23 @@ def _not_pairs(value: Any, where: str) -> list:
 
 
 def refusal(tool: Tool, problem: str, argument: str | None) -> ToolCallError:
-    """The ToolCallError refusing a call of `tool`, with its parameters schema as text kept in the
-    Tool's cache (a model that sent bad arguments tends to be refused more than once)."""
-    text = tool._cache.get("schema-text")
+    """The ToolCallError refusing a call of `tool`, with its parameters schema as text kept in its
+    plan (a model that sent bad arguments tends to be refused more than once)."""
+    plan = tool._cache.get("dispatch")
+    text = plan.schema_text if plan is not None else None
     if text is None:
-        text = tool._cache["schema-text"] = schema_text(tool.parameters)
+        text = schema_text(tool.parameters)
+        if plan is not None:
+            plan.schema_text = text
     return ToolCallError(tool.name, problem, argument, tool.parameters, schema_text=text)
 
 
 def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]:
     """Validate and convert: (positional, keyword, raw arguments). Raises ToolCallError."""
     try:
-        entry = tool._cache.get("converter")  # call_plan's cache, read here without the call
-        plan = entry[1] if entry is not None and entry[0] is limits else call_plan(tool, limits)
+        plan = tool._cache.get("dispatch")  # call_plan's, read here without the call
+        if plan is None or plan.limits is not limits:
+            plan = call_plan(tool, limits)
         if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
             # the common case, JSON text of an object: one decode; anything unusual (invalid JSON,
             # text after the object) goes the careful way, which says what is wrong
