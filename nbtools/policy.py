@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -77,7 +78,7 @@ class Decision(_Record):
         self.__dict__.update(allow=allow, args=args, remember=remember, reason=reason)
 
 
-class DecisionRecord:
+class DecisionRecord(tuple):
     """One entry of `registry.decisions`: who decided what about which call.
 
     Fields:
@@ -90,21 +91,36 @@ class DecisionRecord:
         by: "person" (a prompt), "callback" or "remembered" (an earlier Always allow / deny).
         reason: the reason given to the model with a refusal, or what went wrong.
         edited: whether the arguments were edited before the call.
+    A tuple with named fields: dispatch records a decision with one `tuple.__new__` (an approval
+    answered at once costs about as much as the call itself, so the record must be cheap).
     """
 
-    __slots__ = ("timestamp", "tool", "arguments", "origin", "verdict", "by", "reason", "edited")
+    __slots__ = ()
+    _fields = ("timestamp", "tool", "arguments", "origin", "verdict", "by", "reason", "edited")
 
-    def __init__(self, timestamp: float, tool: str, arguments: dict, origin: str, verdict: str, by: str,
-                 reason: str | None = None, edited: bool = False):
-        self.timestamp, self.tool, self.arguments, self.origin = timestamp, tool, arguments, origin
-        self.verdict, self.by, self.reason, self.edited = verdict, by, reason, edited
+    def __new__(cls, timestamp: float, tool: str, arguments: dict, origin: str, verdict: str, by: str,
+                reason: str | None = None, edited: bool = False) -> "DecisionRecord":
+        return tuple.__new__(cls, (timestamp, tool, arguments, origin, verdict, by, reason, edited))
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+    timestamp = property(operator.itemgetter(0), doc="wall-clock time of the decision (`time.time()`)")
+    tool = property(operator.itemgetter(1), doc="the tool's name")
+    arguments = property(operator.itemgetter(2), doc="the arguments as the call runs them, by parameter name")
+    origin = property(operator.itemgetter(3), doc='who asked: "call", "chat:<model>" or "mcp:<client name>"')
+    verdict = property(operator.itemgetter(4), doc='"approved", "denied", "timed out", ...')
+    by = property(operator.itemgetter(5), doc='"person", "callback" or "remembered"')
+    reason = property(operator.itemgetter(6), doc="the reason given with a refusal, or what went wrong")
+    edited = property(operator.itemgetter(7), doc="whether the arguments were edited before the call")
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+    def __getnewargs__(self) -> tuple:  # copy and pickle call __new__ with the fields
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:  # a record equals a record, never a bare tuple
+        return other.__class__ is self.__class__ and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # holds the arguments dict
 
     @property
     def time(self) -> datetime.datetime:
@@ -128,7 +144,12 @@ class Decisions(list):
     def add(self, record: DecisionRecord) -> None:
         self.append(record)
         if len(self) > self.MAX:
-            del self[: len(self) - self.MAX + self.MAX // 10]  # drop the oldest tenth at once, not one per call
+            self.trim()
+
+    def trim(self) -> None:
+        """Drop the oldest tenth at once (not one per call) once there are more than `MAX`."""
+        if len(self) > self.MAX:
+            del self[: len(self) - self.MAX + self.MAX // 10]
 
     def __repr__(self) -> str:
         if not self:

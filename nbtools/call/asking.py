@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of
 from ..tool import Tool
 from .plan import prepare
 from .words import short
@@ -24,7 +24,7 @@ def refused(tool: Tool, reason: str) -> ToolCallError:
 
 
 SKIP: Any = object()  # `Asking.question`'s answer when nobody needs to be asked
-_NOT_ASKED: Any = object()  # `Asking.answer` until `ask_registry` hands over an answer it got
+_NOT_ASKED: Any = object()  # `Asking.answer` until `approval` hands over an answer it got
 
 DESTRUCTIVE_REFUSED = "this tool is marked destructive and this namespace does not run destructive tools"
 
@@ -56,7 +56,7 @@ class Asking:
 
     def question(self, layer: Layer) -> Any:
         """Ask `layer`'s callback (or answer from what its registry remembers)."""
-        if self.answer is not _NOT_ASKED:  # asked already by `ask_registry`
+        if self.answer is not _NOT_ASKED:  # asked already by `approval`
             answer, self.answer = self.answer, _NOT_ASKED
             return answer
         tool, source = self.tool, layer.source
@@ -121,22 +121,41 @@ class Asking:
         self.log("approved", by, edited=edited is not None)
 
 
-def ask_registry(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kwargs: dict,
-                 raw: Any) -> Asking | None:
-    """The common case in one step: a destructive tool called through the one registry it came
-    from (no view, nothing added from elsewhere) under that registry's own settings. None when
-    the call may run: nobody to ask, or a callback that said a plain yes at once (recorded here as
-    `Asking.settle` records it); else the `Asking` to drive (holding the callback's answer)."""
-    if source._refuse_destructive:
+class _Unset:
+    def __repr__(self) -> str:
+        return "<the registry's setting>"
+
+
+_UNSET: Any = _Unset()  # a call option not given: the registry's setting holds
+
+
+def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
+    """The approval a destructive tool's call still needs: None (run it), else the `Asking` that
+    `invoke` drives. `rules`: (the registry the Tool came from, whether that registry looked it
+    up itself, the explicit `approve` and `refuse_destructive` or `_UNSET`; see `invoke._policies`).
+    Every policy the tool carries must allow the call (`policy.layers_of`: the stricter wins).
+
+    The common case is settled here in one step: one registry (not a view, nothing added from
+    elsewhere) that looked the tool up itself, with its own settings. A callback that answers a
+    plain yes at once is recorded here as `Asking.settle` records it (the call's view of the
+    arguments is its plan's: one dict copy), so it costs little more than no policy."""
+    first, checked, approve, refuse = rules
+    if not (checked and first._parent is None and not first._upstream and approve is _UNSET
+            and refuse is _UNSET):
+        return _layered(tool, limits, rules, positional, kwargs, raw)
+    if first._refuse_destructive:
         raise refused(tool, DESTRUCTIVE_REFUSED)
-    memory, callback = source._memory, source._approve
-    if callback is None and not memory.remembered:
-        return None
-    asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw) \
-        if callback is None or tool.name in memory.remembered else None
-    if asking is not None:  # a remembered answer: `Asking.question` gives it
-        return asking
-    shown = arguments_as_run(tool, positional, kwargs, raw)
+    memory, callback = first._memory, first._approve
+    if callback is None or tool.name in memory.remembered:  # nobody to ask, or `question` answers
+        return None if callback is None and not memory.remembered else \
+            Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
+    plan = tool._cache.get("dispatch")  # the plan `prepare` just used: its view of the arguments
+    view = plan.view if plan is not None else None
+    if view is not None and view[0] is not None and not positional:
+        shown = view[0].copy()  # keyword parameters only: their defaults, then what is passed
+        shown.update(kwargs)
+    else:
+        shown = arguments_as_run(tool, positional, kwargs, raw)
     origin = _ORIGIN.get()
     traits = _TRAITS.get(id(callback))
     if traits is None or traits[0] is not callback:
@@ -144,18 +163,46 @@ def ask_registry(tool: Tool, source: ToolSource, limits: Limits, positional: tup
     try:
         answer = callback(tool, shown, origin=origin) if traits[1] else callback(tool, shown)
     except BaseException as error:
-        _asked(tool, source, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
+        _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
     if answer is True:
-        memory.decisions.add(DecisionRecord(time.time(), tool.name, shown, origin, "approved", traits[2]))
+        decisions = memory.decisions
+        decisions.append(_new_record(DecisionRecord, (time.time(), tool.name, shown, origin, "approved", traits[2],
+                                                      None, False)))
+        if len(decisions) > decisions.MAX:
+            decisions.trim()
         return None
-    asking = _asked(tool, source, callback, limits, positional, kwargs, raw, shown, origin, traits[2])
+    asking = _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2])
     asking.answer = answer
     return asking
 
 
+_new_record = tuple.__new__  # a DecisionRecord from its fields, without a Python-level __new__
+
+
+def _layered(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
+    """`approval` for every other case: the policy layers the tool carries, each asked in turn."""
+    first, checked, approve, refuse = rules
+    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
+    if approve is not _UNSET or refuse is not _UNSET:  # explicit options replace the first layer's settings
+        head = layers[0]
+        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
+                          head.refuse_destructive if refuse is _UNSET else bool(refuse))
+    asks = []
+    for layer in layers:
+        if layer.source is not None and layer is not layers[0] and layer.source.is_disabled(layer.name):
+            raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
+        if layer.refuse_destructive:
+            raise refused(tool, DESTRUCTIVE_REFUSED)
+        if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
+            asks.append(layer)
+    if not asks:
+        return None
+    return Asking(tool, asks, limits, positional, kwargs, raw)
+
+
 def _asked(tool: Tool, source: ToolSource, callback: Any, limits: Limits, positional: tuple, kwargs: dict,
            raw: Any, shown: dict, origin: str, by: str) -> Asking:
-    """The `Asking` of a call whose one registry's callback `ask_registry` asked already."""
+    """The `Asking` of a call whose one registry's callback `approval` asked already."""
     asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw)
     asking.shown, asking.source, asking.origin, asking.by = shown, source, origin, by
     return asking

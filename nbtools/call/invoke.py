@@ -22,9 +22,9 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import Interrupted, ToolCallError
 from .. import policy
-from ..policy import DEFAULT_LIMITS, Layer, Limits, layers_of
+from ..policy import DEFAULT_LIMITS, Limits
 from ..tool import Tool
-from .asking import DESTRUCTIVE_REFUSED, SKIP, Asking, ask_registry, is_pending, refused
+from .asking import _UNSET, SKIP, Asking, approval, is_pending, refused
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
@@ -170,31 +170,6 @@ def _may_run(tool: Tool, rules: tuple) -> None:
             raise refused(tool, f"the tool {name!r} is disabled in its registry; it cannot be called now")
 
 
-def _approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
-    """The approval a destructive tool's call still needs: None (run it), else the `Asking` that
-    `_drive`/`_adrive` go through. `rules`: see `_policies`. Every policy the tool carries must
-    allow it (`policy.layers_of`); one registry asked through itself is `ask_registry`'s."""
-    first, checked, approve, refuse = rules
-    if checked and first._parent is None and not first._upstream and approve is _UNSET and refuse is _UNSET:
-        return ask_registry(tool, first, limits, positional, kwargs, raw)
-    layers = layers_of(tool, first) if first is not None else [Layer(None, tool.name, None, False)]
-    if approve is not _UNSET or refuse is not _UNSET:  # explicit options replace the first layer's settings
-        head = layers[0]
-        layers[0] = Layer(head.source, head.name, head.approve if approve is _UNSET else approve,
-                          head.refuse_destructive if refuse is _UNSET else bool(refuse))
-    asks = []
-    for layer in layers:
-        if layer.source is not None and layer is not layers[0] and layer.source.is_disabled(layer.name):
-            raise refused(tool, f"the tool {layer.name!r} is disabled in its registry; it cannot be called now")
-        if layer.refuse_destructive:
-            raise refused(tool, DESTRUCTIVE_REFUSED)
-        if layer.approve is not None or (layer.source is not None and layer.name in layer.source.remembered):
-            asks.append(layer)
-    if not asks:
-        return None
-    return Asking(tool, asks, limits, positional, kwargs, raw)
-
-
 def _drive(asking: Asking) -> tuple[tuple, dict]:
     """Ask from synchronous code: awaitables are waited for with `run_awaitable` (in a kernel, an
     ApprovalPrompt is then answered through a subshell)."""
@@ -237,9 +212,9 @@ def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
     if "destructive" in tool.hints:
-        approval = _approval(tool, limits, rules, positional, kwargs, raw)
-        if approval is not None:
-            positional, kwargs = _drive(approval)
+        asking = approval(tool, limits, rules, positional, kwargs, raw)
+        if asking is not None:
+            positional, kwargs = _drive(asking)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -288,9 +263,9 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
     if "destructive" in tool.hints:
-        approval = _approval(tool, limits, rules, positional, kwargs, raw)
-        if approval is not None:
-            positional, kwargs = await _adrive(approval)
+        asking = approval(tool, limits, rules, positional, kwargs, raw)
+        if asking is not None:
+            positional, kwargs = await _adrive(asking)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
@@ -306,19 +281,11 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
     return result
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "<the registry's setting>"
-
-
-_UNSET: Any = _Unset()
-
-
 def _policies(tool: Tool, ns: Any, limits: Any, approve: Any, refuse_destructive: Any) -> tuple[Limits, tuple]:
     """The limits of a call of `tool` and its policy: (the registry the Tool came from, else `ns`
     when it is a registry; whether that registry itself looked the tool up, so it is known to be
     enabled there; the explicit `approve` and `refuse_destructive`, `_UNSET` when not given).
-    `_approval` reads that registry's policy layers, then every registry the tool was added from
+    `asking.approval` reads that registry's policy layers, then every registry the tool was added from
     (`policy.layers_of`: all must allow, the stricter wins), only for a destructive tool."""
     first = tool.source
     checked = first is not None and first is ns
