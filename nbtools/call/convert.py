@@ -182,15 +182,47 @@ class Compiler:
         cell[0] = convert
         return convert
 
-    def object_body(self, node: ir.Object) -> Converter:
+    def compile_arguments(self, node: ir.Object) -> Converter:
+        """The converter of a Tool's arguments object (`call.plan`): an object converter worded for
+        a call (argument names, "this tool takes: ..."), with `**kwargs` also taken as key/value
+        pairs (strict mode), and the object's own constraints."""
+        convert = self.object_body(node, arguments=True)
+        return with_constraints(convert, node.constraints) if node.constraints else convert
+
+    def object_body(self, node: ir.Object, arguments: bool = False) -> Converter:
+        """An object's converter. `arguments`: the arguments object of a call, whose keys are
+        argument names: a parameter's converter gets its name as its path (`it's`, not `["it's"]`),
+        the words name arguments, and no class is built (the call passes the values)."""
         fields = {item.name: self.compile(item.type) for item in node.fields}
         required = tuple(item.name for item in node.fields if item.required)
         extra = self.compile(node.extra) if node.extra is not None else None
-        build = _builder(node)
+        build = None if arguments else _builder(node)
         field_count = len(fields)
         absent_if_null = null_means_absent(node.fields)
-        allowed = ", ".join(fields) or "(none)"
         max_items = self.limits.max_items
+        pairs_key = _pairs_property(fields) if arguments and extra is not None else None
+        if arguments:
+            takes = ("this tool takes: " + ", ".join(fields) + (" (and other keys)" if extra is not None else "")
+                     if fields else "this tool takes no arguments" if extra is None else "this tool takes any keys")
+        else:
+            allowed = ", ".join(fields) or "(none)"
+
+        def unexpected(key: Any, path: str) -> ConversionError:
+            if arguments:
+                return ConversionError(short(str(key), KEY_MAX_CHARS), f"unexpected argument{did_you_mean(key, fields)}; {takes}")
+            return ConversionError(path, f"unexpected key {key_text(key)}{did_you_mean(key, fields)}; allowed keys: {allowed}")
+
+        def not_a_string(key: Any, path: str) -> ConversionError:
+            if arguments:
+                return ConversionError(str(key), f"argument names must be strings, got {got(key)}")
+            return ConversionError(path, f"object keys must be strings, got {got(key)}")
+
+        def missing(name: str, path: str) -> ConversionError:
+            if arguments:
+                return ConversionError(name, "missing required argument")
+            error = ConversionError(path, "missing required key")
+            error.segments.append(key_segment(name))
+            return error
 
         def convert_object(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -198,28 +230,32 @@ class Compiler:
             if len(value) > max_items:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
+            pairs = None
             for key, item in value.items():
                 if item is None and key in absent_if_null:
                     continue
                 convert = fields.get(key)
                 if convert is None:
                     if extra is None:
-                        raise ConversionError(path, f"unexpected key {key_text(key)}"
-                                                    f"{did_you_mean(key, fields)}; allowed keys: {allowed}")
+                        raise unexpected(key, path)
                     if type(key) is not str:
-                        raise ConversionError(path, f"object keys must be strings, got {got(key)}")
+                        raise not_a_string(key, path)
+                    if key == pairs_key:  # **kwargs in strict form, unpacked once the named ones are in
+                        pairs = item
+                        continue
                     convert = extra
                 try:
-                    out[key] = convert(item, path)
+                    out[key] = convert(item, key if arguments else path)
                 except ConversionError as error:
-                    error.segments.append(key_segment(key))
+                    if not arguments:
+                        error.segments.append(key_segment(key))
                     raise
+            if pairs is not None:
+                _add_pairs(out, pairs, pairs_key, fields, extra, max_items)  # type: ignore[arg-type]
             if len(out) != field_count or extra is not None:
                 for name in required:
                     if name not in out:
-                        error = ConversionError(path, "missing required key")
-                        error.segments.append(key_segment(name))
-                        raise error
+                        raise missing(name, path)
             return out if build is None else build(out, path)
 
         return convert_object
@@ -357,6 +393,26 @@ def _builder(node: ir.Object) -> Callable[[dict, str], Any] | None:
 
         return build_instance
     raise SchemaError(None, None, f"no conversion to objects of kind {kind!r}")
+
+
+def _pairs_property(fields: dict) -> str | None:
+    """The property carrying `**kwargs` as key/value pairs in strict mode (None when a field has its name)."""
+    from ..formats.strict import PAIRS_PROPERTY  # only tools with **kwargs ask, once per plan
+
+    return None if PAIRS_PROPERTY in fields else PAIRS_PROPERTY
+
+
+def _add_pairs(out: dict, pairs: Any, where: str, fields: dict, extra: Converter, max_items: int) -> None:
+    """Extra keyword arguments sent as `[{"key", "value"}, ...]` (strict mode), converted into `out`."""
+    if not isinstance(pairs, list):
+        raise ConversionError(where, f'expected an array of {{"key": ..., "value": ...}} pairs, got {got(pairs)}')
+    for key, value in pairs_object(pairs, where, max_items).items():
+        if type(key) is not str:
+            raise ConversionError(where, f"argument names must be strings, got {got(key)}")
+        if key in fields or key in out:
+            raise ConversionError(where, f"the key {key!r} is given twice (also as a named argument or "
+                                         "an extra key); each argument at most once")
+        out[key] = extra(value, key)
 
 
 def _locate_item(convert: Converter, items: Any, path: str) -> None:

@@ -20,18 +20,16 @@ from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
 from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
-from .keywords import with_constraints
 from .convert import Compiler
-from .strictform import null_means_absent, pairs_object
-from ..shortening import short
-from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got
+from .words import ConversionError, exception_text
 
 
 class CallPlan:
     """How to turn a model's arguments into one Python call of a Tool's function.
 
     Fields:
-        convert: the arguments dict -> converted values by parameter name (raises ConversionError).
+        convert: `(arguments dict, "") -> converted values by parameter name` (raises ConversionError):
+            `convert.Compiler.compile_arguments`, plus the defaults dispatch fills itself.
         flat: every parameter is a scalar, so the nesting scan can be skipped.
         closed: every parameter has a fixed type of bounded depth (no free-form values, no
             recursion), so the converters enforce every limit themselves and the scan is skipped.
@@ -128,72 +126,23 @@ def _arguments_node(tool: Tool) -> ir.Object:
 
 def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     args = _arguments_node(tool)
-    compiler = Compiler(limits)
     try:
-        fields = {item.name: compiler.compile(item.type) for item in args.fields}
-        extra = compiler.compile(args.extra) if args.extra is not None else None
+        convert = Compiler(limits).compile_arguments(args)  # convert's object converter, worded for a call
     except SchemaError as error:
         raise SchemaError(tool.name, error.parameter, error.reason) from None
-    required = tuple(item.name for item in args.fields if item.required)
-    field_count = len(fields)
-    absent_if_null = null_means_absent(args.fields)
-    if fields:
-        takes = "this tool takes: " + ", ".join(fields) + (" (and other keys)" if extra is not None else "")
-    else:
-        takes = "this tool takes no arguments" if extra is None else "this tool takes any keys"
-
-    pairs_key = _pairs_property(fields) if extra is not None else None
-
-    def convert_arguments(raw: dict) -> dict:
-        out = {}
-        pairs = None
-        for key, value in raw.items():
-            if value is None and key in absent_if_null:
-                continue
-            convert = fields.get(key)
-            if convert is None:
-                if extra is None:
-                    raise ConversionError(short(str(key), KEY_MAX_CHARS),
-                                          f"unexpected argument{did_you_mean(key, fields)}; {takes}")
-                if type(key) is not str:
-                    raise ConversionError(str(key), f"argument names must be strings, got {got(key)}")
-                if key == pairs_key:  # **kwargs in strict form, unpacked once the named ones are in
-                    pairs = value
-                    continue
-                convert = extra
-            out[key] = convert(value, key)
-        if pairs is not None:
-            _add_pairs(out, pairs, pairs_key, fields, extra, limits.max_items)  # type: ignore[arg-type]
-        if len(out) != field_count or extra is not None:
-            for name in required:
-                if name not in out:
-                    raise ConversionError(name, "missing required argument")
-        return out
-
-    convert = convert_arguments
-    passing = tool.passing or tuple((name, "keyword") for name in fields)
+    passing = tool.passing or tuple((item.name, "keyword") for item in args.fields)
     filled = _filled_defaults(args, passing)
     if filled:
         convert_given = convert
 
-        def convert_and_fill(raw: dict) -> dict:
-            out = convert_given(raw)
+        def convert_and_fill(raw: dict, path: str) -> dict:
+            out = convert_given(raw, path)
             for name, default in filled:
                 if name not in out:  # the function's own default is a pydantic FieldInfo, or it has none
                     out[name] = default.factory() if isinstance(default, Factory) else default
             return out
 
         convert = convert_and_fill
-    if args.constraints:
-        root_checks = with_constraints(lambda value, path: value, args.constraints)
-
-        convert_unchecked = convert
-
-        def convert_arguments_checked(raw: dict) -> dict:
-            root_checks(raw, "")
-            return convert_unchecked(raw)
-
-        convert = convert_arguments_checked
 
     order = [name for name, kind in passing if kind not in ("varkw", "context", "default")]
     positional = tuple(name for name, kind in passing if kind == "positional")
@@ -201,8 +150,8 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
     before = tuple(order[: order.index(varargs)]) if varargs in order else ()
     return CallPlan(
         convert=convert,
-        flat=extra is None and all(ir.is_scalar(item.type) for item in args.fields),
-        closed=(extra is None or ir.static_depth(args.extra) is not None) and all(
+        flat=args.extra is None and all(ir.is_scalar(item.type) for item in args.fields),
+        closed=(args.extra is None or ir.static_depth(args.extra) is not None) and all(
             depth is not None and depth < limits.max_depth
             for depth in (ir.static_depth(item.type) for item in args.fields)),
         keyword_only=not positional and varargs is None,
@@ -220,29 +169,6 @@ def _filled_defaults(args: ir.Object, passing: tuple[tuple[str, str], ...]) -> t
     "default" in `passing` (their Python default is a pydantic `Field(...)`, or an `Annotated` one)."""
     marked = {name for name, kind in passing if kind == "default"}
     return tuple((item.name, item.default) for item in args.fields if item.name in marked and not item.required)
-
-
-def _pairs_property(fields: Mapping[str, Any]) -> str | None:
-    """The property carrying `**kwargs` as key/value pairs in strict mode (None when a field has its name)."""
-    from ..formats.strict import PAIRS_PROPERTY  # only tools with **kwargs ask, once per plan
-
-    return None if PAIRS_PROPERTY in fields else PAIRS_PROPERTY
-
-
-def _add_pairs(out: dict, pairs: Any, where: str, fields: Mapping[str, Any], extra: Any, max_items: int) -> None:
-    """Extra keyword arguments sent as `[{"key", "value"}, ...]` (strict mode), converted into `out`."""
-    for key, value in pairs_object(pairs if isinstance(pairs, list) else _not_pairs(pairs, where),
-                                   where, max_items).items():
-        if type(key) is not str:
-            raise ConversionError(where, f"argument names must be strings, got {got(key)}")
-        if key in fields or key in out:
-            raise ConversionError(where, f"the key {key!r} is given twice (also as a named argument or "
-                                         "an extra key); each argument at most once")
-        out[key] = extra(value, key)
-
-
-def _not_pairs(value: Any, where: str) -> list:
-    raise ConversionError(where, f'expected an array of {{"key": ..., "value": ...}} pairs, got {got(value)}')
 
 
 def refusal(tool: Tool, problem: str, argument: str | None) -> ToolCallError:
@@ -282,16 +208,16 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
             # scalar converters check their own limits; here only duplicate keys are in question
             if text is not None and not no_key_dropped(text, len(raw)):
                 check_limits(raw, text, limits)
-            converted = plan.convert(raw)
+            converted = plan.convert(raw, "")
         elif plan.closed:
             # converters check every limit of a closed type; once they accepted the value, its
             # depth is bounded, so counting its keys for the duplicate check cannot run away
-            converted = plan.convert(raw)
+            converted = plan.convert(raw, "")
             if text is not None and not no_key_dropped(text, count_keys(raw)):
                 check_limits(raw, text, limits)
         else:
             check_limits(raw, text, limits)
-            converted = plan.convert(raw)
+            converted = plan.convert(raw, "")
         if plan.context is not None:  # injected here, after validation: the model never sends it
             converted[plan.context] = current_context()
         if plan.keyword_only:
