@@ -152,8 +152,7 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     plan = tool._cache.get("dispatch")  # the plan `prepare` just used: its view of the arguments
     view = plan.view if plan is not None else None
     if view is not None and view[0] is not None and not positional:
-        shown = view[0].copy()  # keyword parameters only: their defaults, then what is passed
-        shown.update(kwargs)
+        shown = view[0] | kwargs  # keyword parameters only: their defaults, then what is passed
     else:
         shown = arguments_as_run(tool, positional, kwargs, raw)
     origin = _ORIGIN.get()
@@ -272,9 +271,7 @@ def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> d
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
     if template is not None and not positional:  # keyword parameters only: defaults, then what is passed
-        shown = template.copy()
-        shown.update(kwargs)
-        return shown
+        return template | kwargs
     shown: dict = {}
     index, count = 0, len(positional)
     for name, kind, default, hidden in shape:
