@@ -331,6 +331,34 @@ def test_a_copy_of_a_registered_tool_keeps_the_policy(how):
     assert ran == []
 
 
+def test_a_changed_copy_calls_and_renders_as_itself_and_keeps_the_policy():
+    """The dispatch kept with a Tool (plan, approval view, renders) belongs to its definition: a
+    copy with other fields, by `replace` or `dataclasses.replace`, builds its own; `copy.copy`
+    shares it. Every copy keeps the registry's policy and its decisions."""
+    asker = Asker(True)
+    reg, ran = make(approve=asker)
+    original = reg.get("wipe")
+    assert original.call({"folder": "a"}) == "wiped a" and "moved" not in original.schema()["description"]
+
+    def trash(bin: str, depth: int = 3) -> str:
+        ran.append(f"trash {bin} {depth}")
+        return bin
+
+    others = [dataclasses.replace(original, description="moved", fn=trash, parameters=Tool.from_function(trash).parameters,
+                                  args=Tool.from_function(trash).args, passing=Tool.from_function(trash).passing),
+              original.replace(description="moved", fn=trash, args=Tool.from_function(trash).args,
+                               parameters=Tool.from_function(trash).parameters, passing=Tool.from_function(trash).passing)]
+    for other in others:
+        assert other._cache is not original._cache and other.schema()["description"].startswith("moved")
+        assert other.call({"bin": "b"}) == "b" and asker.asked[-1] == ("wipe", {"bin": "b", "depth": 3})
+        with pytest.raises(ToolCallError, match="unexpected argument"):
+            other.call({"folder": "a"})
+    assert copy_module.copy(original)._cache is original._cache
+    assert original.call({"folder": "c"}) == "wiped c" and asker.asked[-1] == ("wipe", {"folder": "c", "force": False})
+    assert ran == ["a", "trash b 3", "trash b 3", "c"]
+    assert [(each.tool, each.verdict, each.by) for each in reg.decisions] == [("wipe", "approved", "callback")] * 4
+
+
 def test_another_registry_keeps_the_source_policy_and_the_stricter_wins():
     reg, ran = make(approve=Asker(False))
     again = Registry([reg["wipe"]])  # no policy of its own: the source's still holds
