@@ -56,7 +56,7 @@ from .plan import CallPlan, call_plan
 from .answers import arun_tool_calls, rendered, result_text, run_tool_calls
 from .invoke import acall_tool, call_func, call_func_async, call_tool, run_awaitable
 from .scalars import Converter
-from .words import ConversionError, describe, got
+from ..refusals import ConversionError, describe, got
 
 __all__ = [
     "compile_converter", "Converter", "ConversionError", "CallPlan", "call_plan", "parse_arguments",
