@@ -20,6 +20,8 @@ Two modules read back what a provider sends in its own shape, for the rest to ge
 
     readback     the strict form of argument values read back (key/value pairs -> an object, OpenAI's
                  null for a left-out optional property), for dispatch (`call.convert`, `call.plan`)
+    tooldefs     a tool definition in any provider's shape -> name, description, parameters
+                 (`read_tool_def`, for the inverse: `schema2sig`, `mk_tool`)
 
 This module only re-exports, lazily: dispatch imports `formats.readback` on every call path, and
 the renderers (schema walkers, reply readers) are loaded only when something renders or reads a reply.
