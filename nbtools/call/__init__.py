@@ -59,9 +59,10 @@ from .plan import CallPlan, call_plan
 from .answers import arun_tool_calls, rendered, result_text, run_tool_calls
 from .invoke import acall_tool, call_func, call_func_async, call_tool, run_awaitable
 from .scalars import Converter
+from ..refusals import ConversionError  # what a `compile_converter` converter raises
 
 __all__ = [
-    "compile_converter", "Converter", "CallPlan", "call_plan", "parse_arguments",
+    "compile_converter", "Converter", "ConversionError", "CallPlan", "call_plan", "parse_arguments",
     "call_tool", "acall_tool", "mk_ns", "resolve_tool", "call_func", "call_func_async",
     "run_tool_calls", "arun_tool_calls", "result_text", "rendered", "run_awaitable", "parse_duration",
 ]
