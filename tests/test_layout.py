@@ -292,6 +292,17 @@ def test_import_nbtools_stays_light():
     assert output.strip() == "[]", f"`import nbtools` loaded {output.strip()}"
 
 
+def test_dispatch_loads_the_strict_read_back_and_no_renderer():
+    # formats/__init__ re-exports lazily: dispatch needs formats.readback on every call path, and
+    # the renderers (schema walkers, reply readers) cost more to import than dispatch itself
+    code = ("import sys; from nbtools import call_func; "
+            "print(sorted(name for name in sys.modules if name.startswith('nbtools.formats.')))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT.parent), os.environ.get("PYTHONPATH")]))}
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                            timeout=60).stdout
+    assert output.strip() == "['nbtools.formats.readback']", f"`from nbtools import call_func` loaded {output.strip()}"
+
+
 # -- the public API ---------------------------------------------------------------------------------
 def test_every_public_name_resolves():
     import nbtools
