@@ -16,7 +16,7 @@ from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
 from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of
 from ..tool import Tool
 from .plan import prepare
-from .words import short
+from ..shortening import short
 
 
 def refused(tool: Tool, reason: str) -> ToolCallError:

@@ -21,7 +21,7 @@ from ..records import Factory
 from ..tool import Tool
 from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
 from .convert import Compiler
-from .words import ConversionError, exception_text
+from ..refusals import ConversionError, exception_text
 
 
 class CallPlan:
