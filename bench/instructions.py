@@ -94,6 +94,8 @@ IMPORTS = [("from nbtools import get_schema, call_func, python", "import json, a
 
 def _count(code: str) -> tuple[int, str]:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"  # the same dict and set layouts in every child: a random seed moves
+    # the set-up's count by hundreds of thousands of instructions, a few thousand per call
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)  # bytecode cached
     done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
                            sys.executable, "-s", "-c", code], env=env, check=True, capture_output=True, text=True)
