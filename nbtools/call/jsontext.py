@@ -269,6 +269,15 @@ def check_limits(raw: dict, text: str | None, limits: Limits) -> None:
             raise ConversionError("", f"the arguments are too large: {size} characters as JSON, "
                                       f"the limit is {limits.max_bytes}")
         return
+    check_duplicates(raw, text, keys)
+
+
+def check_duplicates(raw: dict, text: str, keys: int) -> None:
+    """Refuse JSON `text` that held a key twice in one object (parsed into `raw`, whose objects hold
+    `keys` keys in all): settled by counting colons when it can be (`no_key_dropped`; without
+    backslash escapes the colons inside strings can be subtracted exactly too), else by parsing
+    the text again, pair by pair. Alone (without `check_limits`' scan) once converters of a
+    closed type have checked every limit."""
     if no_key_dropped(text, keys) or ("\\" not in text and no_key_dropped(text, keys + _string_colons(raw))):
         return
     try:

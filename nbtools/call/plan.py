@@ -19,7 +19,7 @@ from ..errors import SchemaError, ToolCallError, schema_text
 from ..policy import DEFAULT_LIMITS, Limits
 from ..records import Factory
 from ..tool import Tool
-from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
+from .jsontext import check_duplicates, check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
 from .convert import Compiler
 from ..refusals import ConversionError, exception_text
 
@@ -207,14 +207,16 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
         if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
             if text is not None and not no_key_dropped(text, len(raw)):
-                check_limits(raw, text, limits)
+                check_duplicates(raw, text, len(raw))
             converted = plan.convert(raw, "")
         elif plan.closed:
             # converters check every limit of a closed type; once they accepted the value, its
             # depth is bounded, so counting its keys for the duplicate check cannot run away
             converted = plan.convert(raw, "")
-            if text is not None and not no_key_dropped(text, count_keys(raw)):
-                check_limits(raw, text, limits)
+            if text is not None:
+                keys = count_keys(raw)
+                if not no_key_dropped(text, keys):
+                    check_duplicates(raw, text, keys)
         else:
             check_limits(raw, text, limits)
             converted = plan.convert(raw, "")

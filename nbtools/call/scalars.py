@@ -193,8 +193,10 @@ def enum(node: ir.Enum, limits: Limits) -> Converter:
 
 
 def _choice(node: ir.Node, choices: _Choices) -> Converter:
+    by_str, find = choices.by_str, choices.find
+
     def convert_choice(value: Any, path: str) -> Any:
-        found = choices.find(value)
+        found = by_str.get(value, _NOT_FOUND) if type(value) is str else find(value)  # strings: most choices
         if found is _NOT_FOUND:
             raise mismatch(node, value, path)
         return found
