@@ -146,9 +146,10 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     if first._refuse_destructive:
         raise refused(tool, DESTRUCTIVE_REFUSED)
     memory, callback = first._memory, first._approve
-    if callback is None or tool.name in memory.remembered:  # nobody to ask, or `question` answers
-        return None if callback is None and not memory.remembered else \
-            Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
+    if tool.name in memory.remembered:  # an earlier Always allow / deny: `Asking.question` answers
+        return Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
+    if callback is None:  # nobody to ask
+        return None
     plan = tool._cache.get("dispatch")  # the plan `prepare` just used: its view of the arguments
     view = plan.view if plan is not None else None
     if view is not None and view[0] is not None and not positional:
