@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-PASSES = 40
+PASSES = 40  # of each variant: 28 replayed calls, or 20 calls of `add` / bench_approval's `wipe`
 
 CHILD = r"""
 import json, sys
@@ -31,6 +31,7 @@ sys.path[:0] = [{root!r}, {here!r}]
 import pydantic
 import bench_replay as b
 import bench_call as c
+import bench_approval as a
 from nbtools import Registry
 from nbtools.call import call_func
 methods = b.bound_methods()
@@ -42,6 +43,9 @@ for method in methods:
 validated = {{m.__name__: pydantic.validate_call(m) for m in methods}}
 loads = json.loads
 adds = Registry([c.add])
+wipes, wipes_asked = Registry(), Registry(approve=lambda tool, args: True)
+wipes.add(a.wipe, hints="destructive")
+wipes_asked.add(a.wipe, hints="destructive")
 add_validated = pydantic.validate_call(c.add)
 
 def ours():
@@ -74,7 +78,14 @@ def add_floor():
 def add_pydantic():
     for _ in range(20): add_validated(**loads(c.ADD_TEXT))
     return 20
-variants = dict(ours=ours, pydantic=theirs, ours_refused=ours_refused, pydantic_refused=theirs_refused,
+def wipe_approved():
+    for _ in range(20): call_func("wipe", a.TEXT, ns=wipes_asked)
+    return 20
+def wipe_no_policy():
+    for _ in range(20): call_func("wipe", a.TEXT, ns=wipes)
+    return 20
+variants = dict(wipe_approved=wipe_approved, wipe_no_policy=wipe_no_policy,
+                ours=ours, pydantic=theirs, ours_refused=ours_refused, pydantic_refused=theirs_refused,
                 approved=approved, no_policy=no_policy, add=add, add_floor=add_floor, add_pydantic=add_pydantic)
 for run in variants.values():
     run(); run()
@@ -87,6 +98,7 @@ print(calls)
 """
 
 PAIRS = [("ours", "pydantic"), ("ours_refused", "pydantic_refused"), ("approved", "no_policy"),
+         ("wipe_approved", "wipe_no_policy"),
          ("add", "add_floor"), ("add", "add_pydantic")]
 IMPORTS = [("from nbtools import get_schema, call_func, python", "import json, ast, inspect, typing, asyncio, dataclasses"),
            ("import nbtools", "import json, ast, inspect, typing, asyncio")]
