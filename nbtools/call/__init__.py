@@ -41,7 +41,8 @@ free-form values and during the conversion of typed ones.
 
 The modules, in the order of the path: `jsontext` (parsing, limits, duplicate keys), `parsers`
 (string-borne types), `scalars`, `keywords` and `convert` (the intermediate form -> converters),
-`plan` (the call plan of one Tool), `namespace` (resolving a name), `asking` (approval), `invoke`
+`plan` (the dispatch of one Tool, built once and kept with it: converters, keyword split, the
+approval's view of the arguments), `namespace` (resolving a name), `asking` (approval), `invoke`
 (the call, the async bridge), `items` (generator results, read only up to the result-size limit)
 and `answers` (text for the model, whole replies). The wording of refusals is `nbtools.refusals`;
 the strict form (key/value pairs, OpenAI's null for a left-out field) is read back by the rules of
