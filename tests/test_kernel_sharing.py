@@ -208,3 +208,58 @@ def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kerne
     view = nbtools_kernel.value(f"__import__('nbtools.mcp').mcp.served_at({port}).view.widget.value")
     assert ">cancelled<" in view and "running" not in view
     nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_call_on_the_kernels_main_thread_reaches_its_client_through_the_transports_thread(nbtools_kernel):
+    """Progress and log notifications (from a plain function) and an elicitation (from a coroutine)
+    made on the kernel's main thread travel through the transport's own thread to the client."""
+    nbtools_kernel.run("""
+        %%tool
+        import threading
+        from nbtools import ToolContext
+
+        def counts(n: int, ctx: ToolContext) -> str:
+            'Count with progress.'
+            for i in range(n):
+                ctx.progress(i + 1, n, f"step {i + 1}")
+            ctx.log("counted")
+            return threading.current_thread().name
+
+        async def asks(ctx: ToolContext) -> str:
+            'Ask the client for a name.'
+            answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            return f"{answer.action} {answer.content['name']} on {threading.current_thread().name}"
+    """)
+    url, port, _ = _serve(nbtools_kernel)
+    progress: list = []
+    logged: list = []
+
+    async def client() -> tuple:
+        import mcp_types as types
+
+        transport, ClientSession = await _session(url)
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        async def on_log(params):
+            logged.append(params.data)
+
+        async def elicited(context, params):
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        async with transport as (read, write):
+            async with ClientSession(read, write, logging_callback=on_log, elicitation_callback=elicited) as session:
+                await session.initialize()
+                with anyio.fail_after(DEADLINE):
+                    counted = await session.call_tool("counts", {"n": 3}, progress_callback=on_progress)
+                    asked = await session.call_tool("asks", {})
+                return counted.structured_content["result"], asked.structured_content["result"]
+
+    try:
+        counted, asked = anyio.run(client)
+        assert counted == "MainThread" and asked == "accept Ada on MainThread"
+        assert progress == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+        assert logged == ["counted"]
+    finally:
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")

@@ -136,7 +136,12 @@ class ServedContext(ToolContext):
         if on_loop:
             self._pending.append(self._loop.create_task(self._in_order(make)))
             return
-        future = asyncio.run_coroutine_threadsafe(self._in_order(make), self._loop)
+        sending = self._in_order(make)
+        try:
+            future = asyncio.run_coroutine_threadsafe(sending, self._loop)
+        except RuntimeError:  # the transport's loop has closed (the server stopped): nobody to tell
+            sending.close()
+            return
         try:
             future.result(_SEND_TIMEOUT)
         except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
