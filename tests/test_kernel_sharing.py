@@ -263,3 +263,45 @@ def test_a_call_on_the_kernels_main_thread_reaches_its_client_through_the_transp
         assert logged == ["counted"]
     finally:
         nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_call_cancelled_while_a_cell_holds_the_kernel_never_runs(nbtools_kernel, tmp_path):
+    """The call waits for the busy cell; its client cancels meanwhile: once the cell ends the call is
+    not started, and its record says cancelled."""
+    busy = tmp_path / "busy"
+    nbtools_kernel.run("""
+        %%tool
+        ran = []
+
+        def note(text: str) -> str:
+            'Note a text.'
+            ran.append(text)
+            return text
+    """)
+    url, port, _ = _serve(nbtools_kernel)
+    cell = threading.Thread(target=nbtools_kernel.run,
+                            args=(f"import time, pathlib\npathlib.Path({str(busy)!r}).write_text('x')\ntime.sleep(4)",))
+
+    async def client() -> bool:
+        transport, ClientSession = await _session(url)
+        async with transport as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                cell.start()
+                with anyio.fail_after(DEADLINE):
+                    while not busy.exists():
+                        await anyio.sleep(0.05)
+                with anyio.move_on_after(1) as scope:  # the cell still sleeps: the call waits, then is cancelled
+                    await session.call_tool("note", {"text": "too late"})
+                return scope.cancelled_caught
+
+    try:
+        assert anyio.run(client)
+        cell.join(DEADLINE)
+        records = nbtools_kernel.value(f"[(r.tool, r.status) for r in __import__('nbtools.mcp').mcp"
+                                       f".served_at({port}).activity.records]")
+        assert records == [["note", "cancelled"]]
+        assert nbtools_kernel.value("ran") == []
+    finally:
+        cell.join(DEADLINE)
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
