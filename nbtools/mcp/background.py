@@ -54,7 +54,6 @@ class RunningServer:
     _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
     _calls_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)  # where calls run, if not `_loop`
     _thread: threading.Thread | None = field(default=None, repr=False)
-    _began: bool = field(default=False, repr=False)  # the serving coroutine has started running
     activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
 
@@ -139,7 +138,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
                                 allow_hosts=allow_hosts)
         running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
                                 listener, None, activity=activity, _calls_loop=calls_loop)
-        _serve_in_thread(running)
+        _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
     except BaseException:
         listener.close()
         raise
@@ -158,7 +157,6 @@ def _serve_in_thread(running: RunningServer) -> None:
     async def serve_here() -> None:
         running._loop = asyncio.get_running_loop()
         running._task = asyncio.current_task()
-        running._began = True
         ready.set()
         await running._uvicorn.serve(sockets=[running._listener])
 
