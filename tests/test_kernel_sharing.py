@@ -310,23 +310,19 @@ def test_a_call_cancelled_while_a_cell_holds_the_kernel_never_runs(nbtools_kerne
         nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
 
 
-def test_a_served_call_ending_during_a_cell_leaves_sigint_to_the_kernel(nbtools_kernel, tmp_path):
-    """An awaiting served call ends while a cell awaits: the cell keeps the kernel's SIGINT handler
-    (its Interrupt button still works), and the next served plain function is still stopped by its
-    client's cancellation (no handler of nbtools' left standing in the way)."""
-    started, release = tmp_path / "started", tmp_path / "release"
-    nbtools_kernel.run(CANCELLABLE.format(started=str(started)) + f"""
+BRIEF = """
     async def brief() -> str:
         'Await until released.'
         import asyncio
-        Path({str(release)!r}.replace('release', 'began')).write_text('x')
-        while not Path({str(release)!r}).exists():
+        Path({path!r}, 'began').write_text('x')
+        while not Path({path!r}, 'release').exists():
             await asyncio.sleep(0.05)
         return 'released'
-    """)
-    url, port, _ = _serve(nbtools_kernel)
-    results: list = []
+"""
 
+
+def _call_brief(url: str, folder, results: list) -> threading.Thread:
+    """Call `brief` from a thread (its result goes to `results`); returns once the call has begun."""
     def call() -> None:
         import nbtools.mcp as nbmcp
 
@@ -335,10 +331,45 @@ def test_a_served_call_ending_during_a_cell_leaves_sigint_to_the_kernel(nbtools_
 
     caller = threading.Thread(target=call)
     caller.start()
+    deadline = time.monotonic() + DEADLINE
+    while not (folder / "began").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return caller
+
+
+def test_a_client_cancellation_stops_its_call_and_no_other(nbtools_kernel, tmp_path):
+    """One call awaits, another (a plain function) holds the kernel; the second's client cancels it:
+    only that one stops (the SIGINT is aimed at it), the awaiting one ends normally afterwards."""
+    started = tmp_path / "started"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)) + BRIEF.format(path=str(tmp_path)))
+    url, port, _ = _serve(nbtools_kernel)
+    results: list = []
+    caller = _call_brief(url, tmp_path, results)
     try:
-        deadline = time.monotonic() + DEADLINE
-        while not (tmp_path / "began").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        cancelled, added = anyio.run(_cancel_then_add, url, "sleepy", "2025-11-25", started)
+        assert cancelled and added == 5
+        (tmp_path / "release").write_text("go")
+        caller.join(DEADLINE)
+        assert results == ["released"]
+        records = nbtools_kernel.value(f"sorted((r.tool, r.status) for r in __import__('nbtools.mcp').mcp"
+                                       f".served_at({port}).activity.records)")
+        assert records == [["add", "ok"], ["brief", "ok"], ["sleepy", "cancelled"]]
+    finally:
+        (tmp_path / "release").write_text("go")
+        caller.join(DEADLINE)
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_served_call_ending_during_a_cell_leaves_sigint_to_the_kernel(nbtools_kernel, tmp_path):
+    """An awaiting served call ends while a cell awaits: the cell keeps the kernel's SIGINT handler
+    (its Interrupt button still works), and the next served plain function is still stopped by its
+    client's cancellation (no handler of nbtools' left standing in the way)."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)) + BRIEF.format(path=str(tmp_path)))
+    url, port, _ = _serve(nbtools_kernel)
+    results: list = []
+    caller = _call_brief(url, tmp_path, results)
+    try:
         nbtools_kernel.run(f"""
             import asyncio, signal
             import nbtools.mcp
