@@ -14,7 +14,8 @@ puts the ignored disposition back:
 A client's cancellation arrives on the transport's own thread (`handoff`); `cancel_served` stops the
 one call it names the same way: SIGINT sent to the main thread (`signal.pthread_kill`: a signal
 raised from another thread does not wake the main thread from a blocking read or sleep) when that
-call's synchronous code holds the main thread, else a plain cancellation of its task.
+call's synchronous code holds the main thread, else a plain cancellation of its task. While a cell
+awaits, SIGINT is that cell's (ipykernel's handler): no signal is sent, the task is only cancelled.
 
 Elsewhere (not the main thread, or SIGINT already handled: a cell is running, `nbtools serve`)
 `interruptible` changes nothing.
