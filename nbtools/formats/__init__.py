@@ -23,7 +23,7 @@ Three modules read back what a provider sends in its own shape, for the rest to 
     tooldefs     a tool definition in any provider's shape -> name, description, parameters
                  (`read_tool_def`, for the inverse: `schema2sig`, `mk_tool`)
     plainschema  a schema in a provider's dialect (Gemini's upper-case types, OpenAPI's `nullable`,
-                 int64 keywords as strings) -> plain JSON Schema (`plain_schema`, applied by
+                 int64 keywords as strings) -> plain JSON Schema (`plain_copy`, applied by
                  `schema.params.parameters_root`: the schema reader knows JSON Schema only)
 
 This module only re-exports, lazily: dispatch imports `formats.readback` on every call path, and

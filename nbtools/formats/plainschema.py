@@ -8,18 +8,19 @@ this module undoes, so that `schema.read` and everything after it know only JSON
 - `nullable: true` (OpenAPI 3.0, Gemini) instead of a `"null"` type;
 - integer keywords written as strings (`"minItems": "2"`): Gemini's proto JSON writes int64 fields so.
 
-`plain_schema` is the one entry point; it is the inverse of `openapi.openapi_schema` on what that
-renders. It walks the subschema keywords only (never `default`, `enum` or `const` values, which are
-data), returns its argument itself when nothing needed changing (the common case: a schema that is
-already plain costs one walk and no copy) and never mutates it. A `$ref` to a place no subschema
-keyword leads to is not rewritten (no provider writes one).
+`plain_copy` is the one entry point; it is the inverse of `openapi.openapi_schema` on what that
+renders. It copies the schema as it goes (the copy a Tool keeps: one walk, not a walk and a
+`deepcopy`), rewriting at the subschema keywords only (never inside `default`, `enum` or `const`
+values, which are data); its argument is never mutated. A `$ref` to a place no subschema keyword
+leads to is not rewritten (no provider writes one).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-__all__ = ["plain_schema"]
+__all__ = ["plain_copy"]
 
 # JSON Schema's type names: Gemini's upper-case ones are these, upper-cased.
 _TYPE_NAMES = frozenset(("string", "integer", "number", "boolean", "null", "array", "object"))
@@ -35,45 +36,45 @@ _SUBSCHEMAS = frozenset(("items", "additionalItems", "additionalProperties", "pr
 _MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
 
 
-def plain_schema(schema: Any) -> Any:
-    """`schema` with the provider dialects above rewritten as JSON Schema 2020-12 (see the module).
+def plain_copy(schema: Any) -> Any:
+    """A copy of `schema` (every dict and list new) with the provider dialects above rewritten as
+    JSON Schema 2020-12 (see the module): the one walk `schema.params.parameters_root` makes.
 
     Call it after the nesting depth is checked (`schema.read.check_json_depth`): it recurses."""
     if not isinstance(schema, dict):
-        return schema
-    changed: dict[str, Any] = {}
-    for key, value in schema.items():  # a schema has a few keys: cheaper than asking for each keyword
+        return _data(schema)
+    out: dict[str, Any] = {}
+    dropped = False
+    for key, value in schema.items():
         if key in _SUBSCHEMAS:
-            if isinstance(value, dict):
-                new = plain_schema(value)
-                if new is not value:
-                    changed[key] = new
-            elif isinstance(value, list):
-                new_list = [plain_schema(sub) for sub in value]
-                if any(new is not old for new, old in zip(new_list, value)):
-                    changed[key] = new_list
-        elif key in _MAPS:
-            if isinstance(value, dict):
-                new_map = {name: plain_schema(sub) for name, sub in value.items()}
-                if any(new_map[name] is not sub for name, sub in value.items()):
-                    changed[key] = new_map
-        elif key == "type":
-            if isinstance(value, (str, list)):
-                types = _type_names(value)
-                if types is not value:
-                    changed[key] = types
-        elif key == "nullable":
-            changed[key] = value
+            out[key] = [plain_copy(sub) for sub in value] if type(value) is list else plain_copy(value)
+        elif key in _MAPS and type(value) is dict:
+            out[key] = {name: plain_copy(sub) for name, sub in value.items()}
+        elif key == "type" and isinstance(value, (str, list)):
+            out[key] = _type_names(value)
+            dropped = dropped or out[key] is _DROP
         elif key in _NUMBER_KEYWORDS and isinstance(value, str):
-            changed[key] = _number(value)
-    if not changed:
-        return schema
-    plain = {**schema, **changed}
-    for key in [key for key, value in plain.items() if value is _DROP]:
-        del plain[key]
-    if plain.pop("nullable", None) is True:
-        plain = _or_null(plain)
-    return plain
+            out[key] = _number(value)
+            dropped = dropped or out[key] is _DROP
+        else:
+            out[key] = _data(value)
+    if dropped:
+        out = {key: value for key, value in out.items() if value is not _DROP}
+    if "nullable" in out and out.pop("nullable") is True:
+        return _or_null(out)
+    return out
+
+
+def _data(value: Any) -> Any:
+    """A copy of a value that is no schema (`default`, `enum`, an extension keyword's)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _data(item) for key, item in value.items()}
+    if kind is list:
+        return [_data(item) for item in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)  # not JSON (a tuple, an object): copied as before
 
 
 _DROP = object()  # a keyword with no plain form: left out
@@ -87,9 +88,8 @@ def _type_names(raw: str | list) -> Any:
         if raw in _TYPE_NAMES:
             return raw
         return raw.lower() if raw.lower() in _TYPE_NAMES else raw
-    lowered = [name.lower() if isinstance(name, str) and name.lower() in _TYPE_NAMES else name
-               for name in raw]
-    return lowered if lowered != raw else raw
+    return [name.lower() if isinstance(name, str) and name.lower() in _TYPE_NAMES else _data(name)
+            for name in raw]
 
 
 def _number(text: str) -> Any:

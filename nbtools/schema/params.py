@@ -8,13 +8,12 @@ dispatch (for a Tool built without an arguments object). Errors are `SchemaError
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any
 
 from .. import ir
 from ..errors import SchemaError
-from ..formats.plainschema import plain_schema
+from ..formats.plainschema import plain_copy
 from .read import check_json_depth, json_types, schema_to_ir
 
 __all__ = ["arguments_object", "parameters_root", "schema_error", "root_constraints", "ROOT_CONSTRAINTS", "extra_declared"]
@@ -50,12 +49,11 @@ def parameters_root(name: str, parameters: Any) -> dict:
         raise schema_error(name, "parameters must be a JSON Schema object (a dict), "
                                  f"got {type(parameters).__name__}")
     check_json_depth(parameters, f"parameters schema of tool {name!r}")
-    plain = plain_schema(parameters)  # a provider's dialect (Gemini's "OBJECT", `nullable`) made plain
-    types = json_types(plain)
-    if types is None and "$ref" not in plain and "type" in parameters or \
+    copied = plain_copy(parameters)  # a private copy, a provider's dialect (Gemini's "OBJECT", `nullable`) made plain
+    types = json_types(copied)
+    if types is None and "$ref" not in copied and "type" in parameters or \
             types is not None and types != ["object"]:
         raise schema_error(name, f"parameters must be a JSON Schema of type 'object', got type {parameters['type']!r}")
-    copied = copy.deepcopy(plain)
     if types is None and "$ref" not in copied:
         copied = {"type": "object", **copied}
     return copied
