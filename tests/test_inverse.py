@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import typing
 from typing import Any, Literal
@@ -76,6 +77,14 @@ class TestScalars:
         # the Tool keeps plain JSON Schema, so every provider (OpenAI too) gets a schema it accepts
         assert tool.parameters["properties"]["n"] == {"type": ["integer", "null"], "minimum": 1}
         assert tool.parameters["properties"]["any"] == {}
+
+    def test_the_dialect_is_read_from_a_copy_and_the_schema_given_is_left_alone(self):
+        given = {"type": "OBJECT", "properties": {"tags": {"type": "ARRAY", "items": {"type": "STRING"},
+                                                           "nullable": True, "default": ["a"]}}}
+        before = copy.deepcopy(given)
+        tool = Tool.from_schema("t", "", given, None)
+        assert given == before
+        assert tool.parameters["properties"]["tags"]["default"] is not given["properties"]["tags"]["default"]
 
     def test_gemini_openapi_dialect_inside_definitions_and_items(self):
         tool = Tool.from_schema("t", "", {"type": "object", "properties": {
