@@ -158,30 +158,10 @@ CANCELLABLE = """
 """
 
 
-@pytest.mark.parametrize("name, protocol", [("sleepy", "2025-11-25"), ("spins", "2025-11-25"),
-                                            ("patient", "2025-11-25"), ("waits", "2025-11-25"),
-                                            ("sleepy", "2026-07-28"), ("waits", "2026-07-28")])
-def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kernel, tmp_path, name, protocol):
-    """An MCP client (the SDK's, in this process) cancels a call while a plain function holds the
-    kernel's main thread (or a coroutine awaits): the call ends, its record says cancelled, the kernel
-    runs the next cell and the next served call. At 2025-11-25 the client sends
-    `notifications/cancelled`; at 2026-07-28 (stateless) it closes the request's stream."""
-    started = tmp_path / "started"
-    nbtools_kernel.run(CANCELLABLE.format(started=str(started)))
-    url, port, _ = _serve(nbtools_kernel)
-
-    async def client() -> tuple[bool, int]:
-        transport, ClientSession = await _session(url)
-        if protocol == "2026-07-28":
-            from mcp import Client
-
-            async with Client(transport) as session:
-                assert session.session.protocol_version == protocol
-                return await cancel_then_add(session)
-        async with transport as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await cancel_then_add(session)
+async def _cancel_then_add(url: str, name: str, protocol: str, started) -> tuple[bool, int]:
+    """Call `name`, cancel it once it has `started` (a file it writes), then call `add`: (whether the
+    call was cancelled, what `add` answered)."""
+    transport, ClientSession = await _session(url)
 
     async def cancel_then_add(session) -> tuple[bool, int]:
         with anyio.CancelScope() as scope:
@@ -196,7 +176,30 @@ def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kerne
             added = await session.call_tool("add", {"a": 2, "b": 3})
         return scope.cancelled_caught, added.structured_content["result"]
 
-    cancelled, added = anyio.run(client)
+    if protocol == "2026-07-28":
+        from mcp import Client
+
+        async with Client(transport) as session:
+            assert session.session.protocol_version == protocol
+            return await cancel_then_add(session)
+    async with transport as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await cancel_then_add(session)
+
+
+@pytest.mark.parametrize("name, protocol", [("sleepy", "2025-11-25"), ("spins", "2025-11-25"),
+                                            ("patient", "2025-11-25"), ("waits", "2025-11-25"),
+                                            ("sleepy", "2026-07-28"), ("waits", "2026-07-28")])
+def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kernel, tmp_path, name, protocol):
+    """An MCP client (the SDK's, in this process) cancels a call while a plain function holds the
+    kernel's main thread (or a coroutine awaits): the call ends, its record says cancelled, the kernel
+    runs the next cell and the next served call. At 2025-11-25 the client sends
+    `notifications/cancelled`; at 2026-07-28 (stateless) it closes the request's stream."""
+    started = tmp_path / "started"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)))
+    url, port, _ = _serve(nbtools_kernel)
+    cancelled, added = anyio.run(_cancel_then_add, url, name, protocol, started)
     assert cancelled and added == 5
     records = nbtools_kernel.value(f"[(r.tool, r.status, r.elapsed) for r in __import__('nbtools.mcp').mcp"
                                    f".served_at({port}).activity.records]")
@@ -304,4 +307,85 @@ def test_a_call_cancelled_while_a_cell_holds_the_kernel_never_runs(nbtools_kerne
         assert nbtools_kernel.value("ran") == []
     finally:
         cell.join(DEADLINE)
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+BRIEF = """
+    async def brief() -> str:
+        'Await until released.'
+        import asyncio
+        Path({path!r}, 'began').write_text('x')
+        while not Path({path!r}, 'release').exists():
+            await asyncio.sleep(0.05)
+        return 'released'
+"""
+
+
+def _call_brief(url: str, folder, results: list) -> threading.Thread:
+    """Call `brief` from a thread (its result goes to `results`); returns once the call has begun."""
+    def call() -> None:
+        import nbtools.mcp as nbmcp
+
+        with nbmcp.connect(url, token="tok-share", timeout=DEADLINE) as remote:
+            results.append(remote.call("brief", {}))
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    deadline = time.monotonic() + DEADLINE
+    while not (folder / "began").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return caller
+
+
+def test_a_client_cancellation_stops_its_call_and_no_other(nbtools_kernel, tmp_path):
+    """One call awaits, another (a plain function) holds the kernel; the second's client cancels it:
+    only that one stops (the SIGINT is aimed at it), the awaiting one ends normally afterwards."""
+    started = tmp_path / "started"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)) + BRIEF.format(path=str(tmp_path)))
+    url, port, _ = _serve(nbtools_kernel)
+    results: list = []
+    caller = _call_brief(url, tmp_path, results)
+    try:
+        cancelled, added = anyio.run(_cancel_then_add, url, "sleepy", "2025-11-25", started)
+        assert cancelled and added == 5
+        (tmp_path / "release").write_text("go")
+        caller.join(DEADLINE)
+        assert results == ["released"]
+        records = nbtools_kernel.value(f"sorted((r.tool, r.status) for r in __import__('nbtools.mcp').mcp"
+                                       f".served_at({port}).activity.records)")
+        assert records == [["add", "ok"], ["brief", "ok"], ["sleepy", "cancelled"]]
+    finally:
+        (tmp_path / "release").write_text("go")
+        caller.join(DEADLINE)
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_served_call_ending_during_a_cell_leaves_sigint_to_the_kernel(nbtools_kernel, tmp_path):
+    """An awaiting served call ends while a cell awaits: the cell keeps the kernel's SIGINT handler
+    (its Interrupt button still works), and the next served plain function is still stopped by its
+    client's cancellation (no handler of nbtools' left standing in the way)."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)) + BRIEF.format(path=str(tmp_path)))
+    url, port, _ = _serve(nbtools_kernel)
+    results: list = []
+    caller = _call_brief(url, tmp_path, results)
+    try:
+        nbtools_kernel.run(f"""
+            import asyncio, signal
+            import nbtools.mcp
+            Path({str(release)!r}).write_text('go')  # the served call ends while this cell awaits
+            while nbtools.mcp.served_at({port}).activity.running:
+                await asyncio.sleep(0.05)
+            handler_in_cell = signal.getsignal(signal.SIGINT)
+        """)
+        caller.join(DEADLINE)
+        assert results == ["released"]
+        # the kernel's own (an awaiting cell's: it cancels the cell), not SIG_IGN put back by nbtools
+        assert nbtools_kernel.value("getattr(handler_in_cell, '__module__', None)").startswith("ipykernel")
+        cancelled, added = anyio.run(_cancel_then_add, url, "sleepy", "2025-11-25", started)
+        assert cancelled and added == 5
+        records = nbtools_kernel.value(f"[(r.tool, r.status) for r in nbtools.mcp.served_at({port}).activity.records]")
+        assert records == [["brief", "ok"], ["sleepy", "cancelled"], ["add", "ok"]]
+    finally:
+        caller.join(DEADLINE)
         nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")

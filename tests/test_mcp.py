@@ -395,7 +395,7 @@ async def test_start_on_the_running_loop_serves_between_awaits_and_stops():
                     result = await session.call_tool("add", {"a": 1, "b": 1})
                     assert result.structured_content == {"result": 2}
         # a blocking client call from this very thread would deadlock: refused with an explanation
-        with pytest.raises(RuntimeError, match="runs on this thread's event loop"):
+        with pytest.raises(RuntimeError, match="runs its calls on this thread's event loop"):
             nbmcp.connect(server.url)
     finally:
         server.stop()

@@ -66,7 +66,9 @@ Which thread runs a tool call:
   kernel's current variables, and a long cell simply delays the call. A long tool call likewise
   delays the next cell. Interrupting the kernel during a call ends that call with an error result,
   and the server keeps running. A client's cancellation ends the call the same way, plain functions
-  included (the activity log says "cancelled"; the client gets no answer, as the spec says).
+  included (the activity log says "cancelled"; the client gets no answer, as the spec says). Only
+  while a cell `await`s does SIGINT belong to that cell: a plain function served meanwhile then
+  runs to its end (an `async def` tool still stops at its next `await`).
 * `start(...)` with no running loop (a plain Python script or terminal IPython): the server gets its
   own thread and event loop, and tool calls run on that thread, concurrently with your code. Share
   state with care.

@@ -48,8 +48,9 @@ class MainThreadCalls:
     async def run(self, make: Callable[[], Awaitable[T]], *, stopping: Callable[[], Any] | None = None,
                   ended: Callable[[], Any] | None = None) -> T:
         """Run `make()` on the kernel's loop and return its value (or raise its error). If this wait is
-        cancelled, `stopping()` is called first (here), then the call is stopped there; `ended()` is then called once the call has really ended,
-        or when it would have started (on either thread: it must be thread-safe)."""
+        cancelled, `stopping()` is called first (here), then the call is stopped there; `ended()` is
+        then called once the call has really ended, or when it would have started (on either thread:
+        it must be thread-safe)."""
         here = asyncio.get_running_loop()
         answer: asyncio.Future[T] = here.create_future()
         handoff = _Handoff()
@@ -66,7 +67,9 @@ class MainThreadCalls:
             if answer.done():
                 return
             if task.cancelled():
-                answer.set_exception(CallEndedInKernel("the call was cancelled in the kernel before it ended"))
+                answer.set_exception(CallEndedInKernel(
+                    "the call was cancelled inside the kernel before it ended (the kernel is shutting down "
+                    "or restarting); call again once the server answers"))
             elif task.exception() is not None:
                 answer.set_exception(task.exception())  # type: ignore[arg-type]
             else:

@@ -14,7 +14,8 @@ puts the ignored disposition back:
 A client's cancellation arrives on the transport's own thread (`handoff`); `cancel_served` stops the
 one call it names the same way: SIGINT sent to the main thread (`signal.pthread_kill`: a signal
 raised from another thread does not wake the main thread from a blocking read or sleep) when that
-call's synchronous code holds the main thread, else a plain cancellation of its task.
+call's synchronous code holds the main thread, else a plain cancellation of its task. While a cell
+awaits, SIGINT is that cell's (ipykernel's handler): no signal is sent, the task is only cancelled.
 
 Elsewhere (not the main thread, or SIGINT already handled: a cell is running, `nbtools serve`)
 `interruptible` changes nothing.
@@ -33,17 +34,18 @@ from typing import Any, AsyncIterator
 class _Call:
     """One served call inside `interruptible` (on the main thread)."""
 
-    __slots__ = ("interrupted", "inside", "cancelling")
+    __slots__ = ("interrupted", "inside")
 
     def __init__(self) -> None:
         self.interrupted = False  # a person's interrupt cancelled its task (turned into KeyboardInterrupt)
         self.inside = True  # still inside `interruptible`: a SIGINT may stop it
-        self.cancelling = False  # `cancel_served` sent SIGINT for it (a client's cancellation)
 
 
 _active: dict["asyncio.Task[Any]", _Call] = {}  # served call task -> its state
-_previous: list[Any] = []  # the disposition to restore once the last call ends
 _lock = threading.Lock()  # `cancel_served` checks and signals while a call cannot leave `interruptible`
+# The calls `cancel_served` sent SIGINT for, until the handler runs. Kept apart from `_active`: the
+# call may leave it before the signal is handled, and the signal must then stop no other call.
+_aimed: set["asyncio.Task[Any]"] = set()
 
 
 def _stop_here() -> KeyboardInterrupt:
@@ -57,12 +59,10 @@ def _on_sigint(signum: int, frame: Any) -> None:
         current = asyncio.current_task()
     except RuntimeError:
         current = None
-    if any(call.cancelling for call in _active.values()):  # sent by `cancel_served`: stop that call only
-        call = _active.get(current) if current is not None else None
-        stop = call is not None and call.cancelling and call.inside
-        for each in _active.values():
-            each.cancelling = False
-        if stop:
+    if _aimed:  # sent by `cancel_served`: stop that call only
+        call = _active.get(current) if current in _aimed else None  # type: ignore[arg-type]
+        _aimed.clear()
+        if call is not None and call.inside:
             raise _stop_here()
         return  # it left its synchronous code meanwhile: its task is cancelled through the loop instead
     if current is not None and current in _active and _active[current].inside:  # a synchronous tool holds the loop
@@ -80,13 +80,14 @@ async def interruptible() -> AsyncIterator[None]:
     task = asyncio.current_task()
     # `_signal.getsignal`, not `signal.getsignal`: for a Python handler (the usual SIGINT handler
     # outside a kernel) the latter formats a ValueError on every call (~5 us) to map it to an enum
+    # `_on_sigint` with no call active ignores SIGINT: ipykernel puts it back after a cell during
+    # which the last call ended (it saved it before the cell), and it stands for SIG_IGN then
     if task is None or threading.current_thread() is not threading.main_thread() or \
-            (not _active and _signal.getsignal(signal.SIGINT) != signal.SIG_IGN):
+            (not _active and _signal.getsignal(signal.SIGINT) not in (signal.SIG_IGN, _on_sigint)):
         yield
         return
     call = _Call()
     if not _active:
-        _previous[:] = [signal.getsignal(signal.SIGINT)]
         signal.signal(signal.SIGINT, _on_sigint)
     _active[task] = call
     try:
@@ -100,8 +101,12 @@ async def interruptible() -> AsyncIterator[None]:
         call.inside = False  # from here on a SIGINT no longer stops this call
         with _lock:  # a `cancel_served` between its check and its signal finishes first
             del _active[task]
-            if not _active and _previous:
-                signal.signal(signal.SIGINT, _previous.pop())
+            # Back to ignoring SIGINT between cells, unless a cell that began meanwhile (an awaiting
+            # cell during which this call ended) holds the kernel's handler: it keeps it.
+            if not _active and _signal.getsignal(signal.SIGINT) is _on_sigint:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # runs a pending `_on_sigint` first
+            if not _active:
+                _aimed.clear()
 
 
 def cancel_served(task: "asyncio.Task[Any]", loop: asyncio.AbstractEventLoop) -> None:
@@ -112,7 +117,7 @@ def cancel_served(task: "asyncio.Task[Any]", loop: asyncio.AbstractEventLoop) ->
         call = _active.get(task)
         if call is not None and call.inside and _signal.getsignal(signal.SIGINT) is _on_sigint \
                 and asyncio.current_task(loop) is task:  # its synchronous code runs on the main thread now
-            call.cancelling = True
+            _aimed.add(task)
             main = threading.main_thread().ident
             if main is not None:
                 signal.pthread_kill(main, signal.SIGINT)

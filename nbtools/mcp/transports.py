@@ -124,7 +124,8 @@ def quiet_unreachable_session_end() -> None:
 
 
 def refuse_own_loop_server(url: str) -> None:
-    """A blocking call from the thread whose loop runs the target server would wait for itself forever."""
+    """A blocking call from the thread whose loop runs the target server's calls would wait for itself
+    forever (the transport answers on its own thread; the call itself waits for this thread)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -134,9 +135,9 @@ def refuse_own_loop_server(url: str) -> None:
     port = urlsplit(url).port
     if port is not None and serves_on_loop(port, loop) is not None:
         raise RuntimeError(
-            f"the MCP server at {url} runs on this thread's event loop (started with `%tools --serve` "
-            "or nbtools.mcp.start here), so a blocking call to it from this thread would wait for "
-            "itself forever. Call the tools directly here, or serve them from another process "
+            f"the MCP server at {url} runs its calls on this thread's event loop (started with "
+            "`%tools --serve` or nbtools.mcp.start here), so a blocking call to it from this thread "
+            "would wait for itself forever. Call the tools directly here, or serve them from another process "
             "(`nbtools serve NOTEBOOK --http PORT`) and connect to that.")
 
 
