@@ -358,16 +358,20 @@ class Ref(Node):
 
 @_record
 class Pydantic(Node):
-    """A pydantic model: its own JSON Schema, validated and built by pydantic itself."""
+    """A pydantic model: its own JSON Schema, validated and built by pydantic itself. `nullable`:
+    that schema admits null (a `RootModel` whose root can be None), so a null for it is a value."""
 
     cls: type | None = None
+    nullable: bool = False
     _kinds = _OBJECT
 
-    def __init__(self, cls: type | None = None, *, description: str | None = None, constraints: Constraints = ()):
+    def __init__(self, cls: type | None = None, nullable: bool = False, *, description: str | None = None,
+                 constraints: Constraints = ()):
         record = self.__dict__
         record["description"] = description
         record["constraints"] = constraints
         record["cls"] = cls
+        record["nullable"] = nullable
 
 
 # ==================================================================================================
@@ -442,7 +446,8 @@ def accepted_kinds(node: Node, following: frozenset[int] = frozenset()) -> froze
 
 def accepts_null(node: Node, following: frozenset[int] = frozenset()) -> bool:
     """Whether JSON null is a valid value for `node` (None, Any, a Literal/Enum with a None value,
-    a union with such an option, or a reference to one of these).
+    a pydantic model whose schema admits null, a union with such an option, or a reference to one
+    of these).
 
     The strict renderer asks the same of JSON Schema (`formats.strict._schema_accepts_null`): an
     optional property it makes nullable is one whose null dispatch reads as "left out"
@@ -451,6 +456,8 @@ def accepts_null(node: Node, following: frozenset[int] = frozenset()) -> bool:
         return True
     if isinstance(node, (Literal, Enum)):
         return None in node.values
+    if isinstance(node, Pydantic):
+        return node.nullable
     if isinstance(node, Union):
         return any(accepts_null(option, following) for option in node.options)
     if isinstance(node, Ref):  # a recursive definition: followed once (a loop of references ends)

@@ -76,6 +76,7 @@ def callable_spec(fn: Callable[..., Any]) -> Spec:
     return spec
 
 
+_WRAPPED = (classmethod, staticmethod, types.MethodType)  # what holds a function as `__func__`
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class created by a class statement
 
 
@@ -92,8 +93,10 @@ def _keeps_alive(spec: Spec, key: Any) -> bool:
         for klass in getattr(cls, "__mro__", (cls,)):
             if not klass.__flags__ & _HEAP_TYPE:
                 continue  # a built-in (static) type such as object or dict holds no user function
-            for member in vars(klass).values():
-                if member is key or getattr(member, "__func__", None) is key:
+            # a copy, and no getattr on arbitrary members: a pydantic model's lazy attributes (its
+            # validator before a forward reference resolves) rebuild the class when touched
+            for member in list(vars(klass).values()):
+                if member is key or isinstance(member, _WRAPPED) and member.__func__ is key:
                     return True
     return False
 

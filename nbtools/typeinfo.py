@@ -347,10 +347,39 @@ def class_hints(cls: type, ctx: Context, of: Any = None) -> dict[str, Any]:
                        "define the names they use before using the class") from None
 
 
+def _model_accepts_null(cls: type, ctx: Context) -> bool:
+    """Whether pydantic model `cls` takes null as a value: a `RootModel` whose root type can be None.
+
+    The strict renderer asks it of the model's JSON Schema (null kept as a value, not made "left
+    out"), dispatch of this node (`ir.accepts_null`): the root type converted here answers for both.
+    Recursion-safe: a model met again while its question is open answers no (a loop of references
+    ends, as in `ir.accepts_null`)."""
+    if not getattr(cls, "__pydantic_root_model__", False):
+        return False  # a model's schema is an object: never null
+    key = (_ROOT_QUESTION, cls)
+    if key in ctx.building:
+        return False
+    root = getattr(cls, "model_fields", {}).get("root")
+    annotation = getattr(root, "annotation", None)
+    if annotation is None or isinstance(annotation, (str, typing.ForwardRef)):
+        return False
+    # a context of its own: the definitions met on the way must not change the caller's `$defs`
+    inner = Context(function=ctx.function, parameter=ctx.parameter, self_type=ctx.self_type)
+    open_questions = [asked for asked in ctx.building if isinstance(asked, tuple) and asked[:1] == (_ROOT_QUESTION,)]
+    inner.building.update(dict.fromkeys([*open_questions, key], ""))
+    try:
+        return ir.accepts_null(_convert(annotation, inner))
+    except SchemaError:  # a root with no JSON form: no schema is rendered for it either
+        return False
+
+
+_ROOT_QUESTION = "does the root accept null"  # the key `_model_accepts_null` marks its open questions with
+
+
 def _convert_class(cls: type, ctx: Context, bindings: dict[Any, Any] | None = None) -> ir.Node:
     """A record class as an Object; `bindings` maps its type variables to the arguments given."""
     if is_pydantic_model(cls):
-        return ir.Pydantic(cls=cls)
+        return ir.Pydantic(cls=cls, nullable=_model_accepts_null(cls, ctx))
     key: Any = (cls, tuple(bindings.items())) if bindings else cls
     try:
         hash(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import typing
 from typing import Any, Literal
@@ -59,12 +60,43 @@ class TestScalars:
         assert schema_to_ir({"type": ["integer", "number"]}) == ir.Float(None)
 
     def test_gemini_openapi_dialect(self):
-        # upper-case types, `nullable`, int64 keywords written as strings
-        assert schema_to_ir({"type": "INTEGER", "nullable": True, "minimum": "1"}) == \
-            ir.Union(options=(ir.Int(constraints=(("minimum", 1),)), ir.NoneValue()))
-        assert schema_to_ir({"type": "ARRAY", "items": {"type": "STRING"}, "minItems": "2"}) == \
-            ir.Array(item=ir.Str(), constraints=(("minItems", 2),))
-        assert schema_to_ir({"type": "TYPE_UNSPECIFIED"}) == ir.AnyValue()
+        # upper-case types, `nullable`, int64 keywords written as strings: read as the JSON Schema they mean
+        tool = Tool.from_schema("t", "", {"type": "OBJECT", "properties": {
+            "n": {"type": "INTEGER", "nullable": True, "minimum": "1"},
+            "words": {"type": "ARRAY", "items": {"type": "STRING"}, "minItems": "2"},
+            "any": {"type": "TYPE_UNSPECIFIED"},
+            "pick": {"type": "STRING", "format": "enum", "enum": ["x"], "nullable": True},
+            "either": {"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}], "nullable": True}}}, None)
+        types = {field.name: field.type for field in tool.args.fields}
+        assert types == {
+            "n": ir.Union(options=(ir.Int(constraints=(("minimum", 1),)), ir.NoneValue())),
+            "words": ir.Array(item=ir.Str(), constraints=(("minItems", 2),)),
+            "any": ir.AnyValue(),
+            "pick": ir.Union(options=(ir.Literal(values=("x",)), ir.NoneValue())),
+            "either": ir.Union(options=(ir.Str(), ir.Int(), ir.NoneValue()))}
+        # the Tool keeps plain JSON Schema, so every provider (OpenAI too) gets a schema it accepts
+        assert tool.parameters["properties"]["n"] == {"type": ["integer", "null"], "minimum": 1}
+        assert tool.parameters["properties"]["any"] == {}
+
+    def test_the_dialect_is_read_from_a_copy_and_the_schema_given_is_left_alone(self):
+        given = {"type": "OBJECT", "properties": {"tags": {"type": "ARRAY", "items": {"type": "STRING"},
+                                                           "nullable": True, "default": ["a"]}}}
+        before = copy.deepcopy(given)
+        tool = Tool.from_schema("t", "", given, None)
+        assert given == before
+        assert tool.parameters["properties"]["tags"]["default"] is not given["properties"]["tags"]["default"]
+
+    def test_gemini_openapi_dialect_inside_definitions_and_items(self):
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "points": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
+            "$defs": {"Point": {"type": "OBJECT", "nullable": True, "properties": {"x": {"type": "NUMBER"}}}}}, None)
+        point = tool.args.fields[0].type.item
+        assert isinstance(point, ir.Union) and point.options[1] == ir.NoneValue()
+        assert point.options[0].name == "Point" and point.options[0].fields[0].type == ir.Float(None)
+
+    def test_a_root_of_no_known_type_is_refused_as_before(self):
+        with pytest.raises(SchemaError, match="type 'object'"):
+            Tool.from_schema("t", "", {"type": "TYPE_UNSPECIFIED"}, None)
 
 
 class TestChoices:
@@ -75,8 +107,6 @@ class TestChoices:
 
     def test_enum_with_null_is_optional_literal(self):
         assert schema_to_ir({"enum": ["x", None]}) == ir.Union(options=(ir.Literal(values=("x",)), ir.NoneValue()))
-        assert schema_to_ir({"type": "STRING", "format": "enum", "enum": ["x"], "nullable": True}) == \
-            ir.Union(options=(ir.Literal(values=("x",)), ir.NoneValue()))
 
     def test_enum_values_filtered_by_type_and_kept_distinct(self):
         assert schema_to_ir({"type": "string", "enum": ["a", 1]}) == ir.Literal(values=("a",))

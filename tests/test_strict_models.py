@@ -317,3 +317,48 @@ def test_a_root_model_parameter_takes_its_roots_json_kind():
     assert "argument 'tags'" in refused and "valid array" in refused
     refused = call_func("tag", {"tags": ["a", 1]}, ns=[tag], raise_on_err=False)
     assert "argument 'tags[1]'" in refused and "valid string" in refused
+
+
+# -- a root model whose root can be None: its null is a value, in strict rendering and in dispatch ---
+class MaybeCount(pydantic.RootModel[Optional[int]]):
+    """A count, or none."""
+
+
+class Count(pydantic.RootModel[int]):
+    """A count."""
+
+
+class Chain(pydantic.RootModel[Optional[dict[str, "Chain"]]]):
+    """Links by name, or none (a recursive root model)."""
+
+
+Chain.model_rebuild()
+
+
+def count(n: MaybeCount = MaybeCount(5), m: Count = Count(7), chain: Chain = Chain({})) -> str:
+    """Count."""
+    RECEIVED.append({"n": n, "m": m, "chain": chain})
+    return "counted"
+
+
+def test_strict_rendering_and_dispatch_agree_on_a_null_for_a_root_model_that_can_be_none():
+    parameters = parameters_of(get_schema(count, "openai", strict=True), "openai")
+    check_strict(parameters, "openai")
+    # `n` and `chain` admit null already (kept as they are: their null is a value); `m` does not
+    # (made nullable: its null means "left out", the default applies)
+    assert "null means the default" not in parameters["properties"]["n"].get("description", "")
+    assert "null means the default" in parameters["properties"]["m"]["description"]
+    sent = {"n": None, "m": None, "chain": None}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+    expected = {"n": MaybeCount(None), "m": Count(7), "chain": Chain(None)}
+    assert call_func("count", sent, [count]) == "counted"
+    assert received_once() == expected
+    chat = openai_completion({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "count", "arguments": json.dumps(sent)}}]})
+    reg = Registry()
+    reg.add(count)
+    assert run_tool_calls(chat, reg)[0]["content"] == "counted"
+    assert received_once() == expected
+    # left out, each takes its default; a nested null inside the recursive root stays a value
+    assert call_func("count", {"chain": {"a": None}}, [count]) == "counted"
+    assert received_once() == {"n": MaybeCount(5), "m": Count(7), "chain": Chain({"a": Chain(None)})}

@@ -16,12 +16,15 @@ per module, in the order a tool definition is built:
     turns        the message shapes the agent loop (`Chat`) sends and reads
     streamed     each provider's stream events put back together into one reply
 
-Two modules read back what a provider sends in its own shape, for the rest to get the neutral one:
+Three modules read back what a provider sends in its own shape, for the rest to get the neutral one:
 
     readback     the strict form of argument values read back (key/value pairs -> an object, OpenAI's
                  null for a left-out optional property), for dispatch (`call.convert`, `call.plan`)
     tooldefs     a tool definition in any provider's shape -> name, description, parameters
                  (`read_tool_def`, for the inverse: `schema2sig`, `mk_tool`)
+    plainschema  a schema in a provider's dialect (Gemini's upper-case types, OpenAPI's `nullable`,
+                 int64 keywords as strings) -> plain JSON Schema (`plain_copy`, applied by
+                 `schema.params.parameters_root`: the schema reader knows JSON Schema only)
 
 This module only re-exports, lazily: dispatch imports `formats.readback` on every call path, and
 the renderers (schema walkers, reply readers) are loaded only when something renders or reads a reply.

@@ -108,7 +108,9 @@ class _Decoders:
     def of(self, node: ir.Node) -> Decoder | None:
         if isinstance(node, ir.Ref):
             target = ir.target_of(node)
-            return None if target is None else self.of(target)
+            if target is None or isinstance(target, ir.Object):  # an object remembers itself
+                return None if target is None else self.object(target)
+            return self.recursive(target)
         if isinstance(node, ir.Map):
             return self.map(node)
         if isinstance(node, ir.Object):
@@ -120,6 +122,16 @@ class _Decoders:
         if isinstance(node, ir.Union):
             return self.union(node)
         return None  # scalars, free-form values: nothing to read back
+
+    def recursive(self, node: ir.Node) -> Decoder | None:
+        """The decoder of a referenced definition that is no object (a recursive root model's union
+        or map): a reference back into it while it is built uses the one being built."""
+        cell = self.cells.get(id(node))
+        if cell is not None:
+            return lambda value, path: cell[0](value, path) if cell[0] is not None else value
+        cell = self.cells[id(node)] = [None]
+        cell[0] = decode = self.of(node)
+        return decode
 
     def map(self, node: ir.Map) -> Decoder:
         max_items = self.max_items

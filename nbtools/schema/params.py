@@ -1,18 +1,19 @@
 """A tool's parameters schema -> its arguments object: the `ir.Object` dispatch validates against.
 
-`parameters_root` checks that the schema describes an object and copies it; `arguments_object` reads
-it with `schema_to_ir`. Used by `Tool.from_schema`, the inverse (`schema2sig`, `mk_tool`) and
+`parameters_root` makes a provider's dialect plain (`formats.plainschema`: a schema written for
+Gemini reads as JSON Schema), checks that the schema describes an object and copies it;
+`arguments_object` reads it with `schema_to_ir`. Used by `Tool.from_schema`, the inverse (`schema2sig`, `mk_tool`) and
 dispatch (for a Tool built without an arguments object). Errors are `SchemaError`s naming the tool.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any
 
 from .. import ir
 from ..errors import SchemaError
+from ..formats.plainschema import plain_copy
 from .read import check_json_depth, json_types, schema_to_ir
 
 __all__ = ["arguments_object", "parameters_root", "schema_error", "root_constraints", "ROOT_CONSTRAINTS", "extra_declared"]
@@ -39,19 +40,20 @@ def schema_error(tool: str | None, reason: str) -> SchemaError:
 
 
 def parameters_root(name: str, parameters: Any) -> dict:
-    """A private copy of tool `name`'s parameters schema, checked to be an object schema, with
-    `type` spelled out (None: no parameters). SchemaError when it is not one."""
+    """A private copy of tool `name`'s parameters schema, in plain JSON Schema (a provider's dialect
+    rewritten by `formats.plainschema`), checked to be an object schema, with `type` spelled out
+    (None: no parameters). SchemaError when it is not one."""
     if parameters is None:
         return {"type": "object", "properties": {}}
     if not isinstance(parameters, dict):
         raise schema_error(name, "parameters must be a JSON Schema object (a dict), "
                                  f"got {type(parameters).__name__}")
-    types = json_types(parameters)
-    if types is None and "$ref" not in parameters and "type" in parameters or \
+    check_json_depth(parameters, f"parameters schema of tool {name!r}")
+    copied = plain_copy(parameters)  # a private copy, a provider's dialect (Gemini's "OBJECT", `nullable`) made plain
+    types = json_types(copied)
+    if types is None and "$ref" not in copied and "type" in parameters or \
             types is not None and types != ["object"]:
         raise schema_error(name, f"parameters must be a JSON Schema of type 'object', got type {parameters['type']!r}")
-    check_json_depth(parameters, f"parameters schema of tool {name!r}")
-    copied = copy.deepcopy(parameters)
     if types is None and "$ref" not in copied:
         copied = {"type": "object", **copied}
     return copied

@@ -37,8 +37,10 @@ _FAMILY_KEYWORDS = {
 def schema_to_ir(schema: dict | bool, defs: dict | None = None) -> ir.Node:
     """Read a JSON Schema into intermediate-form nodes, with no Python conversion attached.
 
-    Understands draft 2020-12 and the dialects providers emit: `type` (also a list, also Gemini's
-    upper-case names), `nullable: true`, `anyOf`/`oneOf`, a one-member `allOf`, `enum`/`const`,
+    Understands JSON Schema (draft 2020-12, and the older drafts' forms noted below; a provider's
+    dialect, such as Gemini's upper-case type names or OpenAPI's `nullable`, is made plain before,
+    by `formats.plainschema` in `schema.params.parameters_root`): `type` (also a list),
+    `anyOf`/`oneOf`, a one-member `allOf`, `enum`/`const`,
     `$ref` into `$defs`/`definitions` (or any local JSON pointer, `#` included; a reference that
     closes a cycle becomes `ir.Ref`), `items`, `prefixItems` and the legacy list form of `items`,
     `properties`/`required`/`additionalProperties`, and numeric/string/array/object validation
@@ -168,15 +170,12 @@ class _Reader:
         for key in ("anyOf", "oneOf"):
             options = _options(schema, key)
             if isinstance(options, list) and options:
-                node = union([self.read(option) for option in options])
-                return _or_null(node) if schema.get("nullable") is True else node
+                return union([self.read(option) for option in options])
         if "const" in schema:
-            node = _choice([schema["const"]], None)
-        elif isinstance(_options(schema, "enum"), list):
-            node = _choice(schema["enum"], json_types(schema))
-        else:
-            node = self._typed(schema, name)
-        return _or_null(node) if schema.get("nullable") is True else node
+            return _choice([schema["const"]], None)
+        if isinstance(_options(schema, "enum"), list):
+            return _choice(schema["enum"], json_types(schema))
+        return self._typed(schema, name)
 
     def _typed(self, schema: dict, name: str) -> ir.Node:
         types = json_types(schema)
@@ -205,7 +204,7 @@ class _Reader:
             return self._array(schema)
         if json_type == "object":
             return self._object(schema, name)
-        return ir.AnyValue()  # e.g. Gemini's TYPE_UNSPECIFIED
+        return ir.AnyValue()  # not reached: `json_types` keeps known names only
 
     def _array(self, schema: dict) -> ir.Node:
         self.containers += 1
@@ -340,14 +339,13 @@ def _segment(part: str) -> str:
 
 
 def json_types(schema: dict) -> list[str] | None:
-    """The `type` keyword as a list of lower-case JSON type names (None when absent or unusable)."""
+    """The `type` keyword as a list of JSON type names (None when absent or unusable)."""
     raw = _options(schema, "type")
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list):
         return None
-    names = [item.lower() for item in raw if isinstance(item, str)]
-    known = [item for item in names if item in ir.JSON_KINDS]
+    known = [item for item in raw if isinstance(item, str) and item in ir.JSON_KINDS]
     if not known:
         return None
     if "integer" in known and "number" in known:  # integers are numbers: "number" alone says it
@@ -435,19 +433,9 @@ def _constraints(schema: dict, keywords: tuple[str, ...]) -> ir.Constraints:
 
 
 def _number(value: Any) -> int | float | None:
-    """A numeric keyword value; Gemini's proto JSON writes int64 fields as strings ("2")."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
+    """A numeric keyword value (None when it is not a number)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            try:
-                return float(value)
-            except ValueError:
-                return None
     return None
 
 

@@ -25,6 +25,9 @@ def union(nodes: list[ir.Node]) -> ir.Node:
     """
     if len(nodes) == 1 and not isinstance(nodes[0], (ir.Union, ir.AnyValue)):
         return nodes[0]  # the common case: one `type`
+    if len(nodes) == 2 and type(nodes[1]) is ir.NoneValue and \
+            not isinstance(nodes[0], (ir.Union, ir.AnyValue, ir.NoneValue)):
+        return ir.Union(options=(nodes[0], nodes[1]))  # the next commonest: `["string", "null"]`
     flat: list[ir.Node] = []
     for node in nodes:
         if isinstance(node, ir.Union) and node.description is None and not node.constraints:
