@@ -358,9 +358,9 @@ def test_tool_cell_strict_refuses_what_strict_mode_cannot_express(fresh):
 
 
 def test_bad_options_are_usage_errors_and_nothing_runs(fresh):
-    shown = fresh.fails("%%tool --hints dangerous\nran = True\ndef nope(): pass")
+    shown = fresh.fails("%%tool --hints dangerous\nbad_hint_cell_ran = True\ndef nope(): pass")
     assert "unknown tool hint 'dangerous'" in shown
-    assert fresh.value("'ran' in globals()") is False
+    assert fresh.value("'bad_hint_cell_ran' in globals()") is False
     shown = fresh.fails("%%tool --frobnicate\ndef nope(): pass")
     assert "unrecognized arguments" in shown
     assert names(fresh) == []

@@ -308,21 +308,21 @@ async def test_an_unknown_tool_is_a_protocol_error():
 
 
 async def test_plain_tools_run_side_by_side_with_threads():
+    # Side by side, shown without timing: each call waits until all five have started, which only
+    # happens when they run at once (one after another, the first waits alone and the barrier breaks).
     local = Registry()
+    together = threading.Barrier(5, timeout=10)
 
     @tool(registry=local)
-    def nap() -> str:
-        "Sleeps 0.3 s."
-        time.sleep(0.3)
+    def meet() -> str:
+        "Waits until five calls are running at once."
+        together.wait()
         return "ok"
 
     with anyio.fail_after(DEADLINE):
         async with session_for(local, threads=True) as session:
-            began = time.monotonic()
-            results = await asyncio.gather(*(session.call_tool("nap", {}) for _ in range(5)))
-            took = time.monotonic() - began
-    assert all(result.content[0].text == "ok" for result in results)
-    assert took < 1.2, f"5 parallel 0.3 s calls took {took:.2f} s: they ran one after another"
+            results = await asyncio.gather(*(session.call_tool("meet", {}) for _ in range(5)))
+    assert [result.content[0].text for result in results] == ["ok"] * 5, [result.content for result in results]
 
 
 async def test_a_cancelled_plain_call_is_marked_cancelled_and_the_server_keeps_serving():
