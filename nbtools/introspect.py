@@ -13,7 +13,8 @@ from typing import Any, Callable
 from .errors import SchemaError
 from .registry import registry as default_registry
 from .spec import Spec, callable_spec, method_taken_from_class
-from .tool import Tool, fresh_top, neutral_as_none, normalise_hints
+from .formats.catalog import fresh_top, neutral_as_none
+from .tool import Tool, normalise_hints
 
 __all__ = ["tool", "get_schema", "tools_from", "module_functions", "tool_from_function", "callable_spec", "Spec"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .registry import Registry, glob_matches
 from .shortening import short
-from .tool import NEUTRAL
+from .formats.catalog import NEUTRAL
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -254,6 +254,6 @@ def tool_table(registry: Registry, glob: str | None = None, group: str | None = 
     return ToolTable(rows, f"No tools match {wanted} (of {total} registered; `%tools` alone lists them all).")
 
 
-__all__ = ["glob_matches", "name_matches", "tool_matches", "SEARCHED", "matching_tools", "first_line", "parameter_summary", "NEUTRAL",
+__all__ = ["glob_matches", "name_matches", "tool_matches", "SEARCHED", "matching_tools", "first_line", "parameter_summary",
            "code_spans_html",
            "format_words", "format_named", "ToolRow", "tool_row", "ToolTable", "tool_table"]

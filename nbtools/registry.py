@@ -12,7 +12,8 @@ import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
-from .tool import Tool, neutral_as_none, normalise_hints
+from .formats.catalog import neutral_as_none
+from .tool import Tool, normalise_hints
 
 
 class Registry(ToolSource):

@@ -1,7 +1,8 @@
 """The neutral Tool record: one immutable description of one callable, built once and cached.
 
 Everything downstream (formats, dispatch, magics, MCP) reads the Tool, never the function again.
-This module is at the bottom of the data path: at module level it imports only `ir` and `errors`.
+This module is at the bottom of the data path: at module level it imports only `ir`, `errors` and
+`formats.catalog` (format names, which import nothing).
 Its convenience methods reach their stage when called, and none of those stages imports this module
 back except `call` (the one such edge): `from_function` -> `spec` (what a callable takes),
 `from_schema` -> `schema.params`, `schema` -> `formats`, `call`/`acall` -> `call`.
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 from . import ir
 from .errors import SchemaError
+from .formats.catalog import fresh_top, neutral_as_none
 
 HINTS = ("read-only", "destructive", "idempotent", "open-world")
 
@@ -226,25 +228,6 @@ class Tool:
         return f"Tool({self.name}({params}){extra})"
 
 
-NEUTRAL = "neutral"
-"""The word for the neutral format (`fmt=None`): accepted wherever a format is."""
-
-
-def neutral_as_none(fmt: str | None) -> str | None:
-    """`fmt` with the word "neutral" as None (the neutral format's value everywhere else)."""
-    return None if fmt == NEUTRAL else fmt
-
-
-def fresh_top(rendered: dict) -> dict:
-    """A cached tool definition with fresh top-level dicts (the caller may add keys such as
-    Anthropic's `cache_control`); nested parts stay shared and must not be mutated."""
-    top = dict(rendered)
-    inner = top.get("function")
-    if isinstance(inner, dict):  # OpenAI chat nests the definition one level down
-        top["function"] = dict(inner)
-    return top
-
-
 def normalise_hints(hints: Any) -> frozenset[str]:
     """Hints as a frozenset, accepting a string ("read-only"), an iterable, or underscores.
 
@@ -285,4 +268,4 @@ def _check_name(name: Any) -> None:
         raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
 
 
-__all__ = ["Tool", "HINTS", "NEUTRAL", "normalise_hints", "neutral_as_none", "fresh_top"]
+__all__ = ["Tool", "HINTS", "normalise_hints"]

@@ -20,8 +20,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from .errors import SchemaError
+from .formats.catalog import NEUTRAL
 from .listing import (
-    SEARCHED, NEUTRAL, code_spans_html, first_line, format_words, matching_tools, name_matches, parameter_summary,
+    SEARCHED, code_spans_html, first_line, format_words, matching_tools, name_matches, parameter_summary,
 )
 from .registry import Registry
 from .tool import Tool

@@ -280,7 +280,8 @@ def test_at_most_one_pair_of_modules_is_tied_by_a_lazy_import():
 
 def test_the_record_imports_no_stage_above_it_at_module_level():
     top, _lazy = imports()["nbtools.tool"]
-    assert top <= {"nbtools.ir", "nbtools.errors"}, top
+    # formats.catalog: the format names, importing nothing (formats/__init__ runs first, lazily)
+    assert top <= {"nbtools.ir", "nbtools.errors", "nbtools.formats", "nbtools.formats.catalog"}, top
 
 
 def test_import_nbtools_stays_light():
@@ -294,13 +295,14 @@ def test_import_nbtools_stays_light():
 
 def test_dispatch_loads_the_strict_read_back_and_no_renderer():
     # formats/__init__ re-exports lazily: dispatch needs formats.readback on every call path, and
-    # the renderers (schema walkers, reply readers) cost more to import than dispatch itself
+    # the renderers (schema walkers, reply readers) cost more to import than dispatch itself; the
+    # format names (catalog, which imports nothing) are read by the Tool record at module level
     code = ("import sys; from nbtools import call_func; "
             "print(sorted(name for name in sys.modules if name.startswith('nbtools.formats.')))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT.parent), os.environ.get("PYTHONPATH")]))}
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
                             timeout=60).stdout
-    assert output.strip() == "['nbtools.formats.readback']", f"`from nbtools import call_func` loaded {output.strip()}"
+    assert output.strip() == "['nbtools.formats.catalog', 'nbtools.formats.readback']", f"`from nbtools import call_func` loaded {output.strip()}"
 
 
 # -- the public API ---------------------------------------------------------------------------------

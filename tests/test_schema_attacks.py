@@ -147,3 +147,37 @@ def test_reading_a_tool_with_thirty_thousand_required_properties_is_linear():
                           "required": sum(item.required for item in tool.args.fields)}))
     """, wall=12)  # before: 18 s (quadratic); after: 1.4 s
     assert report["required"] == 30_000, report
+
+
+# An optional property behind a reference loop through `anyOf`: the strict renderer asks whether it
+# already admits null (OpenAI makes optional properties required-but-nullable) and followed the loop
+# forever. Each loop is followed once: a loop alone adds no null, the `null` option does.
+REF_LOOPS = {
+    "self": ({"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "string"}]}}, False),
+    "mutual": ({"A": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "string"}]},
+                "B": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer"}]}}, False),
+    "mutual-nullable": ({"A": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "string"}]},
+                         "B": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}}, True),
+}
+
+
+@pytest.mark.parametrize("loop", sorted(REF_LOOPS))
+def test_an_optional_property_behind_a_reference_loop_renders_in_strict_mode(loop):
+    defs, nullable = REF_LOOPS[loop]
+    report = in_child(f"""
+        from nbtools import Registry, Tool, get_schema
+        schema = {{"type": "object", "properties": {{"x": {{"$ref": "#/$defs/A"}}}}, "$defs": {defs!r}}}
+        tool = Tool.from_schema("looped", "A looped value.", schema, lambda x="left out": x)
+        rendered = get_schema(tool, "openai", strict=True)["function"]["parameters"]
+        registry = Registry([tool])
+        served = registry.schemas("openai", strict=True)[0]["function"]["parameters"]
+        print(json.dumps({{"rendered": rendered, "same": served == rendered, "null_gives": tool.call({{"x": None}})}}))
+    """, wall=20)
+    x = report["rendered"]["properties"]["x"]
+    assert report["same"], report
+    assert report["rendered"]["required"] == ["x"], report  # OpenAI: every property required
+    if nullable:  # already admits null through the loop: kept as is, and null is a value
+        assert x == {"$ref": "#/$defs/A"} and report["null_gives"] is None, report
+    else:  # made nullable: null stands for "left out", as dispatch reads it
+        assert {"type": "null"} in x["anyOf"] and "null leaves it out" in x["description"], report
+        assert report["null_gives"] == "left out", report

@@ -20,7 +20,7 @@ import jsonschema
 import pydantic
 import pytest
 
-from nbtools import Registry, call_func, get_schema, run_tool_calls
+from nbtools import Registry, Tool, call_func, get_schema, run_tool_calls
 from nbtools.errors import ToolCallError
 from providers import (
     STRICT_FORMATS, anthropic_message, check_strict, openai_completion, parameters_of, responses_response,
@@ -296,6 +296,23 @@ def test_recursive_models_and_root_model_maps_read_pairs_at_every_level():
         "counts": Counts({"x": 3})}
     text = refusal_of(grow, {**sent, "tree": {"weights": [], "children": [{"weights": pairs({"b": 1}) * 2}]}})
     assert "'tree.children[0].weights[1]'" in text and "given twice" in text
+
+
+def test_a_recursive_map_behind_a_reference_in_a_union_takes_pairs_at_every_level():
+    # One rule for both readers of a union (formats.readback.array_options): a list is tried as a
+    # map's pairs also when the map option is a reference (recursive), as the strict schema asks
+    values = {"anyOf": [{"$ref": "#/$defs/Tally"}, {"type": "integer"}]}
+    schema = {"type": "object", "properties": {"tally": values}, "required": ["tally"],
+              "$defs": {"Tally": {"type": "object", "additionalProperties": values}}}
+    tally = Tool.from_schema("tally", "Nested counts.", schema, lambda tally: tally)
+    parameters = parameters_of(tally.schema("openai", strict=True), "openai")
+    check_strict(parameters, "openai")
+    sent = {"tally": [{"key": "a", "value": [{"key": "b", "value": 1}]}, {"key": "c", "value": 2}]}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+    assert tally.call(sent) == {"a": {"b": 1}, "c": 2}
+    assert tally.call({"tally": {"a": {"b": 1}}}) == {"a": {"b": 1}}  # the plain form stays
+    with pytest.raises(ToolCallError, match="given twice"):
+        tally.call({"tally": [{"key": "a", "value": [{"key": "b", "value": 1}] * 2}]})
 
 
 

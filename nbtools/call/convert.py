@@ -19,7 +19,7 @@ from ..policy import DEFAULT_LIMITS, Limits
 from . import scalars
 from .keywords import with_constraints
 from .scalars import Converter
-from ..formats.readback import model_decoder, null_means_absent, pairs_object
+from ..formats.readback import array_options, model_decoder, null_means_absent, pairs_object
 from ..shortening import short
 from ..refusals import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch
 
@@ -290,9 +290,8 @@ class Compiler:
             by_kind[kind] = tuple(sorted(((option, convert) for option, convert in options
                                           if kind in ir.accepted_kinds(option)),
                                          key=lambda pair: type(pair[0]) is inexact))
-        # a map also takes the strict form of itself, an array of key/value pairs (after real arrays)
-        by_kind["array"] += tuple((option, convert) for option, convert in options
-                                  if isinstance(option, ir.Map) and (option, convert) not in by_kind["array"])
+        arrays, maps = array_options(options)  # maps also take their strict form, key/value pairs
+        by_kind["array"] = (*arrays, *maps)
         by_type = {cls: by_kind[kind] for cls, kind in ir.KIND_OF_TYPE.items()}
 
         def convert_union(value: Any, path: str) -> Any:

@@ -4,7 +4,8 @@ Strict rendering (`strict`) writes two things differently from the neutral schem
 the one place that reads them back, wherever a type says so, so dispatch gets the neutral shape:
 
 - a typed map (`dict[str, V]`, `Mapping`, `**kwargs: V`) as an array of `{"key", "value"}` pairs:
-  `pairs_object` is the one rule turning those pairs into the object they stand for;
+  `pairs_object` is the one rule turning those pairs into the object they stand for, and
+  `array_options` the one saying which options of a union a list may be (maps after real arrays);
 - an optional property as required-but-nullable (OpenAI): `null_means_absent` names the fields
   for which a null means "left out".
 
@@ -16,7 +17,7 @@ object passes unchanged. pydantic is never imported here: the model class arrive
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 from .. import ir
 from ..errors import SchemaError
@@ -25,7 +26,9 @@ from ..refusals import ConversionError, got, key_segment, key_text
 Decoder = Callable[[Any, str], Any]
 """`decode(json_value, path) -> json_value` with the strict form read back; ConversionError on bad pairs."""
 
-__all__ = ["pairs_object", "null_means_absent", "model_decoder", "strict_form_decoder", "Decoder"]
+__all__ = ["pairs_object", "null_means_absent", "model_decoder", "strict_form_decoder", "array_options", "Decoder"]
+
+T = TypeVar("T")
 
 
 def null_means_absent(fields: tuple[ir.Field, ...]) -> frozenset[str]:
@@ -231,10 +234,7 @@ class _Decoders:
         options = [(_target(option), self.of(option)) for option in node.options]
         if not any(decode for _, decode in options):
             return None
-        # real arrays first, then maps (in their pair form), as the union converter orders them
-        arrays = [(option, decode) for option, decode in options
-                  if not isinstance(option, ir.Map) and "array" in ir.accepted_kinds(option)]
-        maps = [(option, decode) for option, decode in options if isinstance(option, ir.Map)]
+        arrays, maps = array_options(options)
         objects = [(option, decode) for option, decode in options if "object" in ir.accepted_kinds(option)]
         arrays_take_objects = any(_items_take_objects(option) for option, _ in arrays)
 
@@ -251,6 +251,21 @@ class _Decoders:
             return value if decode is None else decode(value, path)
 
         return decode_union
+
+
+def array_options(options: Sequence[tuple[ir.Node, T]]) -> tuple[list[tuple[ir.Node, T]], list[tuple[ir.Node, T]]]:
+    """The options of a union (each with what reads it) a JSON array may be, in the order to try:
+    real arrays, then maps (a map also takes its strict form, an array of key/value pairs).
+
+    The one rule for both readers of a union: this module's decoder and the union converter
+    (`call.convert`), so the two take a list as the same option."""
+    arrays = [pair for pair in options if not _is_map(pair[0]) and "array" in ir.accepted_kinds(pair[0])]
+    maps = [pair for pair in options if _is_map(pair[0])]
+    return arrays, maps
+
+
+def _is_map(node: ir.Node) -> bool:
+    return isinstance(_target(node), ir.Map)
 
 
 def _inside(decode: Decoder, value: Any, path: str, segment: str) -> Any:

@@ -387,34 +387,30 @@ def _nullable(schema: dict) -> dict:
     return wrapper
 
 
-
-def _resolve(schema: Any, defs: dict) -> Any:
-    """`schema` with local `$ref`s followed (at most 32 deep, so a reference loop ends)."""
-    seen = 0
-    while isinstance(schema, dict) and "$ref" in schema and seen < 32:
-        target = defs.get(split_ref(schema["$ref"]) or "")
-        if target is None:
-            return schema
-        schema, seen = target, seen + 1
-    return schema
-
-
-def _schema_accepts_null(schema: Any, defs: dict) -> bool:
-    """Whether the JSON Schema `schema` admits null (an untyped one does), `$ref`s followed.
+def _schema_accepts_null(schema: Any, defs: dict, following: frozenset[str] = frozenset()) -> bool:
+    """Whether the JSON Schema `schema` admits null (an untyped one does), `$ref`s followed once
+    each (`following`: the references on the way here, so a loop through `anyOf` ends).
 
     One rule in two forms: dispatch asks `ir.accepts_null` of the intermediate form, which says
     which nulls mean "left out" (`readback.null_means_absent`). This transform works on JSON Schema
     from anywhere (`Tool.from_schema`, a pydantic model's own schema) before, or without, any
     reading into that form, so it asks the schema itself. The two must agree: an optional property
     made nullable here is exactly one whose null dispatch drops (tests/test_round_trips.py checks
-    it behind references).
+    it behind references; a loop counts as no null, as in `ir.accepts_null`).
     """
-    schema = _resolve(schema, defs)
+    while isinstance(schema, dict) and "$ref" in schema:
+        name = split_ref(schema["$ref"]) or ""
+        if name in following:
+            return False
+        target = defs.get(name)
+        if target is None:
+            break
+        schema, following = target, following | {name}
     if not isinstance(schema, dict) or is_untyped(schema):
         return True
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
-        return all(_schema_accepts_null(part, defs) for part in all_of)
+        return all(_schema_accepts_null(part, defs, following) for part in all_of)
     kind = schema.get("type")
     if "enum" in schema and None not in schema["enum"]:
         return False
@@ -425,7 +421,7 @@ def _schema_accepts_null(schema: Any, defs: dict) -> bool:
     if kind is None and "enum" in schema:
         return True
     options = schema.get("anyOf") or schema.get("oneOf") or ()
-    return any(_schema_accepts_null(option, defs) for option in options)
+    return any(_schema_accepts_null(option, defs, following) for option in options)
 
 
 __all__ = ["StrictRules", "STRICT_RULES", "strict_schema", "PAIRS_PROPERTY"]
