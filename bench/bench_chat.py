@@ -55,7 +55,7 @@ def mul(a: int, b: int) -> int:
     return a * b
 
 
-def _client(provider: str, replies: list[bytes]) -> Any:
+def _client(provider: str, replies: list[bytes], content_type: str = "application/json") -> Any:
     """The SDK client, answering from `replies` in turn (cycling) without a socket."""
     import httpx2
 
@@ -64,7 +64,7 @@ def _client(provider: str, replies: list[bytes]) -> Any:
     def answer(request: Any) -> Any:
         body = replies[state["next"] % len(replies)]
         state["next"] += 1
-        return httpx2.Response(200, content=body, headers={"Content-Type": "application/json"})
+        return httpx2.Response(200, content=body, headers={"Content-Type": content_type})
 
     http = httpx2.Client(transport=httpx2.MockTransport(answer))
     if provider in ("openai", "responses"):
@@ -89,16 +89,18 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
         def run() -> str:
             messages: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
             reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
-            messages.append(reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"}))
-            messages += run_tool_calls(reply, ns=registry)
+            message = reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"})
+            messages.append(message)
+            messages += run_tool_calls(message, ns=registry)
             reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
             return reply.choices[0].message.content
     elif provider == "responses":
         def run() -> str:
             items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
             reply = client.responses.create(model="m", input=items, tools=definitions)
-            items += [item.model_dump(exclude_none=True) for item in reply.output]
-            items += run_tool_calls(reply, ns=registry)
+            output = [item.model_dump(exclude_none=True) for item in reply.output]
+            items += output
+            items += run_tool_calls(output, ns=registry)
             reply = client.responses.create(model="m", input=items, tools=definitions)
             return reply.output_text
     elif provider == "anthropic":
@@ -106,9 +108,10 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
             messages: list = [{"role": "user", "content": "go"}]
             reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
                                            tools=definitions)
-            messages.append({"role": "assistant", "content": [block.model_dump(exclude_none=True)
-                                                              for block in reply.content]})
-            messages.append(run_tool_calls(reply, ns=registry))
+            message = {"role": "assistant", "content": [block.model_dump(exclude_none=True)
+                                                        for block in reply.content]}
+            messages.append(message)
+            messages.append(run_tool_calls(message, ns=registry))
             reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
                                            tools=definitions)
             return reply.content[0].text
@@ -118,8 +121,9 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
         def run() -> str:
             contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
             reply = client.models.generate_content(model="m", contents=contents, config=config)
-            contents.append(reply.candidates[0].content.model_dump(exclude_none=True))
-            contents.append(run_tool_calls(reply, ns=registry))
+            content = reply.candidates[0].content.model_dump(exclude_none=True)
+            contents.append(content)
+            contents.append(run_tool_calls(content, ns=registry))
             reply = client.models.generate_content(model="m", contents=contents, config=config)
             return reply.text
     return run
@@ -147,32 +151,39 @@ def _replay(provider: str, client: Any, replies: list[bytes]) -> None:
     setattr(owner, method, create)
 
 
+_STREAM_METHODS = {"openai": ("chat", "completions", "create"), "responses": ("responses", "create"),
+                   "anthropic": ("messages", "create"), "gemini": ("models", "generate_content_stream")}
+
+
 def _stream_replay(provider: str, client: Any, replies: list[dict]) -> None:
-    """Replace the client's create by one handing back the SDK's parsed stream events (each reply
-    streamed once through the SDK from its server-sent events, recorded)."""
-    import httpx2
+    """Replace the client's streaming call by one handing back the SDK's parsed stream events (each
+    reply streamed once through the SDK from its server-sent events, as the API sends them, recorded)."""
     from recorded_model import sse_events
 
-    owner = client.chat.completions if provider == "openai" else client.messages
-    real = owner.create
-    bodies = iter("".join(sse_events(provider, reply)).encode() for reply in replies)
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(
-        200, content=next(bodies), headers={"Content-Type": "text/event-stream"}))
-    client._client = httpx2.Client(transport=transport)
-    extra = {"max_tokens": 8} if provider == "anthropic" else {}
-    recorded = [list(real(model="m", messages=[{"role": "user", "content": "x"}], stream=True, **extra))
-                for _ in replies]
+    bodies = ["".join(sse_events(provider, reply)).encode() for reply in replies]
+    recorder = _client(provider, bodies, "text/event-stream")
+    *path, method = _STREAM_METHODS[provider]
+    source, owner = recorder, client
+    for name in path:
+        source, owner = getattr(source, name), getattr(owner, name)
+    real = getattr(source, method)
+    asked = {"openai": {"messages": [{"role": "user", "content": "x"}], "stream": True},
+             "responses": {"input": "x", "stream": True},
+             "anthropic": {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 8},
+             "gemini": {"contents": "x"}}[provider]
+    recorded = [list(real(model="m", **asked)) for _ in replies]
     state = {"next": 0}
 
     def create(**kwargs: Any) -> Any:
         events = recorded[state["next"] % len(recorded)]
         state["next"] += 1
         return iter(events)
-    owner.create = create
+    setattr(owner, method, create)
 
 
 def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: list) -> Callable[[], str]:
-    """The minimal correct streaming loop: text and tool calls put together from the events."""
+    """The minimal correct streaming loop: the reply put together from the events, as little as the
+    next request needs (no text shown: the Chat it is compared with shows none either)."""
     from nbtools import run_tool_calls
 
     if provider == "openai":
@@ -203,31 +214,58 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
             messages.append(message)
             messages += run_tool_calls(message, ns=registry)
             return turn(messages)["content"]
-        return run
+    elif provider == "responses":
+        def turn_responses(items: list) -> Any:
+            for event in client.responses.create(model="m", input=items, tools=definitions, stream=True):
+                if event.type == "response.completed":
+                    return event.response
+            raise RuntimeError("no response.completed event")
 
-    def turn_anthropic(messages: list) -> dict:
-        blocks: list = []
-        pieces: dict = {}
-        for event in client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                            tools=definitions, stream=True):
-            if event.type == "content_block_start":
-                blocks.append(event.content_block.model_dump(exclude_none=True))
-            elif event.type == "content_block_delta":
-                if event.delta.type == "text_delta":
-                    blocks[event.index]["text"] += event.delta.text
-                elif event.delta.type == "input_json_delta":
-                    pieces.setdefault(event.index, []).append(event.delta.partial_json)
-            elif event.type == "content_block_stop" and event.index in pieces:
-                blocks[event.index]["input"] = json.loads("".join(pieces.pop(event.index)) or "{}")
-        return {"role": "assistant", "content": blocks}
+        def run() -> str:
+            items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
+            output = [item.model_dump(exclude_none=True) for item in turn_responses(items).output]
+            items += output
+            items += run_tool_calls(output, ns=registry)
+            return turn_responses(items).output_text
+    elif provider == "anthropic":
+        def turn_anthropic(messages: list) -> dict:
+            blocks: list = []
+            pieces: dict = {}
+            for event in client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
+                                                tools=definitions, stream=True):
+                if event.type == "content_block_start":
+                    blocks.append(event.content_block.model_dump(exclude_none=True))
+                elif event.type == "content_block_delta":
+                    if event.delta.type == "text_delta":
+                        blocks[event.index]["text"] += event.delta.text
+                    elif event.delta.type == "input_json_delta":
+                        pieces.setdefault(event.index, []).append(event.delta.partial_json)
+                elif event.type == "content_block_stop" and event.index in pieces:
+                    blocks[event.index]["input"] = json.loads("".join(pieces.pop(event.index)) or "{}")
+            return {"role": "assistant", "content": blocks}
 
-    def run_anthropic() -> str:
-        messages: list = [{"role": "user", "content": "go"}]
-        message = turn_anthropic(messages)
-        messages.append(message)
-        messages.append(run_tool_calls(message, ns=registry))
-        return turn_anthropic(messages)["content"][0]["text"]
-    return run_anthropic
+        def run() -> str:
+            messages: list = [{"role": "user", "content": "go"}]
+            message = turn_anthropic(messages)
+            messages.append(message)
+            messages.append(run_tool_calls(message, ns=registry))
+            return turn_anthropic(messages)["content"][0]["text"]
+    else:
+        config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
+
+        def turn_gemini(contents: list) -> dict:
+            parts: list = []
+            for chunk in client.models.generate_content_stream(model="m", contents=contents, config=config):
+                parts += [part.model_dump(exclude_none=True) for part in chunk.candidates[0].content.parts]
+            return {"role": "model", "parts": parts}
+
+        def run() -> str:
+            contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
+            content = turn_gemini(contents)
+            contents.append(content)
+            contents.append(run_tool_calls(content, ns=registry))
+            return "".join(part.get("text", "") for part in turn_gemini(contents)["parts"])
+    return run
 
 
 def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) -> Callable[[], str]:
@@ -260,17 +298,45 @@ def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30, rounds
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def run() -> list[dict]:
+PROVIDERS = ("openai", "responses", "anthropic", "gemini")
+
+
+def _replies(provider: str) -> list[dict]:
     from recorded_model import REPLIES
 
+    return [REPLIES[provider](CALLS), REPLIES[provider](text="9 and 20")]
+
+
+def loops(provider: str, stream: bool) -> tuple[Callable[[], str], Callable[[], str]]:
+    """(hand loop, Chat) for the loops' own work: the SDK's create (or stream) hands back the parsed
+    replies (or events) recorded once. Also used by bench/instructions.py."""
+    from nbtools import Registry
+
+    registry = Registry([add, mul])
+    replies = _replies(provider)
+    bodies = [json.dumps(reply).encode() for reply in replies]
+    hand_client, chat_client = _client(provider, bodies), _client(provider, bodies)
+    if stream:
+        _stream_replay(provider, hand_client, replies)
+        _stream_replay(provider, chat_client, replies)
+        hand = _hand_stream_loop(provider, hand_client, registry, registry.schemas(provider))
+    else:
+        _replay(provider, hand_client, bodies)
+        _replay(provider, chat_client, bodies)
+        hand = _hand_loop(provider, hand_client, registry, registry.schemas(provider))
+    ours = _chat_loop(provider, chat_client, registry, stream=stream)
+    assert hand() == ours() == "9 and 20", (hand(), ours())
+    return hand, ours
+
+
+def run() -> list[dict]:
     from nbtools import Registry
 
     rows = []
-    for provider in ("openai", "responses", "anthropic", "gemini"):
+    for provider in PROVIDERS:
         registry = Registry([add, mul])
-        fmt = {"openai": "openai", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}[provider]
-        replies = [json.dumps(REPLIES[provider](CALLS)).encode(), json.dumps(REPLIES[provider](text="9 and 20")).encode()]
-        hand = _hand_loop(provider, _client(provider, replies), registry, registry.schemas(fmt))
+        replies = [json.dumps(reply).encode() for reply in _replies(provider)]
+        hand = _hand_loop(provider, _client(provider, replies), registry, registry.schemas(provider))
         ours = _chat_loop(provider, _client(provider, replies), registry)
         assert hand() == ours() == "9 and 20", (hand(), ours())
         times = per_call_us({"chat": ours, "hand": hand})
@@ -280,31 +346,14 @@ def run() -> list[dict]:
                      "target": "info", "ok": None})
         rows.append({"name": f"{provider}: overhead per step (us)", "ours_us": (times["chat"] - times["hand"]) / 2,
                      "ref_name": "", "ref_us": None, "ratio": None, "target": "info", "ok": None})
-        # the loops' own work: the SDK's create hands back its parsed replies
-        hand_client, chat_client = _client(provider, replies), _client(provider, replies)
-        _replay(provider, hand_client, replies)
-        _replay(provider, chat_client, replies)
-        hand = _hand_loop(provider, hand_client, registry, registry.schemas(fmt))
-        ours = _chat_loop(provider, chat_client, registry)
-        assert hand() == ours() == "9 and 20"
-        times = per_call_us({"chat": ours, "hand": hand}, calls=200)
-        ratio = times["chat"] / times["hand"]
-        rows.append({"name": f"{provider}: loop work, 2 steps, no SDK request", "ours_us": times["chat"],
-                     "ref_name": "hand loop", "ref_us": times["hand"], "ratio": ratio,
-                     "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
-        if provider in ("openai", "anthropic"):  # the same with streaming: the SDK's parsed events replayed
-            hand_client, chat_client = _client(provider, replies), _client(provider, replies)
-            recorded = [REPLIES[provider](CALLS), REPLIES[provider](text="9 and 20")]
-            _stream_replay(provider, hand_client, recorded)
-            _stream_replay(provider, chat_client, recorded)
-            hand = _hand_stream_loop(provider, hand_client, registry, registry.schemas(fmt))
-            ours = _chat_loop(provider, chat_client, registry, stream=True)
-            assert hand() == ours() == "9 and 20", (hand(), ours())
+        for stream in (False, True):  # the loops' own work: the SDK hands back its parsed replies/events
+            hand, ours = loops(provider, stream)
             times = per_call_us({"chat": ours, "hand": hand}, calls=200)
             ratio = times["chat"] / times["hand"]
-            rows.append({"name": f"{provider}: loop work streamed, 2 steps, no SDK request", "ours_us": times["chat"],
-                         "ref_name": "hand streaming loop", "ref_us": times["hand"], "ratio": ratio,
-                         "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
+            what = "streamed, " if stream else ""
+            rows.append({"name": f"{provider}: loop work {what}2 steps, no SDK request", "ours_us": times["chat"],
+                         "ref_name": "hand streaming loop" if stream else "hand loop", "ref_us": times["hand"],
+                         "ratio": ratio, "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
     return rows
 
 
