@@ -274,10 +274,11 @@ def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) 
     extra = {"max_tokens": 1024} if provider == "anthropic" else {}
     chat = Chat(client, model="m", tools=registry, system="Be brief.", show=False, stream=stream,
                 api="responses" if provider == "responses" else None, **extra)
-    start = list(chat.messages)
+    start, usage = list(chat.messages), chat.usage
 
     def run() -> str:
-        chat.messages[:] = start  # the same conversation each time
+        chat.messages[:] = start  # the same conversation each time (usage.steps would grow without end)
+        chat.usage = usage
         return chat("go")
     return run
 

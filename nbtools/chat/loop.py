@@ -86,16 +86,24 @@ def _registry_of(tools: Any) -> Any:
                     f"got a {type(tools).__name__}")
 
 
+class _Streamed(dict):
+    """A streamed reply put together as plain data without None fields (`formats.streamed`): its
+    turns are recorded as they are, not copied again."""
+
+
 @dataclasses.dataclass
 class _Run:
-    """One call of the chat: its view (None outside a notebook), tool definitions, where its prompt
-    sits in the history, the usage before it, and what it was doing (for an interrupt's message)."""
+    """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
+    (the same at every step: the history is the list `chat.messages`, which grows in place), where
+    its prompt sits in the history, the usage before it, and what it was doing (for an interrupt's
+    message)."""
 
     view: Any
-    definitions: list[dict]
+    kwargs: dict
     start: int
     before: Usage
     doing: str = "before the first request"
+    create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
         if text is not None:
@@ -197,6 +205,8 @@ class Chat:
             raise TypeError("this client is asynchronous: use `await chat.acall(prompt)` (or give Chat the "
                             "synchronous client)")
         run = self._begin(prompt)
+        endpoint = self.endpoint
+        run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
         try:
             for number in range(1, self.max_steps + 1):
                 self._check_budget(run)
@@ -264,8 +274,9 @@ class Chat:
             target = getattr(target, name)
         return target
 
-    def _request(self, definitions: list[dict]) -> dict:
-        kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, definitions,
+    def _request(self) -> dict:
+        """The create call's keyword arguments for this call of the chat (see `_Run`)."""
+        kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, self._definitions(),
                                self.create_kwargs, self.native_tools)
         if self.stream:
             kwargs.update(streamed.stream_options(self.endpoint.dialect))
@@ -274,11 +285,9 @@ class Chat:
     def _send(self, run: _Run, number: int) -> Any:
         run.status(f"step {number}: waiting for {self.model}")
         try:
-            kwargs = self._request(run.definitions)
             if not self.stream:
-                return self._method(self.endpoint.method)(**kwargs)
-            return self._read_stream(self._method(self.endpoint.stream_method or self.endpoint.method)(**kwargs),
-                                     run)
+                return run.create(**run.kwargs)  # type: ignore[misc]
+            return self._read_stream(run.create(**run.kwargs), run)  # type: ignore[misc]
         except BaseException:
             self._take_back(run.start)
             raise
@@ -295,13 +304,13 @@ class Chat:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()
-        return assembler.reply()
+        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
         run.status(f"step {number}: waiting for {self.model}")
         endpoint = self.endpoint
         try:
-            kwargs = self._request(run.definitions)
+            kwargs = run.kwargs
             if not endpoint.is_async and endpoint.async_method is None:  # a sync OpenAI/Anthropic client
                 method = self._method(endpoint.method)
                 if not self.stream:
@@ -331,7 +340,7 @@ class Chat:
                 done = close()
                 if asyncio.iscoroutine(done):
                     await done
-        return assembler.reply()
+        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     def _take_back(self, start: int) -> None:
         # Only a prompt nothing answered yet: the history stays valid for the provider either way.
@@ -409,8 +418,8 @@ class Chat:
 
     # -- records -------------------------------------------------------------------------------------
     def _begin(self, prompt: str) -> _Run:
-        """Append the prompt; the run's view, tool definitions and the history's length before the
-        prompt (to take an unanswered prompt back when the first request fails)."""
+        """Append the prompt; the run's view, request and the history's length before the prompt
+        (to take an unanswered prompt back when the first request fails)."""
         if not isinstance(prompt, str):
             raise TypeError(f"chat(prompt): the prompt is text; got a {type(prompt).__name__}")
         if over(self.budget, self.usage):
@@ -423,7 +432,7 @@ class Chat:
             from .display import StepView
 
             view = StepView.create(force=bool(self.show), remote_images=self.remote_images)
-        return _Run(view, self._definitions(), start, self.usage)
+        return _Run(view, self._request(), start, self.usage)
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
@@ -442,12 +451,12 @@ class Chat:
         """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
         the SDK object is not dumped again; None when the reply had no content), and its usage."""
         dialect = self.endpoint.dialect
-        recorded = turns.assistant_turns(dialect, reply)
+        recorded = turns.assistant_turns(dialect, reply, type(reply) is _Streamed)
         self.messages.extend(recorded)
         usage = turns.reply_usage(dialect, reply)
         if self.prices:
             usage = priced(usage, self.prices.get(self.model))
-        self.usage = self.usage + usage
+        self.usage = self.usage.add_step(usage)  # the step's own record: see `_count_step`
         return (turns.calls_source(dialect, recorded) if turns.has_calls(dialect, recorded) else None), usage
 
     def _answer(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
@@ -468,13 +477,12 @@ class Chat:
             run.view.step(step)
 
     def _count_step(self, usage: Usage, extra: Usage) -> Usage:
-        """A step's usage: its reply's (already in the totals, see `_receive`) and what sub-agents
-        spent during its tools (added to the totals here); kept in `usage.steps`."""
+        """A step's usage: its reply's (already in the totals and last in `usage.steps`, see
+        `_receive`) and what sub-agents spent during its tools (added to both here)."""
         if extra is _NOTHING:
-            step, total = usage, self.usage
-        else:
-            step, total = usage + extra, self.usage + extra
-        self.usage = total.with_step(step)
+            return usage
+        step, total = usage + extra, self.usage
+        self.usage = dataclasses.replace(total + extra, steps=(*total.steps[:-1], step))
         return step
 
     def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:

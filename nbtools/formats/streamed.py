@@ -9,8 +9,10 @@ same request would have returned without streaming (so the agent loop records th
 | gemini    | `models.generate_content_stream(...)`                  | every chunk's parts in order (text pieces of the same kind joined), the last usage and finish reason |
 
 An `Assembler` is fed one event at a time (`feed` returns the text the event adds, for a live
-view) and gives the reply as plain data (`reply()`), which `turns` reads like an SDK reply.
-Events are read by attribute (SDK objects) or key (dicts); nothing is imported here.
+view) and gives the reply (`reply()`), which `turns` reads like an SDK reply: plain data without
+None fields for OpenAI chat, Anthropic and Gemini (`plain` is True: recorded as it is, not copied
+again), the SDK's own response for Responses. Events are the SDKs' objects, read by attribute;
+nothing is imported here.
 """
 
 from __future__ import annotations
@@ -21,18 +23,15 @@ from typing import Any
 from .turns import _field, _plain
 
 
-def _get(value: Any, name: str) -> Any:
-    """`_field` for the hot path: one type check (events are SDK objects, or dicts in tests)."""
-    return value.get(name) if type(value) is dict else getattr(value, name, None)
-
-
 class Assembler:
     """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
+
+    plain = True  # `reply()` is plain data without None fields
 
     def feed(self, event: Any) -> str:
         raise NotImplementedError
 
-    def reply(self) -> dict:
+    def reply(self) -> Any:
         raise NotImplementedError
 
 
@@ -43,60 +42,59 @@ class OpenAIChunks(Assembler):
         self.calls: dict[int, dict] = {}
         self.finish: Any = None
         self.usage: Any = None
-        self.head: dict = {}
 
     def feed(self, chunk: Any) -> str:
-        choices = _get(chunk, "choices")
-        if not self.head:
-            self.head = {key: _get(chunk, key) for key in ("id", "model", "created")}
+        choices = chunk.choices
         if not choices:  # the usage chunk (stream_options include_usage) has no choices
-            usage = _get(chunk, "usage")
-            if usage is not None:
-                self.usage = _plain(usage)
+            if chunk.usage is not None:
+                self.usage = _plain(chunk.usage)
             return ""
         choice = choices[0]
-        finish = _get(choice, "finish_reason")
-        if finish:
-            self.finish = finish
-            usage = _get(chunk, "usage")
-            if usage is not None:
-                self.usage = _plain(usage)
-        delta = _get(choice, "delta")
+        if choice.finish_reason:
+            self.finish = choice.finish_reason
+            if chunk.usage is not None:
+                self.usage = _plain(chunk.usage)
+        delta = choice.delta
         if delta is None:
             return ""
-        calls = _get(delta, "tool_calls")
-        if calls:
-            for piece in calls:
-                call = self.calls.setdefault(_get(piece, "index") or 0,
-                                             {"id": None, "type": "function", "name": "", "arguments": []})
-                call["id"] = _get(piece, "id") or call["id"]
-                function = _get(piece, "function")
+        if delta.tool_calls:
+            for piece in delta.tool_calls:
+                call = self.calls.get(piece.index or 0)
+                if call is None:
+                    call = self.calls[piece.index or 0] = {"id": None, "name": [], "arguments": []}
+                call["id"] = piece.id or call["id"]
+                function = piece.function
                 if function is not None:
-                    call["name"] += _get(function, "name") or ""
-                    call["arguments"].append(_get(function, "arguments") or "")
-        refusal = _get(delta, "refusal")
-        if refusal:
-            self.refusal.append(refusal)
-        text = _get(delta, "content")
+                    call["name"].append(function.name or "")
+                    call["arguments"].append(function.arguments or "")
+        if delta.refusal:
+            self.refusal.append(delta.refusal)
+        text = delta.content
         if text:
             self.text.append(text)
             return text
         return ""
 
     def reply(self) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) if self.text else None}
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.text:
+            message["content"] = "".join(self.text)
         if self.refusal:
             message["refusal"] = "".join(self.refusal)
         if self.calls:
-            message["tool_calls"] = [{"id": call["id"], "type": call["type"],
-                                      "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
+            message["tool_calls"] = [{**({"id": call["id"]} if call["id"] is not None else {}), "type": "function",
+                                      "function": {"name": "".join(call["name"]),
+                                                   "arguments": "".join(call["arguments"])}}
                                      for _index, call in sorted(self.calls.items())]
-        return {**self.head, "object": "chat.completion",
-                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+        choice: dict[str, Any] = {"index": 0, "message": message}
+        if self.finish is not None:
+            choice["finish_reason"] = self.finish
+        return {"object": "chat.completion", "choices": [choice],
                 **({"usage": self.usage} if self.usage is not None else {})}
 
 
 class ResponsesEvents(Assembler):
+    plain = False  # the SDK's response, as `response.completed` carries it
     _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
     def __init__(self) -> None:
@@ -127,16 +125,16 @@ class AnthropicEvents(Assembler):
         self.json: dict[int, list[str]] = {}
 
     def feed(self, event: Any) -> str:
-        kind = _get(event, "type")
+        kind = event.type
         if kind == "content_block_delta":
-            index, delta = _get(event, "index"), _get(event, "delta")
-            block, what = self.blocks[index], _get(delta, "type")
+            index, delta = event.index, event.delta
+            block, what = self.blocks[index], delta.type
             if what == "text_delta":
-                text = _get(delta, "text") or ""
+                text = delta.text or ""
                 block["text"] = block.get("text", "") + text
                 return text
             if what == "input_json_delta":
-                self.json.setdefault(index, []).append(_get(delta, "partial_json") or "")
+                self.json.setdefault(index, []).append(delta.partial_json or "")
             elif what == "thinking_delta":
                 block["thinking"] = block.get("thinking", "") + (_field(delta, "thinking") or "")
             elif what == "signature_delta":
@@ -175,16 +173,17 @@ class GeminiChunks(Assembler):
         self.role = "model"
 
     def feed(self, chunk: Any) -> str:
-        self.usage = _field(chunk, "usage_metadata") or self.usage  # a running total: the last one counts
-        candidates = _field(chunk, "candidates") or ()
-        if candidates:
-            self.finish = _field(candidates[0], "finish_reason") or self.finish
-        content = _field(candidates[0], "content") if candidates else None
+        self.usage = chunk.usage_metadata or self.usage  # a running total: the last one counts
+        candidates = chunk.candidates
+        if not candidates:
+            return ""
+        self.finish = candidates[0].finish_reason or self.finish
+        content = candidates[0].content
         if content is None:
             return ""
-        self.role = _field(content, "role") or self.role
+        self.role = content.role or self.role
         added = []
-        for part in _field(content, "parts") or ():
+        for part in content.parts or ():
             part = _plain(part)
             text = part.get("text")
             previous = self.parts[-1] if self.parts else None

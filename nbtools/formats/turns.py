@@ -23,7 +23,7 @@ from typing import Any
 from .catalog import DIALECTS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Usage:
     """Tokens a model reported: `input_tokens` read (all input: cache reads and writes included),
     `output_tokens` written (reasoning/thinking included), `cache_read_tokens` and
@@ -39,15 +39,26 @@ class Usage:
     cost: float | None = None
     steps: tuple["Usage", ...] = field(default=(), repr=False, compare=False)
 
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
+                 cache_write_tokens: int = 0, cost: float | None = None, steps: tuple["Usage", ...] = ()):
+        # Written to the instance's dict: a frozen dataclass's own __init__ sets each field through
+        # object.__setattr__, 5x slower, and the agent loop makes one or two of these per step.
+        record = self.__dict__
+        record["input_tokens"], record["output_tokens"] = input_tokens, output_tokens
+        record["cache_read_tokens"], record["cache_write_tokens"] = cache_read_tokens, cache_write_tokens
+        record["cost"], record["steps"] = cost, steps
+
     @property
     def tokens(self) -> int:
         """Input and output tokens together (what a token budget counts)."""
         return self.input_tokens + self.output_tokens
 
-    def with_step(self, step: "Usage") -> "Usage":
-        """These totals with `step` added to `steps` (the token counts are left as they are)."""
-        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
-                     self.cost, (*self.steps, step))
+    def add_step(self, step: "Usage") -> "Usage":
+        """These totals with `step`'s tokens and cost added and `step` kept in `steps`."""
+        cost = None if self.cost is None and step.cost is None else (self.cost or 0.0) + (step.cost or 0.0)
+        return Usage(self.input_tokens + step.input_tokens, self.output_tokens + step.output_tokens,
+                     self.cache_read_tokens + step.cache_read_tokens,
+                     self.cache_write_tokens + step.cache_write_tokens, cost, (*self.steps, step))
 
     def __add__(self, other: "Usage") -> "Usage":
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
@@ -164,8 +175,12 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 _OPENAI_ASSISTANT_KEYS = ("role", "content", "refusal", "tool_calls", "function_call", "audio", "name")
 
 
-def assistant_turns(dialect: str, reply: Any) -> list:
-    """The history entries that record the model's reply (what the next request must echo)."""
+def assistant_turns(dialect: str, reply: Any, plain: bool = False) -> list:
+    """The history entries that record the model's reply (what the next request must echo).
+    `plain`: the reply is plain data without None fields already (a streamed reply put together by
+    `formats.streamed`), recorded as it is rather than copied."""
+    if plain:
+        return _plain_turns(dialect, reply)
     if dialect == "openai":
         choices = _field(reply, "choices") or []
         if not choices:
@@ -188,6 +203,28 @@ def assistant_turns(dialect: str, reply: Any) -> list:
         content.setdefault("role", "model")
         return [content]
     raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+
+
+def _plain_turns(dialect: str, reply: dict) -> list:
+    """`assistant_turns` of a reply that is plain data without None fields already."""
+    if dialect == "openai":
+        choices = reply.get("choices")
+        if not choices:
+            return []
+        message = choices[0]["message"]
+        kept = {key: message[key] for key in _OPENAI_ASSISTANT_KEYS if key in message}
+        kept["role"] = "assistant"
+        return [kept]
+    if dialect == "anthropic":
+        return [{"role": "assistant", "content": reply.get("content") or []}]
+    if dialect == "gemini":
+        candidates = reply.get("candidates")
+        content = candidates[0].get("content") if candidates else None
+        if content is None:
+            return []
+        content.setdefault("role", "model")
+        return [content]
+    return assistant_turns(dialect, reply)
 
 
 def calls_source(dialect: str, recorded: list) -> Any:
@@ -252,18 +289,24 @@ def reply_usage(dialect: str, reply: Any) -> Usage:
     """The tokens the provider reported for one reply (zeros when it reported none)."""
     if dialect == "gemini":
         usage = _field(reply, "usage_metadata")
-        return Usage(_int(usage, "prompt_token_count") + _int(usage, "tool_use_prompt_token_count"),
-                     _int(usage, "candidates_token_count") + _int(usage, "thoughts_token_count"),
-                     _int(usage, "cached_content_token_count"))
+        if usage is None:
+            return Usage()
+        return Usage(_count(usage, "prompt_token_count") + _count(usage, "tool_use_prompt_token_count"),
+                     _count(usage, "candidates_token_count") + _count(usage, "thoughts_token_count"),
+                     _count(usage, "cached_content_token_count"))
     usage = _field(reply, "usage")
+    if usage is None:
+        return Usage()
     if dialect == "openai":
-        return Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"),
-                     _int(_field(usage, "prompt_tokens_details"), "cached_tokens"))
+        details = _field(usage, "prompt_tokens_details")
+        return Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"),
+                     0 if details is None else _count(details, "cached_tokens"))
     if dialect == "anthropic":
-        read, written = _int(usage, "cache_read_input_tokens"), _int(usage, "cache_creation_input_tokens")
-        return Usage(_int(usage, "input_tokens") + read + written, _int(usage, "output_tokens"), read, written)
-    return Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens"),
-                 _int(_field(usage, "input_tokens_details"), "cached_tokens"))
+        read, written = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
+        return Usage(_count(usage, "input_tokens") + read + written, _count(usage, "output_tokens"), read, written)
+    details = _field(usage, "input_tokens_details")
+    return Usage(_count(usage, "input_tokens"), _count(usage, "output_tokens"),
+                 0 if details is None else _count(details, "cached_tokens"))
 
 
 def paused(dialect: str, reply: Any) -> bool:
@@ -316,8 +359,9 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-def _int(value: Any, name: str) -> int:
-    number = _field(value, name)
+def _count(value: Any, name: str) -> int:
+    """A token count of a usage record (an SDK object or a dict, not None); 0 when absent."""
+    number = value.get(name) if type(value) is dict else getattr(value, name, None)
     return number if isinstance(number, int) else 0
 
 
