@@ -81,51 +81,68 @@ def _client(provider: str, replies: list[bytes], content_type: str = "applicatio
     return genai.Client(api_key="bench", http_options={"base_url": "http://model.invalid", "httpx_client": http})
 
 
+STEPS = 10  # the hand loops' bound on requests (Chat's max_steps default)
+
+
 def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> Callable[[], str]:
-    """The minimal correct loop for this provider and one conversation of two steps."""
+    """The minimal correct loop for this provider: send the history and the tools, echo the reply,
+    run its calls (`run_tool_calls` on the echoed turn: parse, dispatch, results), append the results
+    and go on until a reply calls no tool (`run_tool_calls` is then falsy: the documented idiom),
+    at most STEPS requests. Its definitions are rendered once, outside."""
     from nbtools import run_tool_calls
 
     if provider == "openai":
         def run() -> str:
             messages: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
-            message = reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"})
-            messages.append(message)
-            messages += run_tool_calls(message, ns=registry)
-            reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
-            return reply.choices[0].message.content
+            for _ in range(STEPS):
+                reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
+                message = reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"})
+                messages.append(message)
+                results = run_tool_calls(message, ns=registry)
+                if not results:
+                    return message.get("content", "")
+                messages += results
+            raise RuntimeError("still calling tools")
     elif provider == "responses":
         def run() -> str:
             items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            reply = client.responses.create(model="m", input=items, tools=definitions)
-            output = [item.model_dump(exclude_none=True) for item in reply.output]
-            items += output
-            items += run_tool_calls(output, ns=registry)
-            reply = client.responses.create(model="m", input=items, tools=definitions)
-            return reply.output_text
+            for _ in range(STEPS):
+                reply = client.responses.create(model="m", input=items, tools=definitions)
+                output = [item.model_dump(exclude_none=True) for item in reply.output]
+                items += output
+                results = run_tool_calls(output, ns=registry)
+                if not results:
+                    return reply.output_text
+                items += results
+            raise RuntimeError("still calling tools")
     elif provider == "anthropic":
         def run() -> str:
             messages: list = [{"role": "user", "content": "go"}]
-            reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                           tools=definitions)
-            message = {"role": "assistant", "content": [block.model_dump(exclude_none=True)
-                                                        for block in reply.content]}
-            messages.append(message)
-            messages.append(run_tool_calls(message, ns=registry))
-            reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                           tools=definitions)
-            return reply.content[0].text
+            for _ in range(STEPS):
+                reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
+                                               tools=definitions)
+                message = {"role": "assistant", "content": [block.model_dump(exclude_none=True)
+                                                            for block in reply.content]}
+                messages.append(message)
+                results = run_tool_calls(message, ns=registry)
+                if not results:
+                    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
+                messages.append(results)
+            raise RuntimeError("still calling tools")
     else:
         config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
 
         def run() -> str:
             contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
-            reply = client.models.generate_content(model="m", contents=contents, config=config)
-            content = reply.candidates[0].content.model_dump(exclude_none=True)
-            contents.append(content)
-            contents.append(run_tool_calls(content, ns=registry))
-            reply = client.models.generate_content(model="m", contents=contents, config=config)
-            return reply.text
+            for _ in range(STEPS):
+                reply = client.models.generate_content(model="m", contents=contents, config=config)
+                content = reply.candidates[0].content.model_dump(exclude_none=True)
+                contents.append(content)
+                results = run_tool_calls(content, ns=registry)
+                if not results:
+                    return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
+                contents.append(results)
+            raise RuntimeError("still calling tools")
     return run
 
 
@@ -210,10 +227,14 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
 
         def run() -> str:
             messages: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            message = turn(messages)
-            messages.append(message)
-            messages += run_tool_calls(message, ns=registry)
-            return turn(messages)["content"]
+            for _ in range(STEPS):
+                message = turn(messages)
+                messages.append(message)
+                results = run_tool_calls(message, ns=registry)
+                if not results:
+                    return message["content"] or ""
+                messages += results
+            raise RuntimeError("still calling tools")
     elif provider == "responses":
         def turn_responses(items: list) -> Any:
             for event in client.responses.create(model="m", input=items, tools=definitions, stream=True):
@@ -223,10 +244,15 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
 
         def run() -> str:
             items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            output = [item.model_dump(exclude_none=True) for item in turn_responses(items).output]
-            items += output
-            items += run_tool_calls(output, ns=registry)
-            return turn_responses(items).output_text
+            for _ in range(STEPS):
+                response = turn_responses(items)
+                output = [item.model_dump(exclude_none=True) for item in response.output]
+                items += output
+                results = run_tool_calls(output, ns=registry)
+                if not results:
+                    return response.output_text
+                items += results
+            raise RuntimeError("still calling tools")
     elif provider == "anthropic":
         def turn_anthropic(messages: list) -> dict:
             blocks: list = []
@@ -246,10 +272,14 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
 
         def run() -> str:
             messages: list = [{"role": "user", "content": "go"}]
-            message = turn_anthropic(messages)
-            messages.append(message)
-            messages.append(run_tool_calls(message, ns=registry))
-            return turn_anthropic(messages)["content"][0]["text"]
+            for _ in range(STEPS):
+                message = turn_anthropic(messages)
+                messages.append(message)
+                results = run_tool_calls(message, ns=registry)
+                if not results:
+                    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
+                messages.append(results)
+            raise RuntimeError("still calling tools")
     else:
         config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
 
@@ -261,10 +291,14 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
 
         def run() -> str:
             contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
-            content = turn_gemini(contents)
-            contents.append(content)
-            contents.append(run_tool_calls(content, ns=registry))
-            return "".join(part.get("text", "") for part in turn_gemini(contents)["parts"])
+            for _ in range(STEPS):
+                content = turn_gemini(contents)
+                contents.append(content)
+                results = run_tool_calls(content, ns=registry)
+                if not results:
+                    return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
+                contents.append(results)
+            raise RuntimeError("still calling tools")
     return run
 
 

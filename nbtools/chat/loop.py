@@ -209,15 +209,16 @@ class Chat:
         run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
         try:
             for number in range(1, self.max_steps + 1):
-                self._check_budget(run)
+                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
+                    raise self._over_budget()
                 reply = self._send(run, number)
-                source, usage = self._receive(reply)
+                source, usage, text = self._receive(reply)
                 stop = self._stop(number, source)
                 if source is not None and stop is None:
-                    outcomes, extra = self._run_calls(run, number, reply, source, usage)
+                    outcomes, extra = self._run_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -234,15 +235,16 @@ class Chat:
         run = self._begin(prompt)
         try:
             for number in range(1, self.max_steps + 1):
-                self._check_budget(run)
+                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
+                    raise self._over_budget()
                 reply = await self._asend(run, number)
-                source, usage = self._receive(reply)
+                source, usage, text = self._receive(reply)
                 stop = self._stop(number, source)
                 if source is not None and stop is None:
-                    outcomes, extra = await self._arun_calls(run, number, reply, source, usage)
+                    outcomes, extra = await self._arun_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -253,16 +255,16 @@ class Chat:
         finally:
             self._end(run)
 
-    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list,
+    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, text: str, outcomes: list,
                     extra: Usage, stop: str | None) -> str | None:
         """Record a step (the part `__call__` and `acall` share); the final answer when the model gave
         one, else None: go on with the next step (after calls, or a `pause_turn` to continue)."""
         if not outcomes and turns.paused(self.endpoint.dialect, reply):
-            self._answer(run, reply, number, usage, [])
+            self._answer(run, text, number, usage, [])
             return None
         if not outcomes:
-            return self._finish(run, reply, number, usage)
-        self._answer(run, reply, number, usage, outcomes, extra)
+            return self._finish(run, text, number, usage)
+        self._answer(run, text, number, usage, outcomes, extra)
         if stop == "budget":
             raise self._over_budget()
         return None
@@ -294,12 +296,16 @@ class Chat:
 
     def _read_stream(self, stream: Any, run: _Run) -> Any:
         assembler = streamed.assembler(self.endpoint.dialect)
-        view = run.view
+        feed, view = assembler.feed, run.view
         try:
-            for event in stream:
-                text = assembler.feed(event)
-                if text and view is not None:
-                    view.text(text)
+            if view is None:
+                for event in stream:
+                    feed(event)
+            else:
+                for event in stream:
+                    text = feed(event)
+                    if text:
+                        view.text(text)
         finally:
             close = getattr(stream, "close", None)
             if callable(close):
@@ -348,7 +354,7 @@ class Chat:
             del self.messages[start:]
 
     # -- tool calls ----------------------------------------------------------------------------------
-    def _run_calls(self, run: _Run, number: int, reply: Any, source: Any, usage: Usage) -> tuple[list, Usage]:
+    def _run_calls(self, run: _Run, number: int, text: str, source: Any, usage: Usage) -> tuple[list, Usage]:
         """Run a step's calls; their outcomes and what sub-agents spent meanwhile. On an interrupt the
         step is recorded with the finished calls' results and "interrupted: not run" for the rest."""
         progress: dict[int, Any] = {}
@@ -359,12 +365,12 @@ class Chat:
             with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
                 return run_reply_calls(source, self.tools, progress)[1], self._collected(spent)
         except KeyboardInterrupt:
-            self._answer(run, reply, number, usage, self._unfinished(source, progress), self._collected(spent))
+            self._answer(run, text, number, usage, self._unfinished(source, progress), self._collected(spent))
             raise
         finally:
             _SPENT.reset(token)
 
-    async def _arun_calls(self, run: _Run, number: int, reply: Any, source: Any,
+    async def _arun_calls(self, run: _Run, number: int, text: str, source: Any,
                           usage: Usage) -> tuple[list, Usage]:
         spent: list[Usage] = []
         token = _SPENT.set(spent)
@@ -373,7 +379,7 @@ class Chat:
             with asking_as(f"chat:{self.model}"):
                 return (await arun_reply_calls(source, self.tools))[1], self._collected(spent)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            self._answer(run, reply, number, usage, self._unfinished(source, {}), self._collected(spent))
+            self._answer(run, text, number, usage, self._unfinished(source, {}), self._collected(spent))
             raise
         finally:
             _SPENT.reset(token)
@@ -442,14 +448,10 @@ class Chat:
             self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
         return self._cached[1]  # type: ignore[index]
 
-    def _check_budget(self, run: _Run) -> None:
-        """Before a request: the budget not used up (sub-agents may have spent it during the tools)."""
-        if over(self.budget, self.usage):
-            raise self._over_budget()
-
-    def _receive(self, reply: Any) -> tuple[Any, Usage]:
+    def _receive(self, reply: Any) -> tuple[Any, Usage, str]:
         """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
-        the SDK object is not dumped again; None when the reply had no content), and its usage."""
+        the SDK object is not dumped again; None when the reply called no function), its usage and
+        its text (read from the recorded turn too)."""
         dialect = self.endpoint.dialect
         recorded = turns.assistant_turns(dialect, reply, type(reply) is _Streamed)
         self.messages.extend(recorded)
@@ -457,9 +459,9 @@ class Chat:
         if self.prices:
             usage = priced(usage, self.prices.get(self.model))
         self.usage = self.usage.add_step(usage)  # the step's own record: see `_count_step`
-        return (turns.calls_source(dialect, recorded) if turns.has_calls(dialect, recorded) else None), usage
+        return turns.calls_source(dialect, recorded), usage, turns.turns_text(dialect, recorded)
 
-    def _answer(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
+    def _answer(self, run: _Run, text: str, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
                 extra: Usage | None = None) -> None:
         """Append the results of one step's calls; record and show the step."""
         dialect = self.endpoint.dialect
@@ -468,7 +470,7 @@ class Chat:
             self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
                                  result.content, result.is_error, value) for result, value in outcomes)
-        step = Step(number, turns.reply_text(dialect, reply), calls, self._count_step(usage, extra or _NOTHING))
+        step = Step(number, text, calls, self._count_step(usage, extra or _NOTHING))
         self.steps.append(step)
         if self.trace is not None:
             for line in trace_lines(step):
@@ -485,8 +487,7 @@ class Chat:
         self.usage = dataclasses.replace(total + extra, steps=(*total.steps[:-1], step))
         return step
 
-    def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:
-        text = turns.reply_text(self.endpoint.dialect, reply)
+    def _finish(self, run: _Run, text: str, number: int, usage: Usage) -> str:
         self.steps.append(Step(number, text, (), self._count_step(usage, _NOTHING)))
         if run.view is not None:
             return run.view.final(text, self.usage)

@@ -9,9 +9,10 @@ same request would have returned without streaming (so the agent loop records th
 | gemini    | `models.generate_content_stream(...)`                  | every chunk's parts in order (text pieces of the same kind joined), the last usage and finish reason |
 
 An `Assembler` is fed one event at a time (`feed` returns the text the event adds, for a live
-view) and gives the reply (`reply()`), which `turns` reads like an SDK reply: plain data without
-None fields for OpenAI chat, Anthropic and Gemini (`plain` is True: recorded as it is, not copied
-again), the SDK's own response for Responses. Events are the SDKs' objects, read by attribute;
+view) and gives the reply (`reply()`), which `turns` reads like an SDK reply: for OpenAI chat,
+Anthropic and Gemini dicts whose turns are plain data without None fields (`plain` is True: they
+are recorded as they are, not copied again; a usage may stay the SDK's object), the SDK's own
+response for Responses. Events are the SDKs' objects, read by attribute;
 nothing is imported here.
 """
 
@@ -26,7 +27,7 @@ from .turns import _field, _plain
 class Assembler:
     """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
 
-    plain = True  # `reply()` is plain data without None fields
+    plain = True  # `reply()`'s turns are plain data without None fields
 
     def feed(self, event: Any) -> str:
         raise NotImplementedError
@@ -46,14 +47,12 @@ class OpenAIChunks(Assembler):
     def feed(self, chunk: Any) -> str:
         choices = chunk.choices
         if not choices:  # the usage chunk (stream_options include_usage) has no choices
-            if chunk.usage is not None:
-                self.usage = _plain(chunk.usage)
+            self.usage = chunk.usage or self.usage  # the SDK's object: only the message is recorded
             return ""
         choice = choices[0]
         if choice.finish_reason:
             self.finish = choice.finish_reason
-            if chunk.usage is not None:
-                self.usage = _plain(chunk.usage)
+            self.usage = chunk.usage or self.usage
         delta = choice.delta
         if delta is None:
             return ""
@@ -101,11 +100,11 @@ class ResponsesEvents(Assembler):
         self.response: Any = None
 
     def feed(self, event: Any) -> str:
-        kind = _field(event, "type")
+        kind = event.type
         if kind == "response.output_text.delta":
-            return _field(event, "delta") or ""
+            return event.delta or ""
         if kind in self._FINAL:
-            self.response = _field(event, "response")
+            self.response = event.response
         elif kind == "error":
             raise RuntimeError(f"the Responses stream ended with an error: {_field(event, 'message')} "
                                f"(code {_field(event, 'code')})")
@@ -120,7 +119,7 @@ class ResponsesEvents(Assembler):
 
 class AnthropicEvents(Assembler):
     def __init__(self) -> None:
-        self.message: dict = {}
+        self.message: dict = {}  # what the loop reads besides the blocks: stop reason and usage
         self.blocks: list[dict] = []
         self.json: dict[int, list[str]] = {}
 
@@ -142,20 +141,22 @@ class AnthropicEvents(Assembler):
             elif what == "citations_delta":
                 block.setdefault("citations", []).append(_plain(_field(delta, "citation")))
         elif kind == "content_block_start":
-            self.blocks.append(_plain(_field(event, "content_block")))
+            self.blocks.append(_plain(event.content_block))
         elif kind == "content_block_stop":
-            index = _field(event, "index")
+            index = event.index
             pieces = self.json.pop(index, None)
             if pieces is not None:
                 text = "".join(pieces)
                 self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
-        elif kind == "message_start":
-            self.message = _plain(_field(event, "message"))
+        elif kind == "message_start":  # the message's id, model... are not needed: only what is read
+            message = event.message
+            self.message = {"type": "message", "role": "assistant", "usage": _plain(message.usage) or {}}
+            if message.stop_reason is not None:
+                self.message["stop_reason"] = message.stop_reason
         elif kind == "message_delta":
-            self.message.update(_plain(_field(event, "delta")) or {})
-            usage = _plain(_field(event, "usage")) or {}
-            self.message["usage"] = {**self.message.get("usage", {}),
-                                     **{key: value for key, value in usage.items() if value is not None}}
+            if event.delta.stop_reason is not None:
+                self.message["stop_reason"] = event.delta.stop_reason
+            self.message["usage"] = {**self.message.get("usage", {}), **(_plain(event.usage) or {})}
         elif kind == "error":
             error = _plain(_field(event, "error")) or {}
             raise RuntimeError(f"the Anthropic stream ended with an error: {error.get('type')}: {error.get('message')}")
@@ -163,6 +164,10 @@ class AnthropicEvents(Assembler):
 
     def reply(self) -> dict:
         return {**self.message, "content": self.blocks}
+
+
+_TEXT_PART = frozenset(("text", "thought", "thought_signature"))  # a text part's keys
+_OPEN_TEXT_PART = frozenset(("text", "thought"))  # ... when no signature closed it yet
 
 
 class GeminiChunks(Assembler):
@@ -182,31 +187,29 @@ class GeminiChunks(Assembler):
         if content is None:
             return ""
         self.role = content.role or self.role
-        added = []
+        added = ""
         for part in content.parts or ():
             part = _plain(part)
             text = part.get("text")
             previous = self.parts[-1] if self.parts else None
             if (isinstance(text, str) and previous is not None and isinstance(previous.get("text"), str)
-                    and set(part) - {"thought_signature"} <= {"text", "thought"}
-                    and set(previous) - {"thought_signature"} <= {"text", "thought"}
-                    and bool(part.get("thought")) == bool(previous.get("thought"))
-                    and "thought_signature" not in previous):
-                previous["text"] += text  # a piece of the same text part
+                    and part.keys() <= _TEXT_PART and previous.keys() <= _OPEN_TEXT_PART
+                    and bool(part.get("thought")) == bool(previous.get("thought"))):
+                previous["text"] += text  # a piece of the same text part (one a signature closed is not)
                 if "thought_signature" in part:
                     previous["thought_signature"] = part["thought_signature"]
             else:
-                self.parts.append(dict(part))
+                self.parts.append(part)
             if isinstance(text, str) and not part.get("thought"):
-                added.append(text)
-        return "".join(added)
+                added += text
+        return added
 
     def reply(self) -> dict:
         candidate: dict[str, Any] = {"content": {"role": self.role, "parts": self.parts}}
         if self.finish is not None:
             candidate["finish_reason"] = self.finish
-        usage = self.usage
-        return {"candidates": [candidate], **({"usage_metadata": _plain(usage)} if usage is not None else {})}
+        # the usage stays the SDK's object: only the content is recorded (turns reads either)
+        return {"candidates": [candidate], **({"usage_metadata": self.usage} if self.usage is not None else {})}
 
 
 _ASSEMBLERS = {"openai": OpenAIChunks, "responses": ResponsesEvents, "anthropic": AnthropicEvents,

@@ -172,7 +172,7 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 
 
 # -- what comes back --------------------------------------------------------------------------------
-_OPENAI_ASSISTANT_KEYS = ("role", "content", "refusal", "tool_calls", "function_call", "audio", "name")
+_OPENAI_ASSISTANT_KEYS = frozenset(("role", "content", "refusal", "tool_calls", "function_call", "audio", "name"))
 
 
 def assistant_turns(dialect: str, reply: Any, plain: bool = False) -> list:
@@ -186,7 +186,7 @@ def assistant_turns(dialect: str, reply: Any, plain: bool = False) -> list:
         if not choices:
             return []
         message = _plain(_field(choices[0], "message"))
-        kept = {key: message[key] for key in _OPENAI_ASSISTANT_KEYS if key in message}
+        kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
         if isinstance(kept.get("audio"), dict):  # a previous audio answer is referred to by its id
             kept["audio"] = {"id": kept["audio"]["id"]}
         kept["role"] = "assistant"
@@ -212,7 +212,7 @@ def _plain_turns(dialect: str, reply: dict) -> list:
         if not choices:
             return []
         message = choices[0]["message"]
-        kept = {key: message[key] for key in _OPENAI_ASSISTANT_KEYS if key in message}
+        kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
         kept["role"] = "assistant"
         return [kept]
     if dialect == "anthropic":
@@ -228,27 +228,23 @@ def _plain_turns(dialect: str, reply: dict) -> list:
 
 
 def calls_source(dialect: str, recorded: list) -> Any:
-    """What `parse_reply`/`run_tool_calls` read the calls from: the reply as `assistant_turns`
-    recorded it (plain dicts: the SDK object is not dumped again). None when nothing was recorded."""
+    """What `parse_reply`/`run_tool_calls` read a reply's calls from: the reply as `assistant_turns`
+    recorded it (plain dicts: the SDK object is not dumped again). None when it asks for no function
+    call (told without reading the calls: a final answer needs no dispatch at all)."""
     if not recorded:
         return None
-    if dialect == "responses":
-        return {"object": "response", "output": recorded}
-    return recorded[0]
-
-
-def has_calls(dialect: str, recorded: list) -> bool:
-    """Whether a reply as `assistant_turns` recorded it asks for a function call (cheaper than
-    reading the calls: a final answer needs no dispatch at all)."""
-    if not recorded:
-        return False
+    turn = recorded[0]
     if dialect == "openai":
-        return bool(recorded[0].get("tool_calls") or recorded[0].get("function_call"))
+        return turn if turn.get("tool_calls") or turn.get("function_call") else None
     if dialect == "responses":
-        return any(item.get("type") == "function_call" for item in recorded)
+        if any(item.get("type") == "function_call" for item in recorded):
+            return {"object": "response", "output": recorded}
+        return None
     if dialect == "anthropic":
-        return any(block.get("type") == "tool_use" for block in recorded[0].get("content") or ())
-    return any("function_call" in part or "functionCall" in part for part in recorded[0].get("parts") or ())
+        return turn if any(block.get("type") == "tool_use" for block in turn.get("content") or ()) else None
+    if any("function_call" in part or "functionCall" in part for part in turn.get("parts") or ()):
+        return turn
+    return None
 
 
 def result_turns(dialect: str, message: Any) -> list:
@@ -258,30 +254,29 @@ def result_turns(dialect: str, message: Any) -> list:
     return list(message) if dialect in ("openai", "responses") else [message]
 
 
-def reply_text(dialect: str, reply: Any) -> str:
-    """The text of a reply (its final answer when it called no tool); "" when it has none."""
-    texts: list[str] = []
+def turns_text(dialect: str, recorded: list) -> str:
+    """The text of a reply, read from its turns as `assistant_turns` recorded them (plain data): its
+    final answer when it called no tool; "" when it has none."""
+    if not recorded:
+        return ""
     if dialect == "openai":
-        choices = _field(reply, "choices") or []
-        if choices:
-            message = _field(choices[0], "message")
-            texts.append(_field(message, "content") or _field(message, "refusal") or "")
-    elif dialect == "responses":
-        for item in _field(reply, "output") or []:
-            if _field(item, "type") == "message":
-                for part in _field(item, "content") or []:
-                    kind = _field(part, "type")
+        return recorded[0].get("content") or recorded[0].get("refusal") or ""
+    texts: list[str] = []
+    if dialect == "responses":
+        for item in recorded:
+            if item.get("type") == "message":
+                for part in item.get("content") or ():
+                    kind = part.get("type")
                     if kind == "output_text":
-                        texts.append(_field(part, "text") or "")
+                        texts.append(part.get("text") or "")
                     elif kind == "refusal":
-                        texts.append(_field(part, "refusal") or "")
+                        texts.append(part.get("refusal") or "")
     elif dialect == "anthropic":
-        texts = [_field(block, "text") or "" for block in _field(reply, "content") or []
-                 if _field(block, "type") == "text"]
+        texts = [block.get("text") or "" for block in recorded[0].get("content") or ()
+                 if block.get("type") == "text"]
     elif dialect == "gemini":
-        content = _gemini_content(reply)
-        texts = [_field(part, "text") for part in (_field(content, "parts") or []) if content is not None
-                 and _field(part, "text") and not _field(part, "thought")]
+        texts = [part["text"] for part in recorded[0].get("parts") or ()
+                 if part.get("text") and not part.get("thought")]
     return "".join(texts)
 
 
@@ -371,4 +366,4 @@ def _gemini_content(reply: Any) -> Any:
 
 
 __all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "calls_source", "has_calls", "result_turns", "reply_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
+           "calls_source", "result_turns", "turns_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
