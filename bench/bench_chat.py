@@ -86,9 +86,10 @@ STEPS = 10  # the hand loops' bound on requests (Chat's max_steps default)
 
 def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> Callable[[], str]:
     """The minimal correct loop for this provider: send the history and the tools, echo the reply,
-    run its calls (`run_tool_calls` on the echoed turn: parse, dispatch, results), append the results
-    and go on until a reply calls no tool (`run_tool_calls` is then falsy: the documented idiom),
-    at most STEPS requests. Its definitions are rendered once, outside."""
+    stop when it calls no tool (the cheapest correct check: OpenAI's `tool_calls`, Anthropic's
+    `stop_reason`, a function call among the items or parts), else run its calls (`run_tool_calls`
+    on the echoed turn: parse, dispatch, results), append the results and go on; at most STEPS
+    requests. Its definitions are rendered once, outside."""
     from nbtools import run_tool_calls
 
     if provider == "openai":
@@ -98,10 +99,9 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
                 reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
                 message = reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"})
                 messages.append(message)
-                results = run_tool_calls(message, ns=registry)
-                if not results:
+                if not message.get("tool_calls"):
                     return message.get("content", "")
-                messages += results
+                messages += run_tool_calls(message, ns=registry)
             raise RuntimeError("still calling tools")
     elif provider == "responses":
         def run() -> str:
@@ -110,10 +110,9 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
                 reply = client.responses.create(model="m", input=items, tools=definitions)
                 output = [item.model_dump(exclude_none=True) for item in reply.output]
                 items += output
-                results = run_tool_calls(output, ns=registry)
-                if not results:
+                if not any(item["type"] == "function_call" for item in output):
                     return reply.output_text
-                items += results
+                items += run_tool_calls(output, ns=registry)
             raise RuntimeError("still calling tools")
     elif provider == "anthropic":
         def run() -> str:
@@ -124,10 +123,9 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
                 message = {"role": "assistant", "content": [block.model_dump(exclude_none=True)
                                                             for block in reply.content]}
                 messages.append(message)
-                results = run_tool_calls(message, ns=registry)
-                if not results:
+                if reply.stop_reason != "tool_use":
                     return "".join(block["text"] for block in message["content"] if block["type"] == "text")
-                messages.append(results)
+                messages.append(run_tool_calls(message, ns=registry))
             raise RuntimeError("still calling tools")
     else:
         config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
@@ -138,10 +136,9 @@ def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> 
                 reply = client.models.generate_content(model="m", contents=contents, config=config)
                 content = reply.candidates[0].content.model_dump(exclude_none=True)
                 contents.append(content)
-                results = run_tool_calls(content, ns=registry)
-                if not results:
+                if not any("function_call" in part for part in content["parts"]):
                     return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
-                contents.append(results)
+                contents.append(run_tool_calls(content, ns=registry))
             raise RuntimeError("still calling tools")
     return run
 
@@ -230,10 +227,9 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
             for _ in range(STEPS):
                 message = turn(messages)
                 messages.append(message)
-                results = run_tool_calls(message, ns=registry)
-                if not results:
+                if "tool_calls" not in message:
                     return message["content"] or ""
-                messages += results
+                messages += run_tool_calls(message, ns=registry)
             raise RuntimeError("still calling tools")
     elif provider == "responses":
         def turn_responses(items: list) -> Any:
@@ -248,10 +244,9 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
                 response = turn_responses(items)
                 output = [item.model_dump(exclude_none=True) for item in response.output]
                 items += output
-                results = run_tool_calls(output, ns=registry)
-                if not results:
+                if not any(item["type"] == "function_call" for item in output):
                     return response.output_text
-                items += results
+                items += run_tool_calls(output, ns=registry)
             raise RuntimeError("still calling tools")
     elif provider == "anthropic":
         def turn_anthropic(messages: list) -> dict:
@@ -275,10 +270,9 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
             for _ in range(STEPS):
                 message = turn_anthropic(messages)
                 messages.append(message)
-                results = run_tool_calls(message, ns=registry)
-                if not results:
+                if not any(block["type"] == "tool_use" for block in message["content"]):
                     return "".join(block["text"] for block in message["content"] if block["type"] == "text")
-                messages.append(results)
+                messages.append(run_tool_calls(message, ns=registry))
             raise RuntimeError("still calling tools")
     else:
         config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
@@ -294,10 +288,9 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
             for _ in range(STEPS):
                 content = turn_gemini(contents)
                 contents.append(content)
-                results = run_tool_calls(content, ns=registry)
-                if not results:
+                if not any("function_call" in part for part in content["parts"]):
                     return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
-                contents.append(results)
+                contents.append(run_tool_calls(content, ns=registry))
             raise RuntimeError("still calling tools")
     return run
 
