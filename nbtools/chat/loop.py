@@ -361,7 +361,10 @@ class Chat:
         spent: list[Usage] = []
         token = _SPENT.set(spent)
         try:
-            self._status_calls(run, number, source)
+            if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
+                run.doing = f"step {number}: running its tool calls"
+            else:
+                self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
                 return run_reply_calls(source, self.tools, progress)[1], self._collected(spent)
         except KeyboardInterrupt:
@@ -375,7 +378,10 @@ class Chat:
         spent: list[Usage] = []
         token = _SPENT.set(spent)
         try:
-            self._status_calls(run, number, source)
+            if run.view is None:
+                run.doing = f"step {number}: running its tool calls"
+            else:
+                self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):
                 return (await arun_reply_calls(source, self.tools))[1], self._collected(spent)
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -385,12 +391,9 @@ class Chat:
             _SPENT.reset(token)
 
     def _status_calls(self, run: _Run, number: int, source: Any) -> None:
-        if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
-            run.doing = f"step {number}: running its tool calls"
-        else:
-            names = ", ".join(request.name for request in parse_reply(source)[1])
-            if names:
-                run.status(f"step {number}: running {names}")
+        names = ", ".join(request.name for request in parse_reply(source)[1])
+        if names:
+            run.status(f"step {number}: running {names}")
 
     def _collected(self, spent: list[Usage]) -> Usage:
         if not spent:
@@ -453,9 +456,8 @@ class Chat:
         the SDK object is not dumped again; None when the reply called no function), its usage and
         its text (read from the recorded turn too)."""
         dialect = self.endpoint.dialect
-        recorded = turns.assistant_turns(dialect, reply, type(reply) is _Streamed)
+        recorded, usage = (turns.read_streamed if type(reply) is _Streamed else turns.read_reply)(dialect, reply)
         self.messages.extend(recorded)
-        usage = turns.reply_usage(dialect, reply)
         if self.prices:
             usage = priced(usage, self.prices.get(self.model))
         self.usage = self.usage.add_step(usage)  # the step's own record: see `_count_step`

@@ -19,6 +19,7 @@ nothing is imported here.
 from __future__ import annotations
 
 import json
+import types
 from typing import Any
 
 from .turns import _field, _plain
@@ -117,6 +118,18 @@ class ResponsesEvents(Assembler):
         return self.response
 
 
+_ANTHROPIC_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _merged_usage(start: Any, delta: Any) -> types.SimpleNamespace:
+    """message_start's usage with the counts message_delta's carries (read like the SDK's record)."""
+    merged = {}
+    for name in _ANTHROPIC_COUNTS:
+        value = getattr(delta, name, None)
+        merged[name] = getattr(start, name, None) if value is None else value
+    return types.SimpleNamespace(**merged)
+
+
 class AnthropicEvents(Assembler):
     def __init__(self) -> None:
         self.message: dict = {}  # what the loop reads besides the blocks: stop reason and usage
@@ -150,13 +163,14 @@ class AnthropicEvents(Assembler):
                 self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
         elif kind == "message_start":  # the message's id, model... are not needed: only what is read
             message = event.message
-            self.message = {"type": "message", "role": "assistant", "usage": _plain(message.usage) or {}}
+            self.message = {"type": "message", "role": "assistant", "usage": message.usage}
             if message.stop_reason is not None:
                 self.message["stop_reason"] = message.stop_reason
         elif kind == "message_delta":
             if event.delta.stop_reason is not None:
                 self.message["stop_reason"] = event.delta.stop_reason
-            self.message["usage"] = {**self.message.get("usage", {}), **(_plain(event.usage) or {})}
+            if event.usage is not None:  # the counts it has replace message_start's
+                self.message["usage"] = _merged_usage(self.message.get("usage"), event.usage)
         elif kind == "error":
             error = _plain(_field(event, "error")) or {}
             raise RuntimeError(f"the Anthropic stream ended with an error: {error.get('type')}: {error.get('message')}")

@@ -175,60 +175,89 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 _OPENAI_ASSISTANT_KEYS = frozenset(("role", "content", "refusal", "tool_calls", "function_call", "audio", "name"))
 
 
-def assistant_turns(dialect: str, reply: Any, plain: bool = False) -> list:
-    """The history entries that record the model's reply (what the next request must echo).
-    `plain`: the reply is plain data without None fields already (a streamed reply put together by
-    `formats.streamed`), recorded as it is rather than copied."""
-    if plain:
-        return _plain_turns(dialect, reply)
+def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
+    """An SDK reply's history entries (what the next request must echo) and its usage, read in one
+    pass (the agent loop reads every reply; attributes through `getattr`, so a field an older SDK
+    lacks reads as absent)."""
     if dialect == "openai":
-        choices = _field(reply, "choices") or []
-        if not choices:
-            return []
-        message = _plain(_field(choices[0], "message"))
-        kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
-        if isinstance(kept.get("audio"), dict):  # a previous audio answer is referred to by its id
-            kept["audio"] = {"id": kept["audio"]["id"]}
-        kept["role"] = "assistant"
-        return [kept]
+        choices = getattr(reply, "choices", None)
+        recorded = [] if not choices else [_openai_turn(_plain(choices[0].message))]
+        return recorded, usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "responses":
-        return [_plain(item) for item in (_field(reply, "output") or [])]
+        return ([_plain(item) for item in getattr(reply, "output", None) or ()],
+                usage_of(dialect, getattr(reply, "usage", None)))
     if dialect == "anthropic":
-        return [{"role": "assistant", "content": [_plain(block) for block in _field(reply, "content") or []]}]
+        blocks = [_plain(block) for block in getattr(reply, "content", None) or ()]
+        return [{"role": "assistant", "content": blocks}], usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "gemini":
-        content = _gemini_content(reply)
-        if content is None:
-            return []
-        content = _plain(content)
-        content.setdefault("role", "model")
-        return [content]
+        candidates = getattr(reply, "candidates", None)
+        content = getattr(candidates[0], "content", None) if candidates else None
+        recorded = []
+        if content is not None:
+            content = _plain(content)
+            content.setdefault("role", "model")
+            recorded = [content]
+        return recorded, usage_of(dialect, getattr(reply, "usage_metadata", None))
     raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
-def _plain_turns(dialect: str, reply: dict) -> list:
-    """`assistant_turns` of a reply that is plain data without None fields already."""
+def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
+    """`read_reply` of a streamed reply put together by `formats.streamed` (OpenAI chat, Anthropic,
+    Gemini): its turns are plain data without None fields already, recorded as they are (not
+    copied again); its usage is the SDK's record (or one read the same way)."""
     if dialect == "openai":
         choices = reply.get("choices")
-        if not choices:
-            return []
-        message = choices[0]["message"]
-        kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
-        kept["role"] = "assistant"
-        return [kept]
+        recorded = [_openai_turn(choices[0]["message"])] if choices else []
+        return recorded, usage_of(dialect, reply.get("usage"))
     if dialect == "anthropic":
-        return [{"role": "assistant", "content": reply.get("content") or []}]
+        return [{"role": "assistant", "content": reply.get("content") or []}], usage_of(dialect, reply.get("usage"))
     if dialect == "gemini":
         candidates = reply.get("candidates")
         content = candidates[0].get("content") if candidates else None
-        if content is None:
-            return []
-        content.setdefault("role", "model")
-        return [content]
-    return assistant_turns(dialect, reply)
+        recorded = []
+        if content is not None:
+            content.setdefault("role", "model")
+            recorded = [content]
+        return recorded, usage_of(dialect, reply.get("usage_metadata"))
+    return read_reply(dialect, reply)
+
+
+def _openai_turn(message: dict) -> dict:
+    """An assistant message as it is echoed: only the keys a request accepts (`annotations` exist
+    only in responses), a previous audio answer referred to by its id."""
+    kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
+    if isinstance(kept.get("audio"), dict):
+        kept["audio"] = {"id": kept["audio"]["id"]}
+    kept["role"] = "assistant"
+    return kept
+
+
+def usage_of(dialect: str, usage: Any) -> Usage:
+    """The tokens of a reply's usage record (the SDK's object; None: zeros)."""
+    if usage is None:
+        return Usage()
+    if dialect == "openai":
+        details = getattr(usage, "prompt_tokens_details", None)
+        return Usage(getattr(usage, "prompt_tokens", None) or 0, getattr(usage, "completion_tokens", None) or 0,
+                     0 if details is None else getattr(details, "cached_tokens", None) or 0)
+    if dialect == "responses":
+        details = getattr(usage, "input_tokens_details", None)
+        return Usage(getattr(usage, "input_tokens", None) or 0, getattr(usage, "output_tokens", None) or 0,
+                     0 if details is None else getattr(details, "cached_tokens", None) or 0)
+    if dialect == "anthropic":
+        read = getattr(usage, "cache_read_input_tokens", None) or 0
+        written = getattr(usage, "cache_creation_input_tokens", None) or 0
+        return Usage((getattr(usage, "input_tokens", None) or 0) + read + written,
+                     getattr(usage, "output_tokens", None) or 0, read, written)
+    return Usage((getattr(usage, "prompt_token_count", None) or 0)
+                 + (getattr(usage, "tool_use_prompt_token_count", None) or 0),
+                 (getattr(usage, "candidates_token_count", None) or 0)
+                 + (getattr(usage, "thoughts_token_count", None) or 0),
+                 getattr(usage, "cached_content_token_count", None) or 0)
 
 
 def calls_source(dialect: str, recorded: list) -> Any:
-    """What `parse_reply`/`run_tool_calls` read a reply's calls from: the reply as `assistant_turns`
+    """What `parse_reply`/`run_tool_calls` read a reply's calls from: the reply as `read_reply`
     recorded it (plain dicts: the SDK object is not dumped again). None when it asks for no function
     call (told without reading the calls: a final answer needs no dispatch at all)."""
     if not recorded:
@@ -255,7 +284,7 @@ def result_turns(dialect: str, message: Any) -> list:
 
 
 def turns_text(dialect: str, recorded: list) -> str:
-    """The text of a reply, read from its turns as `assistant_turns` recorded them (plain data): its
+    """The text of a reply, read from its turns as `read_reply` recorded them (plain data): its
     final answer when it called no tool; "" when it has none."""
     if not recorded:
         return ""
@@ -278,30 +307,6 @@ def turns_text(dialect: str, recorded: list) -> str:
         texts = [part["text"] for part in recorded[0].get("parts") or ()
                  if part.get("text") and not part.get("thought")]
     return "".join(texts)
-
-
-def reply_usage(dialect: str, reply: Any) -> Usage:
-    """The tokens the provider reported for one reply (zeros when it reported none)."""
-    if dialect == "gemini":
-        usage = _field(reply, "usage_metadata")
-        if usage is None:
-            return Usage()
-        return Usage(_count(usage, "prompt_token_count") + _count(usage, "tool_use_prompt_token_count"),
-                     _count(usage, "candidates_token_count") + _count(usage, "thoughts_token_count"),
-                     _count(usage, "cached_content_token_count"))
-    usage = _field(reply, "usage")
-    if usage is None:
-        return Usage()
-    if dialect == "openai":
-        details = _field(usage, "prompt_tokens_details")
-        return Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"),
-                     0 if details is None else _count(details, "cached_tokens"))
-    if dialect == "anthropic":
-        read, written = _count(usage, "cache_read_input_tokens"), _count(usage, "cache_creation_input_tokens")
-        return Usage(_count(usage, "input_tokens") + read + written, _count(usage, "output_tokens"), read, written)
-    details = _field(usage, "input_tokens_details")
-    return Usage(_count(usage, "input_tokens"), _count(usage, "output_tokens"),
-                 0 if details is None else _count(details, "cached_tokens"))
 
 
 def paused(dialect: str, reply: Any) -> bool:
@@ -354,16 +359,5 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-def _count(value: Any, name: str) -> int:
-    """A token count of a usage record (an SDK object or a dict, not None); 0 when absent."""
-    number = value.get(name) if type(value) is dict else getattr(value, name, None)
-    return number if isinstance(number, int) else 0
-
-
-def _gemini_content(reply: Any) -> Any:
-    candidates = _field(reply, "candidates") or []
-    return _field(candidates[0], "content") if candidates else None
-
-
-__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "calls_source", "result_turns", "turns_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
+__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "read_reply",
+           "read_streamed", "usage_of", "calls_source", "result_turns", "turns_text", "paused", "native_tools", "DANGEROUS_NATIVE"]
