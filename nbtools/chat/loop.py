@@ -180,7 +180,7 @@ class Chat:
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
         self.usage = Usage(cost=0.0 if model in self.prices else None)
         self.steps: list[Step] = []
-        self._cached: tuple[tuple, list[dict]] | None = None
+        self._cached: tuple[list, list[dict]] | None = None
 
     def __repr__(self) -> str:
         cost = f", cost {self.usage.cost:.4g}" if self.usage.cost is not None else ""
@@ -445,9 +445,9 @@ class Chat:
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
-        key = tuple(self.tools.enabled())  # Tools are immutable records: the same ones render the same
+        key = self.tools.enabled()  # Tools are immutable records: equal ones render the same
         cached = self._cached
-        if cached is None or len(key) != len(cached[0]) or any(a is not b for a, b in zip(key, cached[0])):
+        if cached is None or cached[0] != key:  # the same Tools: compared by identity, in C
             self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
         return self._cached[1]  # type: ignore[index]
 

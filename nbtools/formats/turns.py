@@ -181,7 +181,7 @@ def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
     lacks reads as absent)."""
     if dialect == "openai":
         choices = getattr(reply, "choices", None)
-        recorded = [] if not choices else [_openai_turn(_plain(choices[0].message))]
+        recorded = [] if not choices else [_openai_turn(choices[0].message)]
         return recorded, usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "responses":
         return ([_plain(item) for item in getattr(reply, "output", None) or ()],
@@ -206,8 +206,8 @@ def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
     Gemini): its turns are plain data without None fields already, recorded as they are (not
     copied again); its usage is the SDK's record (or one read the same way)."""
     if dialect == "openai":
-        choices = reply.get("choices")
-        recorded = [_openai_turn(choices[0]["message"])] if choices else []
+        choices = reply.get("choices")  # the message has only what a request accepts
+        recorded = [choices[0]["message"]] if choices else []
         return recorded, usage_of(dialect, reply.get("usage"))
     if dialect == "anthropic":
         return [{"role": "assistant", "content": reply.get("content") or []}], usage_of(dialect, reply.get("usage"))
@@ -222,10 +222,10 @@ def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
     return read_reply(dialect, reply)
 
 
-def _openai_turn(message: dict) -> dict:
-    """An assistant message as it is echoed: only the keys a request accepts (`annotations` exist
-    only in responses), a previous audio answer referred to by its id."""
-    kept = {key: value for key, value in message.items() if key in _OPENAI_ASSISTANT_KEYS}
+def _openai_turn(message: Any) -> dict:
+    """An SDK assistant message as it is echoed: only the keys a request accepts (`annotations`
+    exist only in responses), a previous audio answer referred to by its id."""
+    kept = message.model_dump(exclude_none=True, include=_OPENAI_ASSISTANT_KEYS)
     if isinstance(kept.get("audio"), dict):
         kept["audio"] = {"id": kept["audio"]["id"]}
     kept["role"] = "assistant"
