@@ -418,7 +418,9 @@ class Chat:
 
     def _not_run(self, source: Any, stop: str | None) -> list[tuple[Any, Any]]:
         """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
-        requests = [] if source is None else parse_reply(source)[1]
+        if source is None:
+            return []
+        requests = parse_reply(source)[1]
         if stop == "budget":
             text = f"not run: the chat's budget {self.budget} was used up before this call; ask again to continue"
         else:
@@ -431,7 +433,7 @@ class Chat:
         (to take an unanswered prompt back when the first request fails)."""
         if not isinstance(prompt, str):
             raise TypeError(f"chat(prompt): the prompt is text; got a {type(prompt).__name__}")
-        if over(self.budget, self.usage):
+        if self.budget and over(self.budget, self.usage):
             raise self._over_budget()
         start = len(self.messages)
         self.messages.append(turns.user_turn(self.endpoint.dialect, prompt))

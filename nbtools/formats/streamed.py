@@ -154,7 +154,7 @@ class AnthropicEvents(Assembler):
             elif what == "citations_delta":
                 block.setdefault("citations", []).append(_plain(_field(delta, "citation")))
         elif kind == "content_block_start":
-            self.blocks.append(_plain(event.content_block))
+            self.blocks.append(event.content_block.model_dump(exclude_none=True))
         elif kind == "content_block_stop":
             index = event.index
             pieces = self.json.pop(index, None)
@@ -203,7 +203,7 @@ class GeminiChunks(Assembler):
         self.role = content.role or self.role
         added = ""
         for part in content.parts or ():
-            part = _plain(part)
+            part = part.model_dump(exclude_none=True)
             text = part.get("text")
             previous = self.parts[-1] if self.parts else None
             if (isinstance(text, str) and previous is not None and isinstance(previous.get("text"), str)

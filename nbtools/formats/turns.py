@@ -176,25 +176,25 @@ _OPENAI_ASSISTANT_KEYS = frozenset(("role", "content", "refusal", "tool_calls", 
 
 
 def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
-    """An SDK reply's history entries (what the next request must echo) and its usage, read in one
-    pass (the agent loop reads every reply; attributes through `getattr`, so a field an older SDK
-    lacks reads as absent)."""
+    """An SDK reply's history entries (what the next request must echo: its SDK objects dumped
+    without their None fields) and its usage, read in one pass (the agent loop reads every reply;
+    attributes through `getattr`, so a field an older SDK lacks reads as absent)."""
     if dialect == "openai":
         choices = getattr(reply, "choices", None)
         recorded = [] if not choices else [_openai_turn(choices[0].message)]
         return recorded, usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "responses":
-        return ([_plain(item) for item in getattr(reply, "output", None) or ()],
+        return ([item.model_dump(exclude_none=True) for item in getattr(reply, "output", None) or ()],
                 usage_of(dialect, getattr(reply, "usage", None)))
     if dialect == "anthropic":
-        blocks = [_plain(block) for block in getattr(reply, "content", None) or ()]
+        blocks = [block.model_dump(exclude_none=True) for block in getattr(reply, "content", None) or ()]
         return [{"role": "assistant", "content": blocks}], usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "gemini":
         candidates = getattr(reply, "candidates", None)
         content = getattr(candidates[0], "content", None) if candidates else None
         recorded = []
         if content is not None:
-            content = _plain(content)
+            content = content.model_dump(exclude_none=True)
             content.setdefault("role", "model")
             recorded = [content]
         return recorded, usage_of(dialect, getattr(reply, "usage_metadata", None))
