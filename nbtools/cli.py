@@ -43,11 +43,12 @@ from typing import Any, Iterator, Sequence
 from .errors import NotebookError, SchemaError, TargetError
 from .extras import MissingExtra, require_extra
 from .introspect import module_functions
+from .listing import format_words
 from .nbrun import notebook_tools, on_sys_path, stdout_to_stderr
 from .registry import Registry
 from .tool import Tool
 
-FORMAT_NAMES = ("neutral", "openai", "responses", "anthropic", "gemini", "gemini-openapi", "mcp")
+FORMAT_NAMES = tuple(word for word, _ in format_words())  # "neutral" first, then formats.FORMATS
 
 
 @dataclass(frozen=True)

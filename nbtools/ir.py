@@ -440,15 +440,24 @@ def accepted_kinds(node: Node, following: frozenset[int] = frozenset()) -> froze
     return JSON_KINDS
 
 
-def accepts_null(node: Node) -> bool:
+def accepts_null(node: Node, following: frozenset[int] = frozenset()) -> bool:
     """Whether JSON null is a valid value for `node` (None, Any, a Literal/Enum with a None value,
-    or a union with such an option)."""
+    a union with such an option, or a reference to one of these).
+
+    The strict renderer asks the same of JSON Schema (`formats.strict._schema_accepts_null`): an
+    optional property it makes nullable is one whose null dispatch reads as "left out"
+    (`formats.readback.null_means_absent`, over this), so the two must agree, `$ref`s included."""
     if isinstance(node, (NoneValue, AnyValue)):
         return True
     if isinstance(node, (Literal, Enum)):
         return None in node.values
     if isinstance(node, Union):
-        return any(accepts_null(option) for option in node.options)
+        return any(accepts_null(option, following) for option in node.options)
+    if isinstance(node, Ref):  # a recursive definition: followed once (a loop of references ends)
+        target = target_of(node)
+        if target is None or id(target) in following:
+            return False
+        return accepts_null(target, following | {id(target)})
     return False
 
 

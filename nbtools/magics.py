@@ -41,8 +41,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from .errors import MagicError, SchemaError
 from .listing import (
-    ToolRow, ToolTable, first_line, format_named, glob_matches, matching_tools, parameter_summary, tool_row,
-    tool_table,
+    ToolRow, ToolTable, first_line, format_named, format_words, glob_matches, matching_tools, parameter_summary,
+    tool_row, tool_table,
 )
 from .registry import Registry
 from .spec import method_taken_from_class
@@ -158,12 +158,11 @@ def register_objects(objects: Iterable[tuple[str, Any]], registry: Registry, *, 
     return Registration(tuple(registered), tuple(problems))
 
 
-_STRICT_CHECKED = ("openai", "anthropic")  # strict modes differ (Anthropic refuses recursion): check each
-
-
 def _strict_problem(built: Tool) -> str | None:
     """Why `built` has no strict definition for some provider, or None when every one renders."""
-    for fmt in _STRICT_CHECKED:
+    from .formats.strict import STRICT_RULES  # loaded by the rendering below anyway
+
+    for fmt in STRICT_RULES:  # strict modes differ (Anthropic refuses recursion): check each provider's
         try:
             built.schema(fmt, strict=True)
         except SchemaError as error:
@@ -513,7 +512,7 @@ class ToolMagics(Magics):
     @argument("-g", "--group", default=None, help="only tools of this group")
     @argument("--fmt", default=None, metavar="FMT",
               help="print the JSON definitions of the enabled tools in this format "
-                   "(neutral, openai, responses, anthropic, gemini, gemini-openapi, mcp)")
+                   f"({', '.join(word for word, _ in format_words())})")
     @argument("--strict", action="store_true", help="with --fmt: the strict form (OpenAI/Anthropic strict mode)")
     @argument("--panel", action="store_true", help="show the interactive tools panel (ipywidgets)")
     @argument("--serve", nargs="?", type=int, const=0, default=None, metavar="PORT",

@@ -23,6 +23,19 @@ def test_an_enum_with_a_none_value_accepts_null():
     assert not ir.accepts_null(ir.Union(options=(ir.Int(), ir.Str())))
 
 
+def test_a_reference_accepts_null_when_its_target_does_and_a_loop_of_references_ends():
+    # a recursive definition that may be null (`Link = {"next": Link} | null`): the strict renderer
+    # followed the $ref and kept its null a value, dispatch did not and dropped it
+    holder: list = []
+    link = ir.Union(options=(ir.Ref("Link", lambda: holder[0]), ir.NoneValue()))
+    holder.append(link)
+    assert ir.accepts_null(ir.Ref("Link", lambda: holder[0]))
+    loop: list = []
+    loop.append(ir.Union(options=(ir.Ref("Loop", lambda: loop[0]), ir.Int())))
+    assert not ir.accepts_null(ir.Ref("Loop", lambda: loop[0]))
+    assert not ir.accepts_null(ir.Ref("Unfilled"))
+
+
 def test_async_generator_functions_are_async_everywhere():
     # Tool.from_schema's copy of "is async" missed async generators (introspection had them)
     async def numbers(**arguments):

@@ -108,3 +108,200 @@ def test_a_served_call_is_shown_under_the_serving_cell_while_it_runs_and_after(n
     finally:
         caller.join(DEADLINE)
         nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+CANCELLABLE = """
+    %%tool
+    import time
+    from pathlib import Path
+    from nbtools import ToolContext
+
+    seen = {{}}
+
+    def sleepy(ctx: ToolContext) -> str:
+        'Sleep a long time in a plain function.'
+        Path({started!r}).write_text('sleepy')
+        time.sleep(600)
+        return 'woke'
+
+    def spins(ctx: ToolContext) -> str:
+        'Spin in pure Python.'
+        Path({started!r}).write_text('spins')
+        end = time.monotonic() + 600
+        while time.monotonic() < end:
+            pass
+        return 'done spinning'
+
+    def patient(ctx: ToolContext) -> str:
+        'Ignore interrupts; stop when ctx.cancelled says so.'
+        Path({started!r}).write_text('patient')
+        for _ in range(12000):
+            try:  # wherever the one interrupt lands, it is swallowed
+                if ctx.cancelled:
+                    seen['patient'] = 'saw ctx.cancelled'
+                    return 'stopped early'
+                time.sleep(0.05)
+            except KeyboardInterrupt:
+                seen['interrupts'] = seen.get('interrupts', 0) + 1
+        return 'never cancelled'
+
+    async def waits(ctx: ToolContext) -> str:
+        'Await a long time.'
+        import asyncio
+        Path({started!r}).write_text('waits')
+        await asyncio.sleep(600)
+        return 'woke'
+
+    def add(a: int, b: int) -> int:
+        'Add.'
+        return a + b
+"""
+
+
+@pytest.mark.parametrize("name, protocol", [("sleepy", "2025-11-25"), ("spins", "2025-11-25"),
+                                            ("patient", "2025-11-25"), ("waits", "2025-11-25"),
+                                            ("sleepy", "2026-07-28"), ("waits", "2026-07-28")])
+def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kernel, tmp_path, name, protocol):
+    """An MCP client (the SDK's, in this process) cancels a call while a plain function holds the
+    kernel's main thread (or a coroutine awaits): the call ends, its record says cancelled, the kernel
+    runs the next cell and the next served call. At 2025-11-25 the client sends
+    `notifications/cancelled`; at 2026-07-28 (stateless) it closes the request's stream."""
+    started = tmp_path / "started"
+    nbtools_kernel.run(CANCELLABLE.format(started=str(started)))
+    url, port, _ = _serve(nbtools_kernel)
+
+    async def client() -> tuple[bool, int]:
+        transport, ClientSession = await _session(url)
+        if protocol == "2026-07-28":
+            from mcp import Client
+
+            async with Client(transport) as session:
+                assert session.session.protocol_version == protocol
+                return await cancel_then_add(session)
+        async with transport as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await cancel_then_add(session)
+
+    async def cancel_then_add(session) -> tuple[bool, int]:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(session.call_tool, name, {})
+                with anyio.fail_after(DEADLINE):
+                    while not started.exists():
+                        await anyio.sleep(0.05)
+                scope.cancel()  # the SDK sends notifications/cancelled for the call
+        # the transport answers while the kernel is busy or not: the next call waits its turn
+        with anyio.fail_after(DEADLINE):
+            added = await session.call_tool("add", {"a": 2, "b": 3})
+        return scope.cancelled_caught, added.structured_content["result"]
+
+    cancelled, added = anyio.run(client)
+    assert cancelled and added == 5
+    records = nbtools_kernel.value(f"[(r.tool, r.status, r.elapsed) for r in __import__('nbtools.mcp').mcp"
+                                   f".served_at({port}).activity.records]")
+    assert [record[:2] for record in records] == [[name, "cancelled"], ["add", "ok"]]
+    assert records[0][2] < DEADLINE  # it ended long before its 600 s
+    assert nbtools_kernel.value("1 + 1") == 2
+    if name == "patient":  # it swallowed the interrupt and stopped on ctx.cancelled
+        assert nbtools_kernel.value("seen") == {"patient": "saw ctx.cancelled", "interrupts": 1}
+    view = nbtools_kernel.value(f"__import__('nbtools.mcp').mcp.served_at({port}).view.widget.value")
+    assert ">cancelled<" in view and "running" not in view
+    nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_call_on_the_kernels_main_thread_reaches_its_client_through_the_transports_thread(nbtools_kernel):
+    """Progress and log notifications (from a plain function) and an elicitation (from a coroutine)
+    made on the kernel's main thread travel through the transport's own thread to the client."""
+    nbtools_kernel.run("""
+        %%tool
+        import threading
+        from nbtools import ToolContext
+
+        def counts(n: int, ctx: ToolContext) -> str:
+            'Count with progress.'
+            for i in range(n):
+                ctx.progress(i + 1, n, f"step {i + 1}")
+            ctx.log("counted")
+            return threading.current_thread().name
+
+        async def asks(ctx: ToolContext) -> str:
+            'Ask the client for a name.'
+            answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            return f"{answer.action} {answer.content['name']} on {threading.current_thread().name}"
+    """)
+    url, port, _ = _serve(nbtools_kernel)
+    progress: list = []
+    logged: list = []
+
+    async def client() -> tuple:
+        import mcp_types as types
+
+        transport, ClientSession = await _session(url)
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        async def on_log(params):
+            logged.append(params.data)
+
+        async def elicited(context, params):
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        async with transport as (read, write):
+            async with ClientSession(read, write, logging_callback=on_log, elicitation_callback=elicited) as session:
+                await session.initialize()
+                with anyio.fail_after(DEADLINE):
+                    counted = await session.call_tool("counts", {"n": 3}, progress_callback=on_progress)
+                    asked = await session.call_tool("asks", {})
+                return counted.structured_content["result"], asked.structured_content["result"]
+
+    try:
+        counted, asked = anyio.run(client)
+        assert counted == "MainThread" and asked == "accept Ada on MainThread"
+        assert progress == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+        assert logged == ["counted"]
+    finally:
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
+
+
+def test_a_call_cancelled_while_a_cell_holds_the_kernel_never_runs(nbtools_kernel, tmp_path):
+    """The call waits for the busy cell; its client cancels meanwhile: once the cell ends the call is
+    not started, and its record says cancelled."""
+    busy = tmp_path / "busy"
+    nbtools_kernel.run("""
+        %%tool
+        ran = []
+
+        def note(text: str) -> str:
+            'Note a text.'
+            ran.append(text)
+            return text
+    """)
+    url, port, _ = _serve(nbtools_kernel)
+    cell = threading.Thread(target=nbtools_kernel.run,
+                            args=(f"import time, pathlib\npathlib.Path({str(busy)!r}).write_text('x')\ntime.sleep(4)",))
+
+    async def client() -> bool:
+        transport, ClientSession = await _session(url)
+        async with transport as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                cell.start()
+                with anyio.fail_after(DEADLINE):
+                    while not busy.exists():
+                        await anyio.sleep(0.05)
+                with anyio.move_on_after(1) as scope:  # the cell still sleeps: the call waits, then is cancelled
+                    await session.call_tool("note", {"text": "too late"})
+                return scope.cancelled_caught
+
+    try:
+        assert anyio.run(client)
+        cell.join(DEADLINE)
+        records = nbtools_kernel.value(f"[(r.tool, r.status) for r in __import__('nbtools.mcp').mcp"
+                                       f".served_at({port}).activity.records]")
+        assert records == [["note", "cancelled"]]
+        assert nbtools_kernel.value("ran") == []
+    finally:
+        cell.join(DEADLINE)
+        nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")

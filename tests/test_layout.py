@@ -1,4 +1,5 @@
-"""The package's shape, checked: module sizes and names, import cycles, what `import nbtools` loads.
+"""The package's shape, checked: module sizes and names, import cycles, what `import nbtools` loads,
+and the README's map of the code (every module named, nothing named that does not exist).
 
 Run alone with `python -m pytest tests/test_layout.py -q`. Imports are read from the source with
 `ast` (no module of the package is imported, except by the last test, in a fresh interpreter):
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -171,6 +173,40 @@ def test_no_two_modules_share_a_file_name():
     assert not shared, f"modules sharing a file name (name each after its own job): {shared}"
 
 
+# -- the README's map of the code -----------------------------------------------------------------
+def _map_rows() -> dict[str, str]:
+    """The README's "Map of the code" table: first cell (where) -> second cell (job)."""
+    text = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Map of the code", 1)[1].split("\n## ", 1)[0]
+    return {cells[1].strip(): cells[2] for cells in (line.split("|") for line in section.splitlines())
+            if len(cells) > 3 and cells[1].strip().startswith("`")}
+
+
+def test_the_readmes_map_names_every_module_and_only_modules():
+    rows = _map_rows()
+    unnamed, unknown = [], []
+    for name, path in modules().items():
+        parts = name.split(".")[1:]
+        if not parts or path.name == "__init__.py" and len(parts) == 1:
+            continue  # the package itself; a subpackage is its folder's row
+        if len(parts) == 1:
+            if not any(f"`{parts[0]}.py`" in where for where in rows):
+                unnamed.append(name)
+        else:
+            job = next((job for where, job in rows.items() if f"`{parts[0]}/`" in where), "")
+            if f"`{parts[-1]}`" not in job:
+                unnamed.append(name)
+    for where in rows:
+        for file in re.findall(r"`([a-z_]+\.py)`", where):
+            if not (ROOT / file).is_file():
+                unknown.append(file)
+        for folder in re.findall(r"`([a-z_]+)/`", where):
+            if not (ROOT / folder / "__init__.py").is_file():
+                unknown.append(folder + "/")
+    assert not unnamed, f"modules the README's map of the code does not name (add them to its table): {unnamed}"
+    assert not unknown, f"the README's map of the code names what does not exist: {unknown}"
+
+
 # -- dependencies -----------------------------------------------------------------------------------
 # Imported only when the user's own types are pydantic models (pydantic is then loaded already).
 _USERS_OWN = frozenset({"pydantic", "pydantic_core"})
@@ -178,7 +214,6 @@ _USERS_OWN = frozenset({"pydantic", "pydantic_core"})
 
 def _declared(extra: str | None) -> set[str]:
     """The distributions pyproject.toml declares: the base ones, plus `extra`'s."""
-    import re
     import tomllib
 
     project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -255,6 +290,17 @@ def test_import_nbtools_stays_light():
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
                             timeout=60).stdout
     assert output.strip() == "[]", f"`import nbtools` loaded {output.strip()}"
+
+
+def test_dispatch_loads_the_strict_read_back_and_no_renderer():
+    # formats/__init__ re-exports lazily: dispatch needs formats.readback on every call path, and
+    # the renderers (schema walkers, reply readers) cost more to import than dispatch itself
+    code = ("import sys; from nbtools import call_func; "
+            "print(sorted(name for name in sys.modules if name.startswith('nbtools.formats.')))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT.parent), os.environ.get("PYTHONPATH")]))}
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                            timeout=60).stdout
+    assert output.strip() == "['nbtools.formats.readback']", f"`from nbtools import call_func` loaded {output.strip()}"
 
 
 # -- the public API ---------------------------------------------------------------------------------

@@ -93,6 +93,35 @@ async def test_resources_are_listed_and_read_as_text_blob_and_json(served):
         assert data.mime_type == "application/json" and json.loads(data.text) == {"depth": 3, "names": ["a", "b"]}
 
 
+async def test_the_activity_log_records_resource_reads_and_prompts_with_their_outcome(served):
+    from mcp_types import Implementation
+
+    from nbtools.mcp.activity import Activity, render
+
+    activity = Activity()
+    async with session_for(served, activity=activity,
+                           client_info=Implementation(name="reader <x>", version="1")) as session:
+        await session.read_resource("items://apple/2")
+        await session.read_resource("blob://pixel")
+        await session.get_prompt("review", {"code": "print(1)"})
+        with pytest.raises(MCPError):
+            await session.read_resource("items://cherry/1")
+    rows = [(r.client, r.kind, r.tool, r.arguments, r.status) for r in activity.records]
+    assert rows == [("reader <x>", "resource", "items://apple/2", None, "ok"),
+                    ("reader <x>", "resource", "blob://pixel", None, "ok"),
+                    ("reader <x>", "prompt", "review", {"code": "print(1)"}, "ok"),
+                    ("reader <x>", "resource", "items://cherry/1", None, "error")]
+    outcomes = [r.outcome for r in activity.records]
+    assert json.loads(outcomes[0]) == {"kind": "apple", "number": 2, "double": 4}
+    assert outcomes[1] == "[application/octet-stream]"
+    assert outcomes[2] == "user: Review this (red):\nprint(1)"
+    assert "kind" in outcomes[3] and "apple" in outcomes[3]
+    assert all(r.ended is not None for r in activity.records)
+    shown = render(activity)
+    assert "resource <code>items://apple/2</code>" in shown and "prompt <code>review</code>" in shown
+    assert "reader &lt;x&gt;" in shown and "reader <x>" not in shown  # escaped
+
+
 async def test_a_template_converts_its_variables_and_gets_a_context(served):
     logged = []
 

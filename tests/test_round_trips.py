@@ -54,6 +54,28 @@ def test_a_functions_untyped_kwargs_stay_an_optional_catch_all_left_out():
     assert list(parameters["properties"]) == ["name"] and parameters["additionalProperties"] is False
 
 
+# -- strict rendering and dispatch agree on what a null means ---------------------------------------
+# An optional property that cannot hold null is rendered required-but-nullable (OpenAI strict), and a
+# null for it means "left out"; one that can hold null stays as it is, and a null for it is a value.
+# Behind a `$ref` (a recursive definition, which the reader keeps as a reference) both sides follow it.
+CHAIN = {"type": "object", "properties": {"head": {"$ref": "#/$defs/Link"}}, "$defs": {
+    "Link": {"anyOf": [{"type": "object", "properties": {"next": {"$ref": "#/$defs/Link"},  # can be null
+                                                         "tail": {"$ref": "#/$defs/Node"}}},
+                       {"type": "null"}]},
+    "Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}}  # cannot be null
+
+
+def test_strict_rendering_and_dispatch_agree_on_a_null_behind_a_reference():
+    tool = Tool.from_schema("walk", "", CHAIN, echo)
+    strict = tool.schema("openai", strict=True)["function"]["parameters"]
+    assert strict["$defs"]["Link"]["anyOf"][0]["properties"]["next"] == {"$ref": "#/$defs/Link"}  # as it was
+    assert strict["$defs"]["Node"]["properties"]["next"]["anyOf"][1] == {"type": "null"}  # made nullable
+    assert tool.call({"head": None}) == {"head": None}
+    # `Link.next`'s null is a value; `Node.next`'s means "left out"
+    assert tool.call({"head": {"next": None, "tail": {"next": None}}}) == {"head": {"next": None, "tail": {}}}
+    assert tool.call({"head": {"next": {"next": None}}}) == {"head": {"next": {"next": None}}}
+
+
 # -- a JSON number keeps ints ints -----------------------------------------------------------------
 def test_number_keeps_an_int_an_int():
     tool = Tool.from_schema("measure", "", {"type": "object", "properties": PROPS, "required": ["x"]}, echo)

@@ -29,7 +29,7 @@ Conversion decisions (applied everywhere, also inside lists, dicts and nested ob
 * mapping keys are JSON strings; for `int` keys the canonical decimal form (`"12"`, not `"012"`) is
   converted, the one place digits in a string become a number.
 * `pattern` is matched in linear time (RE2); a pattern RE2 cannot run is not enforced, with a
-  `PatternWarning` (see `constraints`).
+  `PatternWarning` (see `keywords`).
 * objects are closed unless the type says otherwise; missing optional parameters are not passed,
   so the function's own default applies. A null for an optional parameter that cannot be null
   means "left out" too (OpenAI's strict mode sends exactly that); for a required one it is refused.
@@ -39,11 +39,14 @@ bounded walk before anything converts it: 200 MB of shared strings is refused as
 `max_depth`, `max_string`, `max_items` and `max_int` apply everywhere, before any conversion of
 free-form values and during the conversion of typed ones.
 
-The modules, in the order of the path: `words` (the wording of refusals), `parsers` (string-borne
-types), `scalars`, `constraints` and `convert` (the intermediate form -> converters), `arguments`
-(parsing, limits, duplicate keys), `plan` (the call plan of one Tool), `namespace` (resolving a
-name), `run` (approval, the call, the async bridge), `items` (generator results, read only up to
-the result-size limit) and `results` (text for the model, whole replies). Registries are read through `nbtools.policy`; this package never imports the registry.
+The modules, in the order of the path: `jsontext` (parsing, limits, duplicate keys), `parsers`
+(string-borne types), `scalars`, `keywords` and `convert` (the intermediate form -> converters),
+`plan` (the call plan of one Tool), `namespace` (resolving a name), `asking` (approval), `invoke`
+(the call, the async bridge), `items` (generator results, read only up to the result-size limit)
+and `answers` (text for the model, whole replies). The wording of refusals is `nbtools.refusals`;
+the strict form (key/value pairs, OpenAI's null for a left-out field) is read back by the rules of
+`nbtools.formats.readback`. Registries are read through `nbtools.policy`; this package never
+imports the registry.
 """
 
 from __future__ import annotations
@@ -56,11 +59,10 @@ from .plan import CallPlan, call_plan
 from .answers import arun_tool_calls, rendered, result_text, run_tool_calls
 from .invoke import acall_tool, call_func, call_func_async, call_tool, run_awaitable
 from .scalars import Converter
-from .words import ConversionError, describe, got
+from ..refusals import ConversionError  # what a `compile_converter` converter raises
 
 __all__ = [
     "compile_converter", "Converter", "ConversionError", "CallPlan", "call_plan", "parse_arguments",
     "call_tool", "acall_tool", "mk_ns", "resolve_tool", "call_func", "call_func_async",
     "run_tool_calls", "arun_tool_calls", "result_text", "rendered", "run_awaitable", "parse_duration",
-    "describe", "got",
 ]

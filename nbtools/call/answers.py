@@ -20,7 +20,7 @@ from ..values import to_json
 from .items import Items, read_items
 from .namespace import check_namespace, resolve_tool, settings
 from .invoke import call_func, call_func_async, run_awaitable
-from .words import exception_text
+from ..refusals import exception_text
 
 
 def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) -> str:

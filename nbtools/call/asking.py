@@ -16,7 +16,7 @@ from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
 from ..policy import Decision, DecisionRecord, Layer, Limits, current_origin
 from ..tool import Tool
 from .plan import prepare
-from .words import short
+from ..shortening import short
 
 
 def refused(tool: Tool, reason: str) -> ToolCallError:

@@ -19,9 +19,9 @@ from ..policy import DEFAULT_LIMITS, Limits
 from . import scalars
 from .keywords import with_constraints
 from .scalars import Converter
-from .strictform import model_decoder, null_means_absent, pairs_object
+from ..formats.readback import model_decoder, null_means_absent, pairs_object
 from ..shortening import short
-from .words import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch
+from ..refusals import KEY_MAX_CHARS, ConversionError, describe, did_you_mean, got, key_segment, key_text, mismatch
 
 
 def compile_converter(node: ir.Node, limits: Limits = DEFAULT_LIMITS) -> Converter:

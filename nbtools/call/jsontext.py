@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Iterable
 
 from ..policy import DEFAULT_LIMITS, Limits
-from .words import ConversionError, got, key_segment, key_text
+from ..refusals import ConversionError, got, key_segment, key_text
 
 
 class _NonFinite(ValueError):

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .. import ir
 from .scalars import Converter
 from ..shortening import short
-from .words import ConversionError, got
+from ..refusals import ConversionError, got
 
 
 class PatternWarning(UserWarning):

@@ -22,7 +22,7 @@ from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..spec import callable_spec
 from ..tool import Tool
 from ..shortening import short
-from .words import did_you_mean, got
+from ..refusals import did_you_mean, got
 
 _BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
                       types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)

@@ -20,9 +20,9 @@ from ..tool import Tool
 from .jsontext import check_limits, check_size, count_keys, decode_json, no_key_dropped, parse_arguments
 from .keywords import with_constraints
 from .convert import Compiler
-from .strictform import null_means_absent, pairs_object
+from ..formats.readback import null_means_absent, pairs_object
 from ..shortening import short
-from .words import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got
+from ..refusals import KEY_MAX_CHARS, ConversionError, did_you_mean, exception_text, got
 
 
 class CallPlan:

@@ -15,7 +15,7 @@ from .. import ir
 from ..errors import SchemaError
 from ..policy import Limits
 from .parsers import PARSE_FAILURES, string_parser
-from .words import ConversionError, got, mismatch, unparsable
+from ..refusals import ConversionError, got, mismatch, unparsable
 
 Converter = Callable[[Any, str], Any]
 """A compiled converter: `(json_value, path) -> python_value`; raises `ConversionError`."""

@@ -14,22 +14,47 @@ per module, in the order a tool definition is built:
     replies      the tool calls in a model reply, and the results sent back (`parse_reply`,
                  `result_message`)
     turns        the message shapes the agent loop (`Chat`) sends and reads
+    streamed     each provider's stream events put back together into one reply
 
-This module only re-exports (the names `nbtools.formats` always had).
+Two modules read back what a provider sends in its own shape, for the rest to get the neutral one:
+
+    readback     the strict form of argument values read back (key/value pairs -> an object, OpenAI's
+                 null for a left-out optional property), for dispatch (`call.convert`, `call.plan`)
+    tooldefs     a tool definition in any provider's shape -> name, description, parameters
+                 (`read_tool_def`, for the inverse: `schema2sig`, `mk_tool`)
+
+This module only re-exports, lazily: dispatch imports `formats.readback` on every call path, and
+the renderers (schema walkers, reply readers) are loaded only when something renders or reads a reply.
 """
 
 from __future__ import annotations
 
-from .catalog import DIALECTS, FORMATS, STRICT_FORMATS
-from .mcp import mcp_output_schema, mcp_wraps_result
-from .names import wire_name, wire_names
-from .openapi import openapi_schema
-from .definitions import render
-from .replies import ToolCallRequest, ToolResult, parse_reply, result_message
-from .strict import STRICT_RULES, StrictRules, strict_schema
+from typing import Any
 
-__all__ = [
-    "FORMATS", "STRICT_FORMATS", "DIALECTS", "render", "strict_schema", "openapi_schema", "wire_name",
-    "wire_names", "mcp_output_schema", "mcp_wraps_result", "StrictRules", "STRICT_RULES",
-    "ToolCallRequest", "ToolResult", "parse_reply", "result_message",
-]
+# name -> the module of this package that defines it
+_EXPORTS = {
+    "FORMATS": "catalog", "STRICT_FORMATS": "catalog", "DIALECTS": "catalog",
+    "mcp_output_schema": "mcp", "mcp_wraps_result": "mcp",
+    "wire_name": "names", "wire_names": "names",
+    "openapi_schema": "openapi",
+    "render": "definitions",
+    "ToolCallRequest": "replies", "ToolResult": "replies", "parse_reply": "replies", "result_message": "replies",
+    "STRICT_RULES": "strict", "StrictRules": "strict", "strict_schema": "strict",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'nbtools.formats' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -304,7 +304,7 @@ class _Strict(Walker):
         # OpenAI: an optional property becomes required-but-nullable, and null stands for "left
         # out" (dispatch then applies the default). Already-nullable ones stay as is.
         make_nullable = (not required and self.rules.all_required
-                         and not _accepts_null(prop, self.source_defs))
+                         and not _schema_accepts_null(prop, self.source_defs))
         if make_nullable:
             note = ("null leaves it out" if default is MISSING
                     else f"null means the default, {json.dumps(default, default=str)}")
@@ -399,18 +399,22 @@ def _resolve(schema: Any, defs: dict) -> Any:
     return schema
 
 
-def _accepts_null(schema: Any, defs: dict) -> bool:
-    """Whether the JSON Schema `schema` admits null (an untyped one does).
+def _schema_accepts_null(schema: Any, defs: dict) -> bool:
+    """Whether the JSON Schema `schema` admits null (an untyped one does), `$ref`s followed.
 
-    The strict transform asks it of JSON Schema, which may come from anywhere (`Tool.from_schema`,
-    a pydantic model); dispatch asks the same of the intermediate form (`ir.accepts_null`).
+    One rule in two forms: dispatch asks `ir.accepts_null` of the intermediate form, which says
+    which nulls mean "left out" (`readback.null_means_absent`). This transform works on JSON Schema
+    from anywhere (`Tool.from_schema`, a pydantic model's own schema) before, or without, any
+    reading into that form, so it asks the schema itself. The two must agree: an optional property
+    made nullable here is exactly one whose null dispatch drops (tests/test_round_trips.py checks
+    it behind references).
     """
     schema = _resolve(schema, defs)
     if not isinstance(schema, dict) or is_untyped(schema):
         return True
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
-        return all(_accepts_null(part, defs) for part in all_of)
+        return all(_schema_accepts_null(part, defs) for part in all_of)
     kind = schema.get("type")
     if "enum" in schema and None not in schema["enum"]:
         return False
@@ -421,7 +425,7 @@ def _accepts_null(schema: Any, defs: dict) -> bool:
     if kind is None and "enum" in schema:
         return True
     options = schema.get("anyOf") or schema.get("oneOf") or ()
-    return any(_accepts_null(option, defs) for option in options)
+    return any(_schema_accepts_null(option, defs) for option in options)
 
 
 __all__ = ["StrictRules", "STRICT_RULES", "strict_schema", "PAIRS_PROPERTY"]

@@ -10,12 +10,14 @@ One job per module:
   subscriptions/listen).
 * `offerings`: the registry's resources, prompts and completions (`nbtools.resource`, `nbtools.prompt`,
   `nbtools.share`) on that Server.
-* `activity`: the recent tool calls of a server, and their view under the `%tools --serve` cell.
-* `context`: the `ToolContext` of a served call (progress, log, sampling, elicitation).
-* `results`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
+* `activity`: the recent calls of a server (tools, resources, prompts), and their view under the
+  `%tools --serve` cell.
+* `served`: the `ToolContext` of a served call (progress, log, sampling, elicitation).
+* `toolresults`: a tool's value or error as a `CallToolResult`, and a server's `CallToolResult` as a value.
 * `web`: the streamable HTTP app at `/mcp` under uvicorn, and the listening socket.
 * `access`: who may call an HTTP server: its bearer token and the Host/Origin names it answers to.
-* `interrupts`: a kernel's Interrupt ends a call served between cells.
+* `stopping`: a kernel's Interrupt, or the client's cancellation, ends a call served between cells.
+* `handoff`: calls handed from the transport's thread to a kernel's main thread, stopped when cancelled.
 * `blocking`: `serve()`, which serves over stdio or HTTP until the client or the process ends.
 * `background`: `start()`/`stop()`, servers running inside this process (`%tools --serve`).
 * `client`: `connect()` and its `Connection`, another server's tools as nbtools Tools.
@@ -58,11 +60,13 @@ Which thread runs a tool call:
   `await`s. A call the client cancels gets no answer; a plain function already running finishes in
   its thread (Python cannot stop a thread) unless it checks `ctx.cancelled` and returns early.
 * `start(...)` where an asyncio event loop is running on the calling thread (a Jupyter kernel, where
-  cells run on the main thread inside that loop): the server is a task on that loop, so tool calls
-  run on the kernel's main thread, *between* cells. A call never runs in the middle of a cell's code
-  (only at an `await` of a cell that awaits), sees the kernel's current variables, and a long cell
-  simply delays the call. A long tool call likewise delays the next cell. Interrupting the kernel
-  during a call ends that call with an error result, and the server keeps running.
+  cells run on the main thread inside that loop): the transport runs on a thread of its own, and each
+  call is handed to that loop, so tool calls run on the kernel's main thread, *between* cells. A call
+  never runs in the middle of a cell's code (only at an `await` of a cell that awaits), sees the
+  kernel's current variables, and a long cell simply delays the call. A long tool call likewise
+  delays the next cell. Interrupting the kernel during a call ends that call with an error result,
+  and the server keeps running. A client's cancellation ends the call the same way, plain functions
+  included (the activity log says "cancelled"; the client gets no answer, as the spec says).
 * `start(...)` with no running loop (a plain Python script or terminal IPython): the server gets its
   own thread and event loop, and tool calls run on that thread, concurrently with your code. Share
   state with care.

@@ -1,11 +1,12 @@
-"""What a server's clients are doing: one record per served tool call, and its view in a notebook.
+"""What a server's clients are doing: one record per served call, and its view in a notebook.
 
-`Activity` keeps the last `KEEP` calls of one server (client name, tool, arguments, start, elapsed
-time, and the result's text, the error or "cancelled") and tells its listeners when one starts or
-ends. The server records every `tools/call` (`server.build_server(activity=...)`); `%tools --serve`
-shows `ActivityView` under its cell: an `ipywidgets.HTML` table redrawn on the kernel's main thread
-(where served calls run), every second while a call runs. All text is HTML-escaped: arguments and
-results come from the client and the tool.
+`Activity` keeps the last `KEEP` calls of one server (client name, what was called, arguments,
+start, elapsed time, and the result's text, the error or "cancelled") and tells its listeners when
+one starts or ends. The server records every `tools/call`, `resources/read` and `prompts/get`
+(`server.build_server(activity=...)`); `%tools --serve` shows `ActivityView` under its cell: an
+`ipywidgets.HTML` table redrawn on the kernel's main thread (records change on the transport's
+thread; the view hops to the kernel's loop), every second while a call runs. All text is
+HTML-escaped: arguments and results come from the client and the tool.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ TEXT = 200  # characters of arguments or result shown per cell
 @dataclass
 class CallRecord:
     client: str
-    tool: str
+    tool: str  # the tool's name, a resource's URI or a prompt's name (see `kind`)
     arguments: Any
     began: float = field(default_factory=time.monotonic)
     ended: float | None = None
     status: str = "running"  # running / ok / error / cancelled
     outcome: str = ""
+    kind: str = "tool"  # tool / resource / prompt
 
     @property
     def elapsed(self) -> float:
@@ -49,17 +51,24 @@ class Activity:
     def on_change(self, callback: Callable[[], Any]) -> None:
         self._listeners.append(callback)
 
-    def begin(self, client: str, tool: str, arguments: Any) -> CallRecord:
-        record = CallRecord(client, tool, arguments)
+    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool") -> CallRecord:
+        record = CallRecord(client, tool, arguments, kind=kind)
         self.records.append(record)
         del self.records[:-KEEP]
         self._tell()
         return record
 
-    def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False) -> None:
+    def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False,
+            error: BaseException | None = None) -> None:
+        """`result`: the MCP result sent; `cancelled`: the request was cancelled and the call has ended;
+        `error`: the request failed with a JSON-RPC error (or another exception)."""
+        if record.ended is not None:
+            return
         record.ended = time.monotonic()
         if cancelled:
             record.status, record.outcome = "cancelled", "cancelled by the client (or the server stopping)"
+        elif error is not None:
+            record.status, record.outcome = "error", str(error) or type(error).__name__
         else:
             record.status = "error" if getattr(result, "is_error", False) else "ok"
             record.outcome = _result_text(result)
@@ -81,8 +90,15 @@ def _result_text(result: Any) -> str:
     if getattr(result, "result_type", None) == "input_required":
         return "waiting for the client's answers (" + ", ".join(getattr(result, "input_requests", None) or {}) + ")"
     parts = []
-    for block in getattr(result, "content", None) or ():
+    for block in getattr(result, "content", None) or ():  # a tool's result
         parts.append(getattr(block, "text", None) or f"[{getattr(block, 'type', 'content')}]")
+    for contents in getattr(result, "contents", None) or ():  # a resource's
+        text = getattr(contents, "text", None)
+        parts.append(text if text is not None else f"[{getattr(contents, 'mime_type', None) or 'blob'}]")
+    for message in getattr(result, "messages", None) or ():  # a prompt's
+        block = getattr(message, "content", None)
+        parts.append(f"{getattr(message, 'role', '?')}: " +
+                     (getattr(block, "text", None) or f"[{getattr(block, 'type', 'content')}]"))
     return " ".join(parts)
 
 
@@ -99,12 +115,13 @@ def render(activity: Activity) -> str:
     for record in reversed(activity.records[-SHOWN:]):
         colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "cancelled": "#666"}[record.status]
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
-            html.escape(_short(record.client)), f"<code>{html.escape(_short(record.tool))}</code>",
+            html.escape(_short(record.client)),
+            ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
             f"<code>{html.escape(_short(record.arguments or {}))}</code>", f"{record.elapsed:.1f} s",
             f"<span style='color:{colour}'>{html.escape(record.status)}</span>",
             html.escape(_short(record.outcome)))) + "</tr>")
     head = "".join(f"<th style='padding:0 8px;text-align:left'>{name}</th>"
-                   for name in ("client", "tool", "arguments", "elapsed", "status", "result"))
+                   for name in ("client", "call", "arguments", "elapsed", "status", "result"))
     return f"<table style='font-size:90%'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -122,6 +139,13 @@ class ActivityView:
         activity.on_change(self.refresh)
 
     def refresh(self) -> None:
+        if self._loop is not None and not _runs(self._loop):  # a record changed on the transport's thread
+            if not self._loop.is_closed():
+                try:
+                    self._loop.call_soon_threadsafe(self.refresh)
+                except RuntimeError:  # closed meanwhile
+                    pass
+            return
         self.widget.value = render(self.activity)
         if self.activity.running and not self._ticking and self._loop is not None and not self._loop.is_closed():
             self._ticking = True
@@ -133,3 +157,11 @@ class ActivityView:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _runs(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs `loop` now."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

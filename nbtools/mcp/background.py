@@ -1,9 +1,12 @@
 """`start()`/`stop()`: MCP servers over streamable HTTP running inside this process (`%tools --serve`;
 what that magic prints is `nbtools.magics.serve_magic`'s).
 
-With an asyncio loop running on the calling thread (a Jupyter kernel) a server is a task on that
-loop, so tool calls run on that thread between cells; without one it gets a thread and loop of its
-own. Every server started here is stopped at interpreter exit.
+The transport (uvicorn and the mcp SDK's sessions) always runs on a thread and loop of its own. With
+an asyncio loop running on the calling thread (a Jupyter kernel) each call (tools, resource and
+prompt functions) is handed to that loop (`handoff`), so it runs on that thread between cells, and
+the transport keeps reading meanwhile: a client's cancellation stops even a plain function that
+holds the kernel (as the kernel's Interrupt does). Without a running loop the calls run on the
+transport's loop. Every server started here is stopped at interpreter exit.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
+import contextvars
 import socket
 import sys
 import threading
@@ -34,8 +37,9 @@ class RunningServer:
         registry: the registry it serves (read live on every request).
         token: the bearer token clients must send (`Authorization: Bearer <token>`); None when
             started with `token=False` (no authentication).
-        in_thread: False when it runs as a task on the event loop of the thread that started it
-            (a kernel's main thread), True when it has a thread of its own.
+        in_thread: False when its calls run on the event loop of the thread that started it (a
+            kernel's main thread), True when they run on the transport's own thread. The transport
+            has a thread of its own either way.
     """
 
     url: str
@@ -46,10 +50,10 @@ class RunningServer:
     token: str | None = field(repr=False)
     _uvicorn: Any = field(repr=False)
     _listener: socket.socket = field(repr=False)
-    _loop: asyncio.AbstractEventLoop | None = field(repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(repr=False)  # the transport's (on `_thread`)
     _task: Any = field(default=None, repr=False)  # the asyncio.Task running uvicorn (on `_loop`)
+    _calls_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)  # where calls run, if not `_loop`
     _thread: threading.Thread | None = field(default=None, repr=False)
-    _began: bool = field(default=False, repr=False)  # the serving coroutine has started running
     activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
 
@@ -58,17 +62,15 @@ class RunningServer:
         return self._task is not None and not self._task.done()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop listening at once and end the server (in loop mode, it finishes when the loop next runs)."""
+        """Stop listening at once and end the server (waits up to `timeout` seconds for its thread)."""
         _RUNNING.pop(self.port, None)
-        if self._task is None or self._task.done():
+        if self._task is None or self._task.done() or self._loop is None:
             self._listener.close()
             return
-        if self.in_thread and self._loop is not None:
+        with contextlib.suppress(RuntimeError):  # its loop has closed meanwhile
             self._loop.call_soon_threadsafe(self._request_exit)
-            if self._thread is not None:
-                self._thread.join(timeout)
-        else:
-            self._request_exit()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def _request_exit(self) -> None:
         # Close the listening sockets now, so the port is free again as soon as this returns.
@@ -77,22 +79,17 @@ class RunningServer:
         self._uvicorn.should_exit = True
         if self._uvicorn.started:
             self._listener.close()
-        elif not self._began:
-            # The task never ran: cancelling it is clean, and nothing else will close the socket.
-            self._listener.close()
-            self._task.cancel()
         # Else uvicorn is starting up (its lifespan): cancelling now would log a traceback, and
         # closing the socket would make it fail to listen (EBADF). It sees `should_exit` once
         # started, shuts down at once and closes the socket itself.
 
     async def wait_closed(self) -> None:
-        """Await the end of a loop-mode server after `stop()` (from code on the same loop)."""
-        if self._task is not None and not self.in_thread:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Await the end of the server's thread after `stop()` (without blocking this loop)."""
+        while self._thread is not None and self._thread.is_alive():
+            await asyncio.sleep(0.02)
 
     def __repr__(self) -> str:
-        where = "own thread" if self.in_thread else "this thread's event loop"
+        where = "calls on its own thread" if self.in_thread else "calls on this thread's event loop"
         state = "running" if self.running else "stopped"
         return f"RunningServer({self.url}, {len(self.registry.enabled())} tools, {where}, {state})"
 
@@ -105,9 +102,10 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
           allow_hosts: Iterable[str] = ()) -> RunningServer:
     """Serve the registry's tools over streamable HTTP from this process, and return at once.
 
-    `port=0` picks a free port (see `.port`/`.url` on the result). With an asyncio loop running on
-    this thread (a Jupyter kernel) the server is a task on that loop and tool calls run on this
-    thread between cells; otherwise it gets a thread and loop of its own (see the module docs).
+    `port=0` picks a free port (see `.port`/`.url` on the result). The transport runs on a thread of
+    its own; with an asyncio loop running on this thread (a Jupyter kernel) calls run on this thread
+    between cells, and a client's cancellation stops them as the kernel's Interrupt does; otherwise
+    they run on the transport's thread (see the module docs).
     Stop it with `.stop()` or `nbtools.mcp.stop()`.
 
     Every request must carry `Authorization: Bearer <token>` (401 otherwise): `token` as given,
@@ -118,26 +116,29 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
     from .activity import Activity
 
+    try:  # a kernel's main thread: calls are handed to its loop (see the module docs)
+        calls_loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        calls_loop = None
     tools = as_registry(registry)
     activity = Activity()
-    server = build_server(tools, name=name, activity=activity)
+    calls = None
+    if calls_loop is not None:
+        from .handoff import MainThreadCalls
+
+        # the serving cell's context, as when the server was a task on the kernel's loop: what a call
+        # displays (an approval prompt) goes where it went before
+        calls = MainThreadCalls(calls_loop, contextvars.copy_context())
+    server = build_server(tools, name=name, activity=activity, calls=calls)
     secret = resolve_token(token)
     listener = bind_socket(host, port)
     try:
         url = listener_url(host, listener)
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
                                 allow_hosts=allow_hosts)
-        running = RunningServer(url, host, listener.getsockname()[1], tools, False, secret, served,
-                                listener, None, activity=activity)
-        # 2. On this thread's running loop (a kernel's: calls run between cells), else on a thread of its own.
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            _serve_on_loop(running, loop)
-        else:
-            _serve_in_thread(running)
+        running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
+                                listener, None, activity=activity, _calls_loop=calls_loop)
+        _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
     except BaseException:
         listener.close()
         raise
@@ -149,27 +150,13 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     return running
 
 
-def _serve_on_loop(running: RunningServer, loop: asyncio.AbstractEventLoop) -> None:
-    """Serve as a task on `loop` (the caller's running loop); it starts when the loop next runs."""
-    running._loop = loop
-
-    async def serve_on_this_loop() -> None:
-        running._began = True
-        await running._uvicorn.serve(sockets=[running._listener])
-
-    running._task = loop.create_task(serve_on_this_loop(), name=f"nbtools MCP server on port {running.port}")
-    running._task.add_done_callback(functools.partial(_report_end, running))
-
-
 def _serve_in_thread(running: RunningServer) -> None:
     """Serve on a new daemon thread with its own loop; returns once that loop runs the server."""
-    running.in_thread = True
     ready = threading.Event()
 
     async def serve_here() -> None:
         running._loop = asyncio.get_running_loop()
         running._task = asyncio.current_task()
-        running._began = True
         ready.set()
         await running._uvicorn.serve(sockets=[running._listener])
 
@@ -191,21 +178,10 @@ def _serve_in_thread(running: RunningServer) -> None:
     ready.wait()
 
 
-def _report_end(server: RunningServer, task: "asyncio.Task[Any]") -> None:
-    """A loop-mode server that ended by itself says why (nobody awaits its task)."""
-    if task.cancelled():
-        return
-    error = task.exception()
-    if error is not None:
-        _RUNNING.pop(server.port, None)
-        print(f"nbtools: the MCP server at {server.url} stopped: {type(error).__name__}: {error}",
-              file=sys.stderr)
-
-
 def serves_on_loop(port: int, loop: asyncio.AbstractEventLoop) -> RunningServer | None:
-    """The running server `start` put on `loop` (as a task) listening on `port`, if any."""
+    """The running server `start` started listening on `port` whose calls run on `loop`, if any."""
     server = _RUNNING.get(port)
-    if server is not None and server.running and not server.in_thread and server._loop is loop:
+    if server is not None and server.running and server._calls_loop is loop:
         return server
     return None
 
@@ -250,7 +226,7 @@ def show_activity(server: RunningServer) -> None:
     from IPython.display import display
 
     try:
-        server.view = ActivityView(server.activity, server._loop)
+        server.view = ActivityView(server.activity, server._calls_loop)
         display(server.view)
     except ImportError:  # no ipywidgets: the log stays available as `served_at(port).activity.records`
         return

@@ -25,12 +25,13 @@ SUBSCRIPTIONS_KEY = "nbtools/subscriptions"  # a connection's subscribed URIs, i
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
 
 
-def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
-    """Register the handlers on `server`; `connections` is the server's `_Clients` (see `server.py`)."""
+def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: Any = None, calls: Any = None) -> None:
+    """Register the handlers on `server`; `connections` is the server's `_Clients` (see `server.py`);
+    `activity` records each `resources/read` and `prompts/get`; `calls`: see `server.build_server`."""
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
-    from .served import ServedContext, connection_of, round_outcome
+    from .served import ServedContext, client_name, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
         if isinstance(error, ResourceError):
@@ -39,28 +40,54 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
             return MCPError(types.INVALID_PARAMS if error.argument else types.INTERNAL_ERROR, str(error))
         return MCPError(types.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
 
-    async def run(ctx: Any, params: Any, make: Any, build: Any) -> Any:
+    async def run(ctx: Any, params: Any, make: Any, build: Any, what: tuple[str, str, Any]) -> Any:
         """Run a catalog call with the request's ToolContext (log, progress, elicit reach the client);
-        `build(value)` makes the result; at 2026-07-28 unanswered questions make an InputRequiredResult."""
+        `build(value)` makes the result; at 2026-07-28 unanswered questions make an InputRequiredResult.
+        `what`: (kind, name, arguments) for the activity log. The function runs where tools run (on a
+        kernel's main thread when `calls` is given)."""
         connections.add(connection_of(ctx))
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
-        token = use_context(served)
+        record = activity.begin(client_name(ctx), what[1], what[2], kind=what[0]) if activity is not None else None
+
+        async def call() -> Any:
+            token = use_context(served)
+            try:
+                return await make()
+            finally:
+                reset_context(token)
+
+        def stopped() -> None:
+            if record is not None:
+                activity.end(record, cancelled=True)
+
         try:
-            value = await make()
+            try:
+                value = await (call() if calls is None else calls.run(call, stopping=served.cancel, ended=stopped))
+            except Exception as error:
+                await served.flush()
+                if served.input_required() is None and not (served.missing is not None and served._input_required):
+                    raise failure(error) from None
+                result = round_outcome(served, None)
+            else:
+                await served.flush()
+                # the function caught the end of its run: still ask
+                result = served.input_required() if served.input_required() is not None else build(value)
+        except asyncio.CancelledError:
+            served.cancel()
+            if calls is None:
+                stopped()
+            raise
+        except MCPError as error:
+            if record is not None:
+                activity.end(record, error=error)
+            raise
         except Exception as error:
-            await served.flush()
-            if served.input_required() is None and not (served.missing is not None and served._input_required):
-                raise failure(error) from None
-            return round_outcome(served, None)
-        finally:
-            reset_context(token)
-        await served.flush()
-        if served.input_required() is not None:  # the function caught the end of its run: still ask
-            return served.input_required()
-        try:
-            return build(value)
-        except Exception as error:
+            if record is not None:
+                activity.end(record, error=error)
             raise failure(error) from None
+        if record is not None:
+            activity.end(record, result)
+        return result
 
     async def list_resources(ctx: Any, params: Any) -> Any:
         connections.add(connection_of(ctx))
@@ -82,7 +109,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
         return await run(ctx, params, lambda: catalog.read(uri),
-                         lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]))
+                         lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]),
+                         ("resource", uri, None))
 
     async def subscribe(ctx: Any, params: Any) -> Any:
         connection = connection_of(ctx)
@@ -111,7 +139,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any) -> None:
                 types.PromptMessage(role=message["role"], content=prompt_content(message["content"]))
                 for message in messages])
 
-        return await run(ctx, params, lambda: catalog.render_prompt(params.name, params.arguments), build)
+        return await run(ctx, params, lambda: catalog.render_prompt(params.name, params.arguments), build,
+                         ("prompt", params.name, params.arguments))
 
     async def complete(ctx: Any, params: Any) -> Any:
         ref = params.ref

@@ -18,8 +18,10 @@ JSON-RPC error -32021 naming the capability.
 
 `progress` and `log` are plain calls that tools make from any thread: on the server's event loop they
 queue the notification (sent in order as soon as the tool yields, and always before the result:
-`flush` is awaited before the response goes out); from a worker thread (a plain function under
-`nbtools serve`) they wait until it is sent.
+`flush` is awaited before the response goes out); from another thread (a plain function in a worker
+thread under `nbtools serve`, or any call on a kernel's main thread while the transport has its own
+thread) they wait until it is sent. `sample`, `elicit` and `roots` await the transport's loop from
+wherever the call runs.
 """
 
 from __future__ import annotations
@@ -134,7 +136,12 @@ class ServedContext(ToolContext):
         if on_loop:
             self._pending.append(self._loop.create_task(self._in_order(make)))
             return
-        future = asyncio.run_coroutine_threadsafe(self._in_order(make), self._loop)
+        sending = self._in_order(make)
+        try:
+            future = asyncio.run_coroutine_threadsafe(sending, self._loop)
+        except RuntimeError:  # the transport's loop has closed (the server stopped): nobody to tell
+            sending.close()
+            return
         try:
             future.result(_SEND_TIMEOUT)
         except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
@@ -156,6 +163,21 @@ class ServedContext(ToolContext):
             await asyncio.gather(*pending, return_exceptions=True)
 
     # -- requests to the client (sampling, elicitation) ------------------------------------------------
+    async def _on_transport(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        """Await `make()` on the transport's loop (the session lives there), also from a call running
+        on a kernel's main thread (`handoff`); cancelling this wait cancels the request."""
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is self._loop:
+            return await make()
+
+        async def run() -> Any:
+            return await make()
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self._loop))
+
     def _offers(self, capability: str) -> bool:
         capabilities = self._session.client_capabilities
         return capabilities is not None and getattr(capabilities, capability, None) is not None
@@ -204,8 +226,8 @@ class ServedContext(ToolContext):
             except ValueError as error:
                 raise ContextUnavailable(f"ctx.sample(): the client's answer is not a sampling result ({error})") from None
         else:
-            result = await self._session.send_request(types.CreateMessageRequest(params=params),
-                                                      types.CreateMessageResult, metadata=self._related())
+            result = await self._on_transport(lambda: self._session.send_request(
+                types.CreateMessageRequest(params=params), types.CreateMessageResult, metadata=self._related()))
         return _reply_value(result.content)
 
     async def elicit(self, message: str, schema: dict, *, key: str | None = None) -> Elicitation:
@@ -220,7 +242,8 @@ class ServedContext(ToolContext):
                 raise ContextUnavailable(f"ctx.elicit(): the client's answer is not an elicitation result: {answer!r}")
             content = answer.get("content")
             return Elicitation(answer["action"], dict(content) if isinstance(content, dict) else None)
-        result = await self._session.elicit_form(str(message), dict(schema), self._request.request_id)
+        result = await self._on_transport(lambda: self._session.elicit_form(str(message), dict(schema),
+                                                                            self._request.request_id))
         return Elicitation(result.action, dict(result.content) if result.content is not None else None)
 
     async def roots(self, *, key: str | None = None) -> list[dict]:
@@ -232,8 +255,8 @@ class ServedContext(ToolContext):
             answer = self._ask("roots", key, types.ListRootsRequest())
             result = types.ListRootsResult.model_validate(answer)
         else:
-            result = await self._session.send_request(types.ListRootsRequest(), types.ListRootsResult,
-                                                      metadata=self._related())
+            result = await self._on_transport(lambda: self._session.send_request(
+                types.ListRootsRequest(), types.ListRootsResult, metadata=self._related()))
         return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
 
     # -- cancellation -----------------------------------------------------------------------------------

@@ -19,11 +19,12 @@ What the server promises:
 * Which thread runs a call (`threads`): with `threads=True` (`nbtools serve`) a plain function runs
   in a worker thread (anyio's pool, at most 40 at once), so one slow call does not hold up the
   other sessions, as the SDK's own MCPServer does; `async def` tools run on the server's event
-  loop. With `threads=False` (`%tools --serve` in a kernel) every call runs on the loop's thread:
-  the kernel's main thread, between cells. A cancelled call (`notifications/cancelled`) gets no
-  response, as the spec says; an `async def` tool is cancelled at its next `await`, while a plain
-  function in a worker thread cannot be stopped by Python: it runs to its end and its result is
-  dropped. A long plain function can check `ctx.cancelled` and return early.
+  loop. With `threads=False` every call runs on the loop's thread, or, given `calls` (`%tools
+  --serve` in a kernel), on the kernel's main thread, between cells (`handoff`). A cancelled call
+  (`notifications/cancelled`) gets no response, as the spec says; an `async def` tool is cancelled
+  at its next `await`; on a kernel's main thread a plain function is interrupted (`stopping`);
+  a plain function in a worker thread cannot be stopped by Python: it runs to its end and its
+  result is dropped. A long plain function can check `ctx.cancelled` and return early.
 """
 
 from __future__ import annotations
@@ -113,13 +114,15 @@ class _Clients:
 
 
 def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool = False,
-                 activity: Any = None) -> "Server":
+                 activity: Any = None, calls: Any = None) -> "Server":
     """An `mcp` low-level `Server` serving the registry's enabled tools through nbtools' dispatch.
 
     The registry is read on every request, so tools added, removed, enabled or disabled after the
     server started show up in the next `tools/list` (and clients are told). `threads`: run plain
     (non-async) tools in worker threads (see the module docs). `activity`: an `activity.Activity`
-    that records every tool call (client, tool, arguments, elapsed time, outcome).
+    that records every tool call (client, tool, arguments, elapsed time, outcome). `calls`: a
+    `handoff.MainThreadCalls` when the transport runs on a thread of its own and calls (tools, resource
+    and prompt functions) must run on a kernel's main thread; None: they run on the transport's loop.
     """
     from mcp.server.lowlevel import NotificationOptions, Server  # first: a missing SDK is named "mcp"
 
@@ -165,22 +168,39 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r} is not a tool of this server; "
                                                  "tools/list names the tools it has")
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
-        record = activity.begin(client_name(ctx), params.name, params.arguments) if activity is not None else None
-        token = use_context(served)
-        try:
-            # who asks: an approval prompt names the client, registry.decisions records it
-            with asking_as(f"mcp:{client_name(ctx)}"):
-                result = await call_result(tools, params.name, params.arguments,
-                                           in_thread=threads and not tool.is_async)
-        except BaseException:
-            served.cancel()  # cancelled (by the client, or the server stopping): a tool may check it
+        client = client_name(ctx)
+        record = activity.begin(client, params.name, params.arguments) if activity is not None else None
+
+        async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
+            token = use_context(served)
+            try:
+                # who asks: an approval prompt names the client, registry.decisions records it
+                with asking_as(f"mcp:{client}"):
+                    return await call_result(tools, params.name, params.arguments,
+                                             in_thread=threads and not tool.is_async)
+            finally:
+                reset_context(token)
+
+        def stopped() -> None:  # cancelled (by the client, or the server stopping)
             if record is not None:
                 activity.end(record, cancelled=True)
+
+        try:
+            if calls is None:
+                result = await run()
+            else:  # `served.cancel` first: a tool that checks `ctx.cancelled` sees it before it is stopped
+                result = await calls.run(run, stopping=served.cancel, ended=stopped)
+            await served.flush()  # every progress/log notification goes out before the result
+            outcome = round_outcome(served, result)
+        except asyncio.CancelledError:
+            served.cancel()
+            if calls is None:
+                stopped()  # else once the call has really ended, on the kernel's side (`ended`)
             raise
-        finally:
-            reset_context(token)
-        await served.flush()  # every progress/log notification goes out before the result
-        outcome = round_outcome(served, result)
+        except BaseException as error:  # e.g. the -32021 error of round_outcome
+            if record is not None:
+                activity.end(record, error=error)
+            raise
         if record is not None:
             activity.end(record, outcome)
         return outcome
@@ -207,7 +227,7 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-    add_offerings(server, catalog, clients)  # resources, prompts, completion: nbtools.resources
+    add_offerings(server, catalog, clients, activity=activity, calls=calls)  # resources, prompts, completion: nbtools.resources
     # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
     # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
     listen = ListenHandler(clients.bus)

@@ -1,7 +1,8 @@
-"""A person's interrupt of the kernel ends a tool call served by `%tools --serve`.
+"""Ending a tool call served by `%tools --serve`: a person's interrupt of the kernel, or the client's
+cancellation (`cancel_served`).
 
-Between cells ipykernel ignores SIGINT (`SIG_IGN`), and calls served from the kernel's event loop
-run between cells: the notebook's Interrupt button would do nothing while a runaway call holds the
+Between cells ipykernel ignores SIGINT (`SIG_IGN`), and calls served from the kernel run on its main
+thread between cells: the notebook's Interrupt button would do nothing while a runaway call holds the
 kernel. `interruptible()` installs a SIGINT handler for the duration of the served call(s), then
 puts the ignored disposition back:
 
@@ -10,8 +11,13 @@ puts the ignored disposition back:
   loop instead, so the handler cancels the calls' tasks; `interruptible` turns that cancellation
   into KeyboardInterrupt, which `server.call_result` answers with an error result.
 
+A client's cancellation arrives on the transport's own thread (`handoff`); `cancel_served` stops the
+one call it names the same way: SIGINT sent to the main thread (`signal.pthread_kill`: a signal
+raised from another thread does not wake the main thread from a blocking read or sleep) when that
+call's synchronous code holds the main thread, else a plain cancellation of its task.
+
 Elsewhere (not the main thread, or SIGINT already handled: a cell is running, `nbtools serve`)
-it changes nothing.
+`interruptible` changes nothing.
 """
 
 from __future__ import annotations
@@ -23,8 +29,27 @@ import signal
 import threading
 from typing import Any, AsyncIterator
 
-_active: dict["asyncio.Task[Any]", list[bool]] = {}  # served call task -> [interrupted by us]
+
+class _Call:
+    """One served call inside `interruptible` (on the main thread)."""
+
+    __slots__ = ("interrupted", "inside", "cancelling")
+
+    def __init__(self) -> None:
+        self.interrupted = False  # a person's interrupt cancelled its task (turned into KeyboardInterrupt)
+        self.inside = True  # still inside `interruptible`: a SIGINT may stop it
+        self.cancelling = False  # `cancel_served` sent SIGINT for it (a client's cancellation)
+
+
+_active: dict["asyncio.Task[Any]", _Call] = {}  # served call task -> its state
 _previous: list[Any] = []  # the disposition to restore once the last call ends
+_lock = threading.Lock()  # `cancel_served` checks and signals while a call cannot leave `interruptible`
+
+
+def _stop_here() -> KeyboardInterrupt:
+    interrupt = KeyboardInterrupt("interrupted")
+    interrupt.by_signal = True  # type: ignore[attr-defined]  # a person's or a client's, not the tool's (call.invoke)
+    return interrupt
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -32,14 +57,21 @@ def _on_sigint(signum: int, frame: Any) -> None:
         current = asyncio.current_task()
     except RuntimeError:
         current = None
-    if current is not None and current in _active:  # a synchronous tool holds the loop: stop it here
-        _active[current][0] = True
-        interrupt = KeyboardInterrupt("interrupted")
-        interrupt.by_signal = True  # type: ignore[attr-defined]  # a person's, not the tool's (call.invoke)
-        raise interrupt
-    for task, flag in list(_active.items()):  # the calls await: cancel them from the loop
-        flag[0] = True
-        task.get_loop().call_soon_threadsafe(task.cancel)
+    if any(call.cancelling for call in _active.values()):  # sent by `cancel_served`: stop that call only
+        call = _active.get(current) if current is not None else None
+        stop = call is not None and call.cancelling and call.inside
+        for each in _active.values():
+            each.cancelling = False
+        if stop:
+            raise _stop_here()
+        return  # it left its synchronous code meanwhile: its task is cancelled through the loop instead
+    if current is not None and current in _active and _active[current].inside:  # a synchronous tool holds the loop
+        _active[current].interrupted = True
+        raise _stop_here()
+    for task, call in list(_active.items()):  # the calls await: cancel them from the loop
+        if call.inside:
+            call.interrupted = True
+            task.get_loop().call_soon_threadsafe(task.cancel)
 
 
 @contextlib.asynccontextmanager
@@ -52,22 +84,40 @@ async def interruptible() -> AsyncIterator[None]:
             (not _active and _signal.getsignal(signal.SIGINT) != signal.SIG_IGN):
         yield
         return
-    flag = [False]
+    call = _Call()
     if not _active:
         _previous[:] = [signal.getsignal(signal.SIGINT)]
         signal.signal(signal.SIGINT, _on_sigint)
-    _active[task] = flag
+    _active[task] = call
     try:
         yield
     except asyncio.CancelledError:
-        if not flag[0]:
+        if not call.interrupted:
             raise
         task.uncancel()  # our cancellation, not the client's nor the server's shutdown
         raise KeyboardInterrupt from None
     finally:
-        del _active[task]
-        if not _active and _previous:
-            signal.signal(signal.SIGINT, _previous.pop())
+        call.inside = False  # from here on a SIGINT no longer stops this call
+        with _lock:  # a `cancel_served` between its check and its signal finishes first
+            del _active[task]
+            if not _active and _previous:
+                signal.signal(signal.SIGINT, _previous.pop())
 
 
-__all__ = ["interruptible"]
+def cancel_served(task: "asyncio.Task[Any]", loop: asyncio.AbstractEventLoop) -> None:
+    """From another thread: stop the served call running as `task` on `loop` (the main thread's),
+    because its client cancelled it. Synchronous code of the call holding the main thread gets
+    KeyboardInterrupt (as from a person's interrupt); an awaiting call is cancelled at its await."""
+    with _lock:
+        call = _active.get(task)
+        if call is not None and call.inside and _signal.getsignal(signal.SIGINT) is _on_sigint \
+                and asyncio.current_task(loop) is task:  # its synchronous code runs on the main thread now
+            call.cancelling = True
+            main = threading.main_thread().ident
+            if main is not None:
+                signal.pthread_kill(main, signal.SIGINT)
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (the kernel is ending)
+        loop.call_soon_threadsafe(task.cancel)  # also if it swallows the interrupt: at its next await
+
+
+__all__ = ["interruptible", "cancel_served"]

@@ -189,7 +189,7 @@ def _output_check(schema: dict) -> Any:
     only for a schema nbtools cannot read."""
     global _UNLIMITED_OUTPUT
     from ..call.convert import compile_converter
-    from ..call.words import ConversionError
+    from ..refusals import ConversionError
     from ..errors import SchemaError
     from ..policy import Limits
     from ..schema.read import schema_to_ir

@@ -3,6 +3,9 @@
 `ConversionError` carries where (a path) and what (the problem) out of the converters; the dispatch
 boundary turns it into a `ToolCallError`. The rest says what a node accepts (`describe`), what
 arrived (`got`), and gives advice for the common near-misses (`hint`, `did_you_mean`).
+
+Used by dispatch (`call/`) and by the strict form's read-back (`formats.readback`); it imports only
+`ir`, so both can.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import re
 import sys
 from typing import Any, Callable, Iterable
 
-from .. import ir
-from ..shortening import short
+from . import ir
+from .shortening import short
 
 
 # ==================================================================================================

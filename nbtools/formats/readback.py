@@ -1,17 +1,17 @@
 """The strict form of a value, read back: what OpenAI's and Anthropic's strict modes make a model send.
 
-Strict rendering (`formats.strict`) writes two things differently from the neutral schema, and
-dispatch reads both back wherever a type says so:
+Strict rendering (`strict`) writes two things differently from the neutral schema; this module is
+the one place that reads them back, wherever a type says so, so dispatch gets the neutral shape:
 
 - a typed map (`dict[str, V]`, `Mapping`, `**kwargs: V`) as an array of `{"key", "value"}` pairs:
   `pairs_object` is the one rule turning those pairs into the object they stand for;
 - an optional property as required-but-nullable (OpenAI): `null_means_absent` names the fields
   for which a null means "left out".
 
-Our own converters (`convert`, `plan`) apply them node by node. A pydantic model validates its data
-itself, so `model_decoder` walks the model's JSON Schema (the very schema strict rendering
-transformed) and applies the same two rules to the data before pydantic sees it; a plain object
-passes unchanged. pydantic is never imported here: the model class arrives from the caller.
+Dispatch's converters (`call.convert`, `call.plan`) apply them node by node. A pydantic model
+validates its data itself, so `model_decoder` walks the model's JSON Schema (the very schema strict
+rendering transformed) and applies the same two rules to the data before pydantic sees it; a plain
+object passes unchanged. pydantic is never imported here: the model class arrives from the caller.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from .. import ir
 from ..errors import SchemaError
-from .words import ConversionError, got, key_segment, key_text
+from ..refusals import ConversionError, got, key_segment, key_text
 
 Decoder = Callable[[Any, str], Any]
 """`decode(json_value, path) -> json_value` with the strict form read back; ConversionError on bad pairs."""
