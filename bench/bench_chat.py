@@ -3,31 +3,36 @@
 Each provider's real SDK client answers from an in-memory transport (`httpx2.MockTransport`: the
 SDK builds and sends the request and parses the recorded response as always; no socket, so the
 figures are the SDKs' and ours, not the network's). One conversation: a reply with two parallel
-tool calls (`add`, `mul`), then a final text, i.e. two steps.
+tool calls (`add`, `mul`), then a final text, i.e. two steps. The same registry serves both loops.
+
+The hand loop (`_hand_loop`, `_hand_stream_loop`) does what a correct loop must and no more: send
+the history with the tool definitions (rendered once), echo the reply (`model_dump(exclude_none=
+True)`), stop when it calls no tool (the provider's own, cheapest check: OpenAI's `tool_calls`,
+Anthropic's `stop_reason`, a function call among the items or parts), else run its calls with
+`run_tool_calls` on the echoed turn (parse, dispatch, results) and append them; a bound on the
+number of requests. Streamed, it puts the reply together from the SDK's events (text and tool calls
+in pieces; Responses: the `response.completed` event). It reads no usage, records no steps and
+shows nothing; `Chat` also sums usage per step, records its steps, checks the budget and the tool
+set, and keeps the history valid for an interrupt (the 1.5x allowance).
 
 Rows, per provider (openai, responses, anthropic, gemini):
 
-- `Chat` (one call, two steps) against the hand loop a careful user writes with the same client:
-  the SDK's create, the reply echoed (`model_dump(exclude_none=True)`), `run_tool_calls` with the
-  same registry, the SDK's create again; tool definitions rendered once. For information: the SDK's
-  own step (5-35 ms here) varies by more than the loop adds, so this ratio moves within 0.85-1.2
-  from run to run on a loaded machine; the next rows measure the loop itself.
+- `Chat` (one call, two steps) against the hand loop with the SDK's requests (for information: the
+  SDK's own step, 5-35 ms here, moves by more than the loop adds).
 - overhead per step in µs (for information): (Chat - hand loop) / 2.
-- the same two loops with the SDK's create replaced by one handing back the SDK's own parsed reply
-  objects (recorded once): only the loops' own work is left (echo, parse, dispatch, results,
-  records). Target: <= 1.5x the hand loop (Chat also records steps, sums usage, checks the tool set
-  is unchanged and the budget). Measured on a loaded 2-core machine (2026-11-25): 1.6-2.5x
-  (main before this change: 2.1-2.5x on the same machine), i.e. about 50-300 µs more per step,
-  against SDK steps of 5-35 ms: the target is not met everywhere yet.
-- streaming (OpenAI chat, Anthropic): the same, with the SDK's parsed stream events replayed,
-  against a hand loop that puts text and tool calls together from the events. Measured 2.6-3.5x:
-  the assembler reads every event generically (dicts or SDK objects) and the reply it builds is
-  copied once more when recorded; not met yet.
+- the loops' own work, plain and streamed: the SDK's create (or stream) replaced by one handing back
+  the SDK's own parsed replies (or stream events), recorded once; `Chat` is reset to the same
+  conversation (history and usage) each time. Target: <= 1.5x the hand loop.
 
-The tool definitions are rendered once per tool set (cached), so a step costs the same whatever the
-number of tools. Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
+Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
+same loops' instructions (valgrind), which do not. Measured 2026-11-26 (instructions per
+conversation, Chat / hand loop), before -> after the changes of issue 22's last step: see the
+commit message of this docstring's change and the lead's notes; the loop's remaining extra work is
+its records (a Usage per reply and per total, a Step and a CallRecord per call), reading the usage,
+and the per-event call into the stream assembler.
+
+Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
-
 from __future__ import annotations
 
 import gc
