@@ -172,7 +172,7 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 
 
 # -- what comes back --------------------------------------------------------------------------------
-_OPENAI_ASSISTANT_KEYS = frozenset(("role", "content", "refusal", "tool_calls", "function_call", "audio", "name"))
+_OPENAI_ECHOED = frozenset(("content", "refusal", "tool_calls", "function_call", "audio", "name"))  # and role
 
 
 def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
@@ -225,10 +225,9 @@ def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
 def _openai_turn(message: Any) -> dict:
     """An SDK assistant message as it is echoed: only the keys a request accepts (`annotations`
     exist only in responses), a previous audio answer referred to by its id."""
-    kept = message.model_dump(exclude_none=True, include=_OPENAI_ASSISTANT_KEYS)
+    kept = {"role": "assistant", **message.model_dump(exclude_none=True, include=_OPENAI_ECHOED)}
     if isinstance(kept.get("audio"), dict):
         kept["audio"] = {"id": kept["audio"]["id"]}
-    kept["role"] = "assistant"
     return kept
 
 
