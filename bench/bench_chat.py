@@ -25,11 +25,20 @@ Rows, per provider (openai, responses, anthropic, gemini):
   conversation (history and usage) each time. Target: <= 1.5x the hand loop.
 
 Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
-same loops' instructions (valgrind), which do not. Measured 2026-11-26 (instructions per
-conversation, Chat / hand loop), before -> after the changes of issue 22's last step: see the
-commit message of this docstring's change and the lead's notes; the loop's remaining extra work is
-its records (a Usage per reply and per total, a Step and a CallRecord per call), reading the usage,
-and the per-event call into the stream assembler.
+same loops' instructions (valgrind), which do not. Measured 2026-11-26 on a loaded 2-core machine,
+Chat / hand loop, before -> after issue 22's last step (instructions; then CPU time, best of 15):
+
+| provider  | plain: instructions | plain: CPU time | streamed: instructions | streamed: CPU time |
+|-----------|---------------------|-----------------|------------------------|--------------------|
+| openai    | 1.77 -> 1.35        | 2.12 -> 1.67    | 2.31 -> 1.41           | 2.64 -> 1.83       |
+| responses | 1.69 -> 1.19        | 1.88 -> 1.57    | 1.60 -> 1.32           | 2.05 -> 1.60       |
+| anthropic | 1.59 -> 1.42        | 2.05 -> 1.67    | 1.86 -> 1.45           | 2.69 -> 1.66       |
+| gemini    | 1.86 -> 1.40        | 1.92 -> 1.47    | 2.00 -> 1.49           | 2.41 -> 1.65       |
+
+The hand loop's own count moved by up to 25 % between children (the same code: 272K and 340K
+instructions for Responses), so a ratio carries about +-0.15. What the loop still adds: its records
+(a Usage per reply and per total, a Step per step, a CallRecord per call), reading the usage, the
+history kept valid for an interrupt, and in a stream one call into the assembler per event.
 
 Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
