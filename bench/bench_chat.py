@@ -3,31 +3,45 @@
 Each provider's real SDK client answers from an in-memory transport (`httpx2.MockTransport`: the
 SDK builds and sends the request and parses the recorded response as always; no socket, so the
 figures are the SDKs' and ours, not the network's). One conversation: a reply with two parallel
-tool calls (`add`, `mul`), then a final text, i.e. two steps.
+tool calls (`add`, `mul`), then a final text, i.e. two steps. The same registry serves both loops.
+
+The hand loop (`_hand_loop`, `_hand_stream_loop`) does what a correct loop must and no more: send
+the history with the tool definitions (rendered once), echo the reply (`model_dump(exclude_none=
+True)`), stop when it calls no tool (the provider's own, cheapest check: OpenAI's `tool_calls`,
+Anthropic's `stop_reason`, a function call among the items or parts), else run its calls with
+`run_tool_calls` on the echoed turn (parse, dispatch, results) and append them; a bound on the
+number of requests. Streamed, it puts the reply together from the SDK's events (text and tool calls
+in pieces; Responses: the `response.completed` event). It reads no usage, records no steps and
+shows nothing; `Chat` also sums usage per step, records its steps, checks the budget and the tool
+set, and keeps the history valid for an interrupt (the 1.5x allowance).
 
 Rows, per provider (openai, responses, anthropic, gemini):
 
-- `Chat` (one call, two steps) against the hand loop a careful user writes with the same client:
-  the SDK's create, the reply echoed (`model_dump(exclude_none=True)`), `run_tool_calls` with the
-  same registry, the SDK's create again; tool definitions rendered once. For information: the SDK's
-  own step (5-35 ms here) varies by more than the loop adds, so this ratio moves within 0.85-1.2
-  from run to run on a loaded machine; the next rows measure the loop itself.
+- `Chat` (one call, two steps) against the hand loop with the SDK's requests (for information: the
+  SDK's own step, 5-35 ms here, moves by more than the loop adds).
 - overhead per step in µs (for information): (Chat - hand loop) / 2.
-- the same two loops with the SDK's create replaced by one handing back the SDK's own parsed reply
-  objects (recorded once): only the loops' own work is left (echo, parse, dispatch, results,
-  records). Target: <= 1.5x the hand loop (Chat also records steps, sums usage, checks the tool set
-  is unchanged and the budget). Measured on a loaded 2-core machine (2026-11-25): 1.6-2.5x
-  (main before this change: 2.1-2.5x on the same machine), i.e. about 50-300 µs more per step,
-  against SDK steps of 5-35 ms: the target is not met everywhere yet.
-- streaming (OpenAI chat, Anthropic): the same, with the SDK's parsed stream events replayed,
-  against a hand loop that puts text and tool calls together from the events. Measured 2.6-3.5x:
-  the assembler reads every event generically (dicts or SDK objects) and the reply it builds is
-  copied once more when recorded; not met yet.
+- the loops' own work, plain and streamed: the SDK's create (or stream) replaced by one handing back
+  the SDK's own parsed replies (or stream events), recorded once; `Chat` is reset to the same
+  conversation (history and usage) each time. Target: <= 1.5x the hand loop.
 
-The tool definitions are rendered once per tool set (cached), so a step costs the same whatever the
-number of tools. Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
+Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
+same loops' instructions (valgrind), which do not. Measured 2026-11-26 on a loaded 2-core machine,
+Chat / hand loop, before -> after issue 22's last step (instructions; then CPU time, best of 15):
+
+| provider  | plain: instructions | plain: CPU time | streamed: instructions | streamed: CPU time |
+|-----------|---------------------|-----------------|------------------------|--------------------|
+| openai    | 1.77 -> 1.35        | 2.12 -> 1.67    | 2.31 -> 1.41           | 2.64 -> 1.83       |
+| responses | 1.69 -> 1.19        | 1.88 -> 1.57    | 1.60 -> 1.32           | 2.05 -> 1.60       |
+| anthropic | 1.59 -> 1.42        | 2.05 -> 1.67    | 1.86 -> 1.45           | 2.69 -> 1.66       |
+| gemini    | 1.86 -> 1.40        | 1.92 -> 1.47    | 2.00 -> 1.49           | 2.41 -> 1.65       |
+
+The hand loop's own count moved by up to 25 % between children (the same code: 272K and 340K
+instructions for Responses), so a ratio carries about +-0.15. What the loop still adds: its records
+(a Usage per reply and per total, a Step per step, a CallRecord per call), reading the usage, the
+history kept valid for an interrupt, and in a stream one call into the assembler per event.
+
+Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
-
 from __future__ import annotations
 
 import gc
@@ -55,7 +69,7 @@ def mul(a: int, b: int) -> int:
     return a * b
 
 
-def _client(provider: str, replies: list[bytes]) -> Any:
+def _client(provider: str, replies: list[bytes], content_type: str = "application/json") -> Any:
     """The SDK client, answering from `replies` in turn (cycling) without a socket."""
     import httpx2
 
@@ -64,7 +78,7 @@ def _client(provider: str, replies: list[bytes]) -> Any:
     def answer(request: Any) -> Any:
         body = replies[state["next"] % len(replies)]
         state["next"] += 1
-        return httpx2.Response(200, content=body, headers={"Content-Type": "application/json"})
+        return httpx2.Response(200, content=body, headers={"Content-Type": content_type})
 
     http = httpx2.Client(transport=httpx2.MockTransport(answer))
     if provider in ("openai", "responses"):
@@ -81,47 +95,65 @@ def _client(provider: str, replies: list[bytes]) -> Any:
     return genai.Client(api_key="bench", http_options={"base_url": "http://model.invalid", "httpx_client": http})
 
 
+STEPS = 10  # the hand loops' bound on requests (Chat's max_steps default)
+
+
 def _hand_loop(provider: str, client: Any, registry: Any, definitions: list) -> Callable[[], str]:
-    """The minimal correct loop for this provider and one conversation of two steps."""
+    """The minimal correct loop for this provider: send the history and the tools, echo the reply,
+    stop when it calls no tool (the cheapest correct check: OpenAI's `tool_calls`, Anthropic's
+    `stop_reason`, a function call among the items or parts), else run its calls (`run_tool_calls`
+    on the echoed turn: parse, dispatch, results), append the results and go on; at most STEPS
+    requests. Its definitions are rendered once, outside."""
     from nbtools import run_tool_calls
 
     if provider == "openai":
         def run() -> str:
             messages: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
-            messages.append(reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"}))
-            messages += run_tool_calls(reply, ns=registry)
-            reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
-            return reply.choices[0].message.content
+            for _ in range(STEPS):
+                reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)
+                message = reply.choices[0].message.model_dump(exclude_none=True, exclude={"annotations"})
+                messages.append(message)
+                if not message.get("tool_calls"):
+                    return message.get("content", "")
+                messages += run_tool_calls(message, ns=registry)
+            raise RuntimeError("still calling tools")
     elif provider == "responses":
         def run() -> str:
             items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            reply = client.responses.create(model="m", input=items, tools=definitions)
-            items += [item.model_dump(exclude_none=True) for item in reply.output]
-            items += run_tool_calls(reply, ns=registry)
-            reply = client.responses.create(model="m", input=items, tools=definitions)
-            return reply.output_text
+            for _ in range(STEPS):
+                reply = client.responses.create(model="m", input=items, tools=definitions)
+                output = [item.model_dump(exclude_none=True) for item in reply.output]
+                items += output
+                if not any(item["type"] == "function_call" for item in output):
+                    return reply.output_text
+                items += run_tool_calls(output, ns=registry)
+            raise RuntimeError("still calling tools")
     elif provider == "anthropic":
         def run() -> str:
             messages: list = [{"role": "user", "content": "go"}]
-            reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                           tools=definitions)
-            messages.append({"role": "assistant", "content": [block.model_dump(exclude_none=True)
-                                                              for block in reply.content]})
-            messages.append(run_tool_calls(reply, ns=registry))
-            reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                           tools=definitions)
-            return reply.content[0].text
+            for _ in range(STEPS):
+                reply = client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
+                                               tools=definitions)
+                message = {"role": "assistant", "content": [block.model_dump(exclude_none=True)
+                                                            for block in reply.content]}
+                messages.append(message)
+                if reply.stop_reason != "tool_use":
+                    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
+                messages.append(run_tool_calls(message, ns=registry))
+            raise RuntimeError("still calling tools")
     else:
         config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
 
         def run() -> str:
             contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
-            reply = client.models.generate_content(model="m", contents=contents, config=config)
-            contents.append(reply.candidates[0].content.model_dump(exclude_none=True))
-            contents.append(run_tool_calls(reply, ns=registry))
-            reply = client.models.generate_content(model="m", contents=contents, config=config)
-            return reply.text
+            for _ in range(STEPS):
+                reply = client.models.generate_content(model="m", contents=contents, config=config)
+                content = reply.candidates[0].content.model_dump(exclude_none=True)
+                contents.append(content)
+                if not any("function_call" in part for part in content["parts"]):
+                    return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
+                contents.append(run_tool_calls(content, ns=registry))
+            raise RuntimeError("still calling tools")
     return run
 
 
@@ -147,32 +179,39 @@ def _replay(provider: str, client: Any, replies: list[bytes]) -> None:
     setattr(owner, method, create)
 
 
+_STREAM_METHODS = {"openai": ("chat", "completions", "create"), "responses": ("responses", "create"),
+                   "anthropic": ("messages", "create"), "gemini": ("models", "generate_content_stream")}
+
+
 def _stream_replay(provider: str, client: Any, replies: list[dict]) -> None:
-    """Replace the client's create by one handing back the SDK's parsed stream events (each reply
-    streamed once through the SDK from its server-sent events, recorded)."""
-    import httpx2
+    """Replace the client's streaming call by one handing back the SDK's parsed stream events (each
+    reply streamed once through the SDK from its server-sent events, as the API sends them, recorded)."""
     from recorded_model import sse_events
 
-    owner = client.chat.completions if provider == "openai" else client.messages
-    real = owner.create
-    bodies = iter("".join(sse_events(provider, reply)).encode() for reply in replies)
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(
-        200, content=next(bodies), headers={"Content-Type": "text/event-stream"}))
-    client._client = httpx2.Client(transport=transport)
-    extra = {"max_tokens": 8} if provider == "anthropic" else {}
-    recorded = [list(real(model="m", messages=[{"role": "user", "content": "x"}], stream=True, **extra))
-                for _ in replies]
+    bodies = ["".join(sse_events(provider, reply)).encode() for reply in replies]
+    recorder = _client(provider, bodies, "text/event-stream")
+    *path, method = _STREAM_METHODS[provider]
+    source, owner = recorder, client
+    for name in path:
+        source, owner = getattr(source, name), getattr(owner, name)
+    real = getattr(source, method)
+    asked = {"openai": {"messages": [{"role": "user", "content": "x"}], "stream": True},
+             "responses": {"input": "x", "stream": True},
+             "anthropic": {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 8},
+             "gemini": {"contents": "x"}}[provider]
+    recorded = [list(real(model="m", **asked)) for _ in replies]
     state = {"next": 0}
 
     def create(**kwargs: Any) -> Any:
         events = recorded[state["next"] % len(recorded)]
         state["next"] += 1
         return iter(events)
-    owner.create = create
+    setattr(owner, method, create)
 
 
 def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: list) -> Callable[[], str]:
-    """The minimal correct streaming loop: text and tool calls put together from the events."""
+    """The minimal correct streaming loop: the reply put together from the events, as little as the
+    next request needs (no text shown: the Chat it is compared with shows none either)."""
     from nbtools import run_tool_calls
 
     if provider == "openai":
@@ -199,35 +238,75 @@ def _hand_stream_loop(provider: str, client: Any, registry: Any, definitions: li
 
         def run() -> str:
             messages: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
-            message = turn(messages)
-            messages.append(message)
-            messages += run_tool_calls(message, ns=registry)
-            return turn(messages)["content"]
-        return run
+            for _ in range(STEPS):
+                message = turn(messages)
+                messages.append(message)
+                if "tool_calls" not in message:
+                    return message["content"] or ""
+                messages += run_tool_calls(message, ns=registry)
+            raise RuntimeError("still calling tools")
+    elif provider == "responses":
+        def turn_responses(items: list) -> Any:
+            for event in client.responses.create(model="m", input=items, tools=definitions, stream=True):
+                if event.type == "response.completed":
+                    return event.response
+            raise RuntimeError("no response.completed event")
 
-    def turn_anthropic(messages: list) -> dict:
-        blocks: list = []
-        pieces: dict = {}
-        for event in client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
-                                            tools=definitions, stream=True):
-            if event.type == "content_block_start":
-                blocks.append(event.content_block.model_dump(exclude_none=True))
-            elif event.type == "content_block_delta":
-                if event.delta.type == "text_delta":
-                    blocks[event.index]["text"] += event.delta.text
-                elif event.delta.type == "input_json_delta":
-                    pieces.setdefault(event.index, []).append(event.delta.partial_json)
-            elif event.type == "content_block_stop" and event.index in pieces:
-                blocks[event.index]["input"] = json.loads("".join(pieces.pop(event.index)) or "{}")
-        return {"role": "assistant", "content": blocks}
+        def run() -> str:
+            items: list = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "go"}]
+            for _ in range(STEPS):
+                response = turn_responses(items)
+                output = [item.model_dump(exclude_none=True) for item in response.output]
+                items += output
+                if not any(item["type"] == "function_call" for item in output):
+                    return response.output_text
+                items += run_tool_calls(output, ns=registry)
+            raise RuntimeError("still calling tools")
+    elif provider == "anthropic":
+        def turn_anthropic(messages: list) -> dict:
+            blocks: list = []
+            pieces: dict = {}
+            for event in client.messages.create(model="m", max_tokens=1024, system="Be brief.", messages=messages,
+                                                tools=definitions, stream=True):
+                if event.type == "content_block_start":
+                    blocks.append(event.content_block.model_dump(exclude_none=True))
+                elif event.type == "content_block_delta":
+                    if event.delta.type == "text_delta":
+                        blocks[event.index]["text"] += event.delta.text
+                    elif event.delta.type == "input_json_delta":
+                        pieces.setdefault(event.index, []).append(event.delta.partial_json)
+                elif event.type == "content_block_stop" and event.index in pieces:
+                    blocks[event.index]["input"] = json.loads("".join(pieces.pop(event.index)) or "{}")
+            return {"role": "assistant", "content": blocks}
 
-    def run_anthropic() -> str:
-        messages: list = [{"role": "user", "content": "go"}]
-        message = turn_anthropic(messages)
-        messages.append(message)
-        messages.append(run_tool_calls(message, ns=registry))
-        return turn_anthropic(messages)["content"][0]["text"]
-    return run_anthropic
+        def run() -> str:
+            messages: list = [{"role": "user", "content": "go"}]
+            for _ in range(STEPS):
+                message = turn_anthropic(messages)
+                messages.append(message)
+                if not any(block["type"] == "tool_use" for block in message["content"]):
+                    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
+                messages.append(run_tool_calls(message, ns=registry))
+            raise RuntimeError("still calling tools")
+    else:
+        config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": definitions}]}
+
+        def turn_gemini(contents: list) -> dict:
+            parts: list = []
+            for chunk in client.models.generate_content_stream(model="m", contents=contents, config=config):
+                parts += [part.model_dump(exclude_none=True) for part in chunk.candidates[0].content.parts]
+            return {"role": "model", "parts": parts}
+
+        def run() -> str:
+            contents: list = [{"role": "user", "parts": [{"text": "go"}]}]
+            for _ in range(STEPS):
+                content = turn_gemini(contents)
+                contents.append(content)
+                if not any("function_call" in part for part in content["parts"]):
+                    return "".join(part.get("text", "") for part in content["parts"] if not part.get("thought"))
+                contents.append(run_tool_calls(content, ns=registry))
+            raise RuntimeError("still calling tools")
+    return run
 
 
 def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) -> Callable[[], str]:
@@ -236,10 +315,11 @@ def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) 
     extra = {"max_tokens": 1024} if provider == "anthropic" else {}
     chat = Chat(client, model="m", tools=registry, system="Be brief.", show=False, stream=stream,
                 api="responses" if provider == "responses" else None, **extra)
-    start = list(chat.messages)
+    start, usage = list(chat.messages), chat.usage
 
     def run() -> str:
-        chat.messages[:] = start  # the same conversation each time
+        chat.messages[:] = start  # the same conversation each time (usage.steps would grow without end)
+        chat.usage = usage
         return chat("go")
     return run
 
@@ -260,17 +340,45 @@ def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30, rounds
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def run() -> list[dict]:
+PROVIDERS = ("openai", "responses", "anthropic", "gemini")
+
+
+def _replies(provider: str) -> list[dict]:
     from recorded_model import REPLIES
 
+    return [REPLIES[provider](CALLS), REPLIES[provider](text="9 and 20")]
+
+
+def loops(provider: str, stream: bool) -> tuple[Callable[[], str], Callable[[], str]]:
+    """(hand loop, Chat) for the loops' own work: the SDK's create (or stream) hands back the parsed
+    replies (or events) recorded once. Also used by bench/instructions.py."""
+    from nbtools import Registry
+
+    registry = Registry([add, mul])
+    replies = _replies(provider)
+    bodies = [json.dumps(reply).encode() for reply in replies]
+    hand_client, chat_client = _client(provider, bodies), _client(provider, bodies)
+    if stream:
+        _stream_replay(provider, hand_client, replies)
+        _stream_replay(provider, chat_client, replies)
+        hand = _hand_stream_loop(provider, hand_client, registry, registry.schemas(provider))
+    else:
+        _replay(provider, hand_client, bodies)
+        _replay(provider, chat_client, bodies)
+        hand = _hand_loop(provider, hand_client, registry, registry.schemas(provider))
+    ours = _chat_loop(provider, chat_client, registry, stream=stream)
+    assert hand() == ours() == "9 and 20", (hand(), ours())
+    return hand, ours
+
+
+def run() -> list[dict]:
     from nbtools import Registry
 
     rows = []
-    for provider in ("openai", "responses", "anthropic", "gemini"):
+    for provider in PROVIDERS:
         registry = Registry([add, mul])
-        fmt = {"openai": "openai", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}[provider]
-        replies = [json.dumps(REPLIES[provider](CALLS)).encode(), json.dumps(REPLIES[provider](text="9 and 20")).encode()]
-        hand = _hand_loop(provider, _client(provider, replies), registry, registry.schemas(fmt))
+        replies = [json.dumps(reply).encode() for reply in _replies(provider)]
+        hand = _hand_loop(provider, _client(provider, replies), registry, registry.schemas(provider))
         ours = _chat_loop(provider, _client(provider, replies), registry)
         assert hand() == ours() == "9 and 20", (hand(), ours())
         times = per_call_us({"chat": ours, "hand": hand})
@@ -280,31 +388,14 @@ def run() -> list[dict]:
                      "target": "info", "ok": None})
         rows.append({"name": f"{provider}: overhead per step (us)", "ours_us": (times["chat"] - times["hand"]) / 2,
                      "ref_name": "", "ref_us": None, "ratio": None, "target": "info", "ok": None})
-        # the loops' own work: the SDK's create hands back its parsed replies
-        hand_client, chat_client = _client(provider, replies), _client(provider, replies)
-        _replay(provider, hand_client, replies)
-        _replay(provider, chat_client, replies)
-        hand = _hand_loop(provider, hand_client, registry, registry.schemas(fmt))
-        ours = _chat_loop(provider, chat_client, registry)
-        assert hand() == ours() == "9 and 20"
-        times = per_call_us({"chat": ours, "hand": hand}, calls=200)
-        ratio = times["chat"] / times["hand"]
-        rows.append({"name": f"{provider}: loop work, 2 steps, no SDK request", "ours_us": times["chat"],
-                     "ref_name": "hand loop", "ref_us": times["hand"], "ratio": ratio,
-                     "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
-        if provider in ("openai", "anthropic"):  # the same with streaming: the SDK's parsed events replayed
-            hand_client, chat_client = _client(provider, replies), _client(provider, replies)
-            recorded = [REPLIES[provider](CALLS), REPLIES[provider](text="9 and 20")]
-            _stream_replay(provider, hand_client, recorded)
-            _stream_replay(provider, chat_client, recorded)
-            hand = _hand_stream_loop(provider, hand_client, registry, registry.schemas(fmt))
-            ours = _chat_loop(provider, chat_client, registry, stream=True)
-            assert hand() == ours() == "9 and 20", (hand(), ours())
+        for stream in (False, True):  # the loops' own work: the SDK hands back its parsed replies/events
+            hand, ours = loops(provider, stream)
             times = per_call_us({"chat": ours, "hand": hand}, calls=200)
             ratio = times["chat"] / times["hand"]
-            rows.append({"name": f"{provider}: loop work streamed, 2 steps, no SDK request", "ours_us": times["chat"],
-                         "ref_name": "hand streaming loop", "ref_us": times["hand"], "ratio": ratio,
-                         "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
+            what = "streamed, " if stream else ""
+            rows.append({"name": f"{provider}: loop work {what}2 steps, no SDK request", "ours_us": times["chat"],
+                         "ref_name": "hand streaming loop" if stream else "hand loop", "ref_us": times["hand"],
+                         "ratio": ratio, "target": f"<= {TARGET}x", "ok": ratio <= TARGET})
     return rows
 
 

@@ -5,7 +5,9 @@ instructions a call executes does not. Each variant runs in a child under
 `valgrind --tool=cachegrind --cache-sim=no` after the same set-up (every variant prepared and
 warmed); a child that runs no calls gives the set-up's count, so (count - set-up) / calls is the
 cost of one call. Also the import rows of `bench_import` as instructions (a child that imports
-against one that does only `pass`).
+against one that does only `pass`), and the agent loop's own work per conversation of two steps
+(bench_chat's `loops`: `Chat` against the hand-written loop, per provider, plain and streamed;
+variants `chat` (all of them) or `chat:openai`, `chat:gemini:stream`...).
 
 Run: `python bench/instructions.py [variant ...]` (needs valgrind; takes minutes). Not a section
 of `bench.py`: it is slow, and the timed sections are the figures of record.
@@ -97,6 +99,31 @@ if chosen:
 print(calls)
 """
 
+# The agent loop: one child per provider builds both loops (plain and streamed) and warms them;
+# the chosen one then runs `passes` conversations.
+CHAT_CHILD = r"""
+import sys
+sys.path[:0] = [{root!r}, {here!r}, {tests!r}]
+import bench_chat
+made = {{}}
+for stream in (False, True):
+    hand, ours = bench_chat.loops({provider!r}, stream)
+    made[("hand", stream)], made[("chat", stream)] = hand, ours
+for run in made.values():
+    run(); run()
+import gc
+gc.collect()
+gc.freeze()  # the set-up's objects out of the collector's way: a full collection mid-run would count them
+chosen = {chosen!r}
+calls = 0
+if chosen:
+    for _ in range({passes}):
+        made[chosen]()
+        calls += 1
+print(calls)
+"""
+CHAT_PASSES = 100
+
 PAIRS = [("ours", "pydantic"), ("ours_refused", "pydantic_refused"), ("approved", "no_policy"),
          ("wipe_approved", "wipe_no_policy"),
          ("add", "add_floor"), ("add", "add_pydantic")]
@@ -117,11 +144,40 @@ def _count(code: str) -> tuple[int, str]:
     return int(found.group(1).replace(",", "")), done.stdout.strip()
 
 
+def chat_counts(wanted: set[str]) -> dict[str, float]:
+    """Instructions per two-step conversation: `chat:<provider>[:stream]` and `hand:...` (the hand loop)."""
+    per_call: dict[str, float] = {}
+    for provider in ("openai", "responses", "anthropic", "gemini"):
+        chosen = [stream for stream in (False, True)
+                  if {"chat", f"chat:{provider}", f"chat:{provider}:{'stream' if stream else 'plain'}"} & wanted]
+        if not chosen:
+            continue
+        child = dict(root=str(ROOT), here=str(HERE), tests=str(ROOT / "tests"), provider=provider)
+        setup, _ = _count(CHAT_CHILD.format(**child, chosen=None, passes=0))
+        for stream in chosen:
+            mode = "stream" if stream else "plain"
+            for loop in ("chat", "hand"):
+                total, calls = _count(CHAT_CHILD.format(**child, chosen=(loop, stream), passes=CHAT_PASSES))
+                per_call[f"{loop}:{provider}:{mode}"] = (total - setup) / int(calls)
+            ratio = per_call[f"chat:{provider}:{mode}"] / per_call[f"hand:{provider}:{mode}"]
+            print(f"chat:{provider}:{mode:6} {per_call[f'chat:{provider}:{mode}']:12,.0f} vs hand loop "
+                  f"{per_call[f'hand:{provider}:{mode}']:12,.0f} instructions per conversation: {ratio:.2f}x",
+                  flush=True)
+    return per_call
+
+
 def main(argv: list[str]) -> int:
     if shutil.which("valgrind") is None:
         print("instructions.py: valgrind is not installed", file=sys.stderr)
         return 2
     wanted = set(argv)
+    chat_wanted = {name for name in wanted if name.startswith("chat")}
+    if chat_wanted:
+        counts = chat_counts(chat_wanted)
+        print(json.dumps({name: round(value) for name, value in counts.items()}))
+        wanted -= chat_wanted
+        if not wanted:
+            return 0
     per_call: dict[str, float] = {}
     setup, _ = _count(CHILD.format(root=str(ROOT), here=str(HERE), chosen="", passes=0))
     for name in dict.fromkeys(name for pair in PAIRS for name in pair):

@@ -10,11 +10,10 @@ registry without the two modules importing each other.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import operator
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 # The records of this module generate no code (immutable dataclasses through ir's `_record`, plain
 # slots classes): generating their methods cost a tenth of `from nbtools import call_func`'s import.
@@ -167,17 +166,23 @@ def current_origin() -> str:
     return _ORIGIN.get()
 
 
-@contextlib.contextmanager
-def asking_as(origin: str) -> Iterator[None]:
+class asking_as:  # noqa: N801 (used as a function: `with asking_as(origin):`)
     """Within this block (this thread or task, and what it awaits), calls are asked for by
     `origin`: an approval callback accepting `origin=` receives it, the prompt names it and
     `registry.decisions` records it. A Chat uses `asking_as(f"chat:{model}")`, the MCP server
-    `asking_as(f"mcp:{client name}")`."""
-    token = _ORIGIN.set(origin)
-    try:
-        yield
-    finally:
-        _ORIGIN.reset(token)
+    `asking_as(f"mcp:{client name}")`. (A class, not a contextlib generator: a Chat enters it at
+    every step, and the generator's machinery cost more than the rest of the step's bookkeeping.)"""
+
+    __slots__ = ("origin", "_token")
+
+    def __init__(self, origin: str):
+        self.origin = origin
+
+    def __enter__(self) -> None:
+        self._token = _ORIGIN.set(self.origin)
+
+    def __exit__(self, *exc: Any) -> None:
+        _ORIGIN.reset(self._token)
 
 
 class _Memory:

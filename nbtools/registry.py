@@ -235,6 +235,8 @@ class Registry(ToolSource):
 
     def enabled(self) -> list[Tool]:
         """The enabled Tools, in registration order."""
+        if not (self._disabled or self._parent is not None or self._upstream):  # nothing can disable one
+            return list(self._tools.values())
         return [tool for name, tool in self._tools.items() if not self.is_disabled(name)]
 
     # -- selection and rendering -------------------------------------------------------------------

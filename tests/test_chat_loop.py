@@ -197,6 +197,34 @@ def test_usage_per_step_and_in_total_with_cache_tokens(provider):
     assert chat.cost is None and chat.usage.tokens == one[0] + one[1] + second[0] + second[1]
 
 
+def test_step_and_usage_records_stay_frozen_values():
+    # Usage, Step and CallRecord fill their fields without the dataclass' own __init__ (a speed
+    # choice, see formats/turns.Usage): what a frozen dataclass promises must still hold.
+    import dataclasses
+    import pickle
+
+    from nbtools.chat.steps import CallRecord, Step
+    from nbtools.formats.turns import Usage
+
+    one, two = Usage(10, 2, 4, 0), Usage(5, 1, cost=0.5)
+    total = Usage().add_step(one).add_step(two)
+    assert (total.input_tokens, total.output_tokens, total.cache_read_tokens, total.cost) == (15, 3, 4, 0.5)
+    assert total.steps == (one, two) and total == one + two and total.tokens == 18
+    assert Usage(1, 2, steps=(one,)) == Usage(1, 2) and hash(Usage(1, 2, steps=(one,))) == hash(Usage(1, 2))
+    call = CallRecord("c1", "add", {"a": 1}, "3", False, value=3)
+    assert call == CallRecord("c1", "add", {"a": 1}, "3", False) and "value" not in repr(call)
+    step = Step(1, "hi", (call,), one)
+    for record, name in ((one, "input_tokens"), (call, "text"), (step, "text")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, 0)
+        assert pickle.loads(pickle.dumps(record)) == record
+    assert dataclasses.replace(step, number=2) == Step(2, "hi", (call,), one)
+    assert dataclasses.replace(one, cost=1.0).cost == 1.0 and one.cost is None
+    assert [field.name for field in dataclasses.fields(Usage)] == ["input_tokens", "output_tokens",
+                                                                   "cache_read_tokens", "cache_write_tokens",
+                                                                   "cost", "steps"]
+
+
 def test_prices_give_the_cost_with_cache_prices():
     prices = {"test-model": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}}
     reply = REPLIES["anthropic"]

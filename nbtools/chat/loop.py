@@ -86,16 +86,24 @@ def _registry_of(tools: Any) -> Any:
                     f"got a {type(tools).__name__}")
 
 
+class _Streamed(dict):
+    """A streamed reply put together as plain data without None fields (`formats.streamed`): its
+    turns are recorded as they are, not copied again."""
+
+
 @dataclasses.dataclass
 class _Run:
-    """One call of the chat: its view (None outside a notebook), tool definitions, where its prompt
-    sits in the history, the usage before it, and what it was doing (for an interrupt's message)."""
+    """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
+    (the same at every step: the history is the list `chat.messages`, which grows in place), where
+    its prompt sits in the history, the usage before it, and what it was doing (for an interrupt's
+    message)."""
 
     view: Any
-    definitions: list[dict]
+    kwargs: dict
     start: int
     before: Usage
     doing: str = "before the first request"
+    create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
         if text is not None:
@@ -172,7 +180,7 @@ class Chat:
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
         self.usage = Usage(cost=0.0 if model in self.prices else None)
         self.steps: list[Step] = []
-        self._cached: tuple[tuple, list[dict]] | None = None
+        self._cached: tuple[list, list[dict]] | None = None
 
     def __repr__(self) -> str:
         cost = f", cost {self.usage.cost:.4g}" if self.usage.cost is not None else ""
@@ -197,17 +205,20 @@ class Chat:
             raise TypeError("this client is asynchronous: use `await chat.acall(prompt)` (or give Chat the "
                             "synchronous client)")
         run = self._begin(prompt)
+        endpoint = self.endpoint
+        run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
         try:
             for number in range(1, self.max_steps + 1):
-                self._check_budget(run)
+                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
+                    raise self._over_budget()
                 reply = self._send(run, number)
-                source, usage = self._receive(reply)
+                source, usage, text = self._receive(reply)
                 stop = self._stop(number, source)
                 if source is not None and stop is None:
-                    outcomes, extra = self._run_calls(run, number, reply, source, usage)
+                    outcomes, extra = self._run_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -224,15 +235,16 @@ class Chat:
         run = self._begin(prompt)
         try:
             for number in range(1, self.max_steps + 1):
-                self._check_budget(run)
+                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
+                    raise self._over_budget()
                 reply = await self._asend(run, number)
-                source, usage = self._receive(reply)
+                source, usage, text = self._receive(reply)
                 stop = self._stop(number, source)
                 if source is not None and stop is None:
-                    outcomes, extra = await self._arun_calls(run, number, reply, source, usage)
+                    outcomes, extra = await self._arun_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, outcomes, extra, stop)
+                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -243,16 +255,16 @@ class Chat:
         finally:
             self._end(run)
 
-    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list,
+    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, text: str, outcomes: list,
                     extra: Usage, stop: str | None) -> str | None:
         """Record a step (the part `__call__` and `acall` share); the final answer when the model gave
         one, else None: go on with the next step (after calls, or a `pause_turn` to continue)."""
         if not outcomes and turns.paused(self.endpoint.dialect, reply):
-            self._answer(run, reply, number, usage, [])
+            self._answer(run, text, number, usage, [])
             return None
         if not outcomes:
-            return self._finish(run, reply, number, usage)
-        self._answer(run, reply, number, usage, outcomes, extra)
+            return self._finish(run, text, number, usage)
+        self._answer(run, text, number, usage, outcomes, extra)
         if stop == "budget":
             raise self._over_budget()
         return None
@@ -264,8 +276,9 @@ class Chat:
             target = getattr(target, name)
         return target
 
-    def _request(self, definitions: list[dict]) -> dict:
-        kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, definitions,
+    def _request(self) -> dict:
+        """The create call's keyword arguments for this call of the chat (see `_Run`)."""
+        kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, self._definitions(),
                                self.create_kwargs, self.native_tools)
         if self.stream:
             kwargs.update(streamed.stream_options(self.endpoint.dialect))
@@ -274,34 +287,36 @@ class Chat:
     def _send(self, run: _Run, number: int) -> Any:
         run.status(f"step {number}: waiting for {self.model}")
         try:
-            kwargs = self._request(run.definitions)
             if not self.stream:
-                return self._method(self.endpoint.method)(**kwargs)
-            return self._read_stream(self._method(self.endpoint.stream_method or self.endpoint.method)(**kwargs),
-                                     run)
+                return run.create(**run.kwargs)  # type: ignore[misc]
+            return self._read_stream(run.create(**run.kwargs), run)  # type: ignore[misc]
         except BaseException:
             self._take_back(run.start)
             raise
 
     def _read_stream(self, stream: Any, run: _Run) -> Any:
         assembler = streamed.assembler(self.endpoint.dialect)
-        view = run.view
+        feed, view = assembler.feed, run.view
         try:
-            for event in stream:
-                text = assembler.feed(event)
-                if text and view is not None:
-                    view.text(text)
+            if view is None:
+                for event in stream:
+                    feed(event)
+            else:
+                for event in stream:
+                    text = feed(event)
+                    if text:
+                        view.text(text)
         finally:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()
-        return assembler.reply()
+        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
         run.status(f"step {number}: waiting for {self.model}")
         endpoint = self.endpoint
         try:
-            kwargs = self._request(run.definitions)
+            kwargs = run.kwargs
             if not endpoint.is_async and endpoint.async_method is None:  # a sync OpenAI/Anthropic client
                 method = self._method(endpoint.method)
                 if not self.stream:
@@ -331,7 +346,7 @@ class Chat:
                 done = close()
                 if asyncio.iscoroutine(done):
                     await done
-        return assembler.reply()
+        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     def _take_back(self, start: int) -> None:
         # Only a prompt nothing answered yet: the history stays valid for the provider either way.
@@ -339,43 +354,46 @@ class Chat:
             del self.messages[start:]
 
     # -- tool calls ----------------------------------------------------------------------------------
-    def _run_calls(self, run: _Run, number: int, reply: Any, source: Any, usage: Usage) -> tuple[list, Usage]:
+    def _run_calls(self, run: _Run, number: int, text: str, source: Any, usage: Usage) -> tuple[list, Usage]:
         """Run a step's calls; their outcomes and what sub-agents spent meanwhile. On an interrupt the
         step is recorded with the finished calls' results and "interrupted: not run" for the rest."""
         progress: dict[int, Any] = {}
         spent: list[Usage] = []
         token = _SPENT.set(spent)
         try:
-            self._status_calls(run, number, source)
+            if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
+                run.doing = f"step {number}: running its tool calls"
+            else:
+                self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
                 return run_reply_calls(source, self.tools, progress)[1], self._collected(spent)
         except KeyboardInterrupt:
-            self._answer(run, reply, number, usage, self._unfinished(source, progress), self._collected(spent))
+            self._answer(run, text, number, usage, self._unfinished(source, progress), self._collected(spent))
             raise
         finally:
             _SPENT.reset(token)
 
-    async def _arun_calls(self, run: _Run, number: int, reply: Any, source: Any,
+    async def _arun_calls(self, run: _Run, number: int, text: str, source: Any,
                           usage: Usage) -> tuple[list, Usage]:
         spent: list[Usage] = []
         token = _SPENT.set(spent)
         try:
-            self._status_calls(run, number, source)
+            if run.view is None:
+                run.doing = f"step {number}: running its tool calls"
+            else:
+                self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):
                 return (await arun_reply_calls(source, self.tools))[1], self._collected(spent)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            self._answer(run, reply, number, usage, self._unfinished(source, {}), self._collected(spent))
+            self._answer(run, text, number, usage, self._unfinished(source, {}), self._collected(spent))
             raise
         finally:
             _SPENT.reset(token)
 
     def _status_calls(self, run: _Run, number: int, source: Any) -> None:
-        if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
-            run.doing = f"step {number}: running its tool calls"
-        else:
-            names = ", ".join(request.name for request in parse_reply(source)[1])
-            if names:
-                run.status(f"step {number}: running {names}")
+        names = ", ".join(request.name for request in parse_reply(source)[1])
+        if names:
+            run.status(f"step {number}: running {names}")
 
     def _collected(self, spent: list[Usage]) -> Usage:
         if not spent:
@@ -400,7 +418,9 @@ class Chat:
 
     def _not_run(self, source: Any, stop: str | None) -> list[tuple[Any, Any]]:
         """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
-        requests = [] if source is None else parse_reply(source)[1]
+        if source is None:
+            return []
+        requests = parse_reply(source)[1]
         if stop == "budget":
             text = f"not run: the chat's budget {self.budget} was used up before this call; ask again to continue"
         else:
@@ -409,11 +429,11 @@ class Chat:
 
     # -- records -------------------------------------------------------------------------------------
     def _begin(self, prompt: str) -> _Run:
-        """Append the prompt; the run's view, tool definitions and the history's length before the
-        prompt (to take an unanswered prompt back when the first request fails)."""
+        """Append the prompt; the run's view, request and the history's length before the prompt
+        (to take an unanswered prompt back when the first request fails)."""
         if not isinstance(prompt, str):
             raise TypeError(f"chat(prompt): the prompt is text; got a {type(prompt).__name__}")
-        if over(self.budget, self.usage):
+        if self.budget and over(self.budget, self.usage):
             raise self._over_budget()
         start = len(self.messages)
         self.messages.append(turns.user_turn(self.endpoint.dialect, prompt))
@@ -423,34 +443,29 @@ class Chat:
             from .display import StepView
 
             view = StepView.create(force=bool(self.show), remote_images=self.remote_images)
-        return _Run(view, self._definitions(), start, self.usage)
+        return _Run(view, self._request(), start, self.usage)
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
-        key = tuple(self.tools.enabled())  # Tools are immutable records: the same ones render the same
+        key = self.tools.enabled()  # Tools are immutable records: equal ones render the same
         cached = self._cached
-        if cached is None or len(key) != len(cached[0]) or any(a is not b for a, b in zip(key, cached[0])):
+        if cached is None or cached[0] != key:  # the same Tools: compared by identity, in C
             self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
         return self._cached[1]  # type: ignore[index]
 
-    def _check_budget(self, run: _Run) -> None:
-        """Before a request: the budget not used up (sub-agents may have spent it during the tools)."""
-        if over(self.budget, self.usage):
-            raise self._over_budget()
-
-    def _receive(self, reply: Any) -> tuple[Any, Usage]:
+    def _receive(self, reply: Any) -> tuple[Any, Usage, str]:
         """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
-        the SDK object is not dumped again; None when the reply had no content), and its usage."""
+        the SDK object is not dumped again; None when the reply called no function), its usage and
+        its text (read from the recorded turn too)."""
         dialect = self.endpoint.dialect
-        recorded = turns.assistant_turns(dialect, reply)
+        recorded, usage = (turns.read_streamed if type(reply) is _Streamed else turns.read_reply)(dialect, reply)
         self.messages.extend(recorded)
-        usage = turns.reply_usage(dialect, reply)
         if self.prices:
             usage = priced(usage, self.prices.get(self.model))
-        self.usage = self.usage + usage
-        return (turns.calls_source(dialect, recorded) if turns.has_calls(dialect, recorded) else None), usage
+        self.usage = self.usage.add_step(usage)  # the step's own record: see `_count_step`
+        return turns.calls_source(dialect, recorded), usage, turns.turns_text(dialect, recorded)
 
-    def _answer(self, run: _Run, reply: Any, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
+    def _answer(self, run: _Run, text: str, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
                 extra: Usage | None = None) -> None:
         """Append the results of one step's calls; record and show the step."""
         dialect = self.endpoint.dialect
@@ -459,7 +474,7 @@ class Chat:
             self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
                                  result.content, result.is_error, value) for result, value in outcomes)
-        step = Step(number, turns.reply_text(dialect, reply), calls, self._count_step(usage, extra or _NOTHING))
+        step = Step(number, text, calls, self._count_step(usage, extra or _NOTHING))
         self.steps.append(step)
         if self.trace is not None:
             for line in trace_lines(step):
@@ -468,17 +483,15 @@ class Chat:
             run.view.step(step)
 
     def _count_step(self, usage: Usage, extra: Usage) -> Usage:
-        """A step's usage: its reply's (already in the totals, see `_receive`) and what sub-agents
-        spent during its tools (added to the totals here); kept in `usage.steps`."""
+        """A step's usage: its reply's (already in the totals and last in `usage.steps`, see
+        `_receive`) and what sub-agents spent during its tools (added to both here)."""
         if extra is _NOTHING:
-            step, total = usage, self.usage
-        else:
-            step, total = usage + extra, self.usage + extra
-        self.usage = total.with_step(step)
+            return usage
+        step, total = usage + extra, self.usage
+        self.usage = dataclasses.replace(total + extra, steps=(*total.steps[:-1], step))
         return step
 
-    def _finish(self, run: _Run, reply: Any, number: int, usage: Usage) -> str:
-        text = turns.reply_text(self.endpoint.dialect, reply)
+    def _finish(self, run: _Run, text: str, number: int, usage: Usage) -> str:
         self.steps.append(Step(number, text, (), self._count_step(usage, _NOTHING)))
         if run.view is not None:
             return run.view.final(text, self.usage)

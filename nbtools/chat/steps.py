@@ -16,7 +16,10 @@ from ..formats.turns import Usage
 from ..shortening import short
 
 
-@dataclass(frozen=True)
+# The records are frozen dataclasses whose __init__ writes the instance's dict (as `Usage` does):
+# the generated one sets each field through object.__setattr__, 5x slower; the loop makes a Step
+# and a CallRecord per call at every step.
+@dataclass(frozen=True, init=False)
 class CallRecord:
     """One tool call of a step. `value` is what the tool returned (None when it failed or was not run)."""
 
@@ -26,6 +29,12 @@ class CallRecord:
     text: str
     is_error: bool
     value: Any = field(default=None, repr=False, compare=False)
+
+    def __init__(self, id: str | None, name: str, arguments: Any, text: str, is_error: bool,  # noqa: A002
+                 value: Any = None):
+        record = self.__dict__
+        record["id"], record["name"], record["arguments"] = id, name, arguments
+        record["text"], record["is_error"], record["value"] = text, is_error, value
 
     def arguments_text(self) -> str:
         """The arguments as compact JSON text (as sent, when the model sent text)."""
@@ -37,7 +46,7 @@ class CallRecord:
             return repr(self.arguments)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Step:
     """One model request: its number (from 1), the reply's text, its tool calls and its usage."""
 
@@ -45,6 +54,10 @@ class Step:
     text: str
     calls: tuple[CallRecord, ...]
     usage: Usage
+
+    def __init__(self, number: int, text: str, calls: tuple[CallRecord, ...], usage: Usage):
+        record = self.__dict__
+        record["number"], record["text"], record["calls"], record["usage"] = number, text, calls, usage
 
 
 def one_line(text: str, limit: int = 200) -> str:

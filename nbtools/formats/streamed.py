@@ -9,30 +9,31 @@ same request would have returned without streaming (so the agent loop records th
 | gemini    | `models.generate_content_stream(...)`                  | every chunk's parts in order (text pieces of the same kind joined), the last usage and finish reason |
 
 An `Assembler` is fed one event at a time (`feed` returns the text the event adds, for a live
-view) and gives the reply as plain data (`reply()`), which `turns` reads like an SDK reply.
-Events are read by attribute (SDK objects) or key (dicts); nothing is imported here.
+view) and gives the reply (`reply()`), which `turns` reads like an SDK reply: for OpenAI chat,
+Anthropic and Gemini dicts whose turns are plain data without None fields (`plain` is True: they
+are recorded as they are, not copied again; a usage may stay the SDK's object), the SDK's own
+response for Responses. Events are the SDKs' objects, read by attribute;
+nothing is imported here.
 """
 
 from __future__ import annotations
 
 import json
+import types
 from typing import Any
 
 from .turns import _field, _plain
 
 
-def _get(value: Any, name: str) -> Any:
-    """`_field` for the hot path: one type check (events are SDK objects, or dicts in tests)."""
-    return value.get(name) if type(value) is dict else getattr(value, name, None)
-
-
 class Assembler:
     """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
+
+    plain = True  # `reply()`'s turns are plain data without None fields
 
     def feed(self, event: Any) -> str:
         raise NotImplementedError
 
-    def reply(self) -> dict:
+    def reply(self) -> Any:
         raise NotImplementedError
 
 
@@ -43,71 +44,68 @@ class OpenAIChunks(Assembler):
         self.calls: dict[int, dict] = {}
         self.finish: Any = None
         self.usage: Any = None
-        self.head: dict = {}
 
     def feed(self, chunk: Any) -> str:
-        choices = _get(chunk, "choices")
-        if not self.head:
-            self.head = {key: _get(chunk, key) for key in ("id", "model", "created")}
+        choices = chunk.choices
         if not choices:  # the usage chunk (stream_options include_usage) has no choices
-            usage = _get(chunk, "usage")
-            if usage is not None:
-                self.usage = _plain(usage)
+            self.usage = chunk.usage or self.usage  # the SDK's object: only the message is recorded
             return ""
         choice = choices[0]
-        finish = _get(choice, "finish_reason")
-        if finish:
-            self.finish = finish
-            usage = _get(chunk, "usage")
-            if usage is not None:
-                self.usage = _plain(usage)
-        delta = _get(choice, "delta")
+        if choice.finish_reason:
+            self.finish = choice.finish_reason
+            self.usage = chunk.usage or self.usage
+        delta = choice.delta
         if delta is None:
             return ""
-        calls = _get(delta, "tool_calls")
-        if calls:
-            for piece in calls:
-                call = self.calls.setdefault(_get(piece, "index") or 0,
-                                             {"id": None, "type": "function", "name": "", "arguments": []})
-                call["id"] = _get(piece, "id") or call["id"]
-                function = _get(piece, "function")
+        if delta.tool_calls:
+            for piece in delta.tool_calls:
+                call = self.calls.get(piece.index or 0)
+                if call is None:
+                    call = self.calls[piece.index or 0] = {"id": None, "name": [], "arguments": []}
+                call["id"] = piece.id or call["id"]
+                function = piece.function
                 if function is not None:
-                    call["name"] += _get(function, "name") or ""
-                    call["arguments"].append(_get(function, "arguments") or "")
-        refusal = _get(delta, "refusal")
-        if refusal:
-            self.refusal.append(refusal)
-        text = _get(delta, "content")
+                    call["name"].append(function.name or "")
+                    call["arguments"].append(function.arguments or "")
+        if delta.refusal:
+            self.refusal.append(delta.refusal)
+        text = delta.content
         if text:
             self.text.append(text)
             return text
         return ""
 
     def reply(self) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) if self.text else None}
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.text:
+            message["content"] = "".join(self.text)
         if self.refusal:
             message["refusal"] = "".join(self.refusal)
         if self.calls:
-            message["tool_calls"] = [{"id": call["id"], "type": call["type"],
-                                      "function": {"name": call["name"], "arguments": "".join(call["arguments"])}}
+            message["tool_calls"] = [{**({"id": call["id"]} if call["id"] is not None else {}), "type": "function",
+                                      "function": {"name": "".join(call["name"]),
+                                                   "arguments": "".join(call["arguments"])}}
                                      for _index, call in sorted(self.calls.items())]
-        return {**self.head, "object": "chat.completion",
-                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+        choice: dict[str, Any] = {"index": 0, "message": message}
+        if self.finish is not None:
+            choice["finish_reason"] = self.finish
+        return {"object": "chat.completion", "choices": [choice],
                 **({"usage": self.usage} if self.usage is not None else {})}
 
 
 class ResponsesEvents(Assembler):
+    plain = False  # the SDK's response, as `response.completed` carries it
     _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
     def __init__(self) -> None:
         self.response: Any = None
 
     def feed(self, event: Any) -> str:
-        kind = _field(event, "type")
+        kind = event.type
         if kind == "response.output_text.delta":
-            return _field(event, "delta") or ""
+            return event.delta or ""
         if kind in self._FINAL:
-            self.response = _field(event, "response")
+            self.response = event.response
         elif kind == "error":
             raise RuntimeError(f"the Responses stream ended with an error: {_field(event, 'message')} "
                                f"(code {_field(event, 'code')})")
@@ -120,23 +118,35 @@ class ResponsesEvents(Assembler):
         return self.response
 
 
+_ANTHROPIC_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _merged_usage(start: Any, delta: Any) -> types.SimpleNamespace:
+    """message_start's usage with the counts message_delta's carries (read like the SDK's record)."""
+    merged = {}
+    for name in _ANTHROPIC_COUNTS:
+        value = getattr(delta, name, None)
+        merged[name] = getattr(start, name, None) if value is None else value
+    return types.SimpleNamespace(**merged)
+
+
 class AnthropicEvents(Assembler):
     def __init__(self) -> None:
-        self.message: dict = {}
+        self.message: dict = {}  # what the loop reads besides the blocks: stop reason and usage
         self.blocks: list[dict] = []
         self.json: dict[int, list[str]] = {}
 
     def feed(self, event: Any) -> str:
-        kind = _get(event, "type")
+        kind = event.type
         if kind == "content_block_delta":
-            index, delta = _get(event, "index"), _get(event, "delta")
-            block, what = self.blocks[index], _get(delta, "type")
+            index, delta = event.index, event.delta
+            block, what = self.blocks[index], delta.type
             if what == "text_delta":
-                text = _get(delta, "text") or ""
+                text = delta.text or ""
                 block["text"] = block.get("text", "") + text
                 return text
             if what == "input_json_delta":
-                self.json.setdefault(index, []).append(_get(delta, "partial_json") or "")
+                self.json.setdefault(index, []).append(delta.partial_json or "")
             elif what == "thinking_delta":
                 block["thinking"] = block.get("thinking", "") + (_field(delta, "thinking") or "")
             elif what == "signature_delta":
@@ -144,20 +154,23 @@ class AnthropicEvents(Assembler):
             elif what == "citations_delta":
                 block.setdefault("citations", []).append(_plain(_field(delta, "citation")))
         elif kind == "content_block_start":
-            self.blocks.append(_plain(_field(event, "content_block")))
+            self.blocks.append(event.content_block.model_dump(exclude_none=True))
         elif kind == "content_block_stop":
-            index = _field(event, "index")
+            index = event.index
             pieces = self.json.pop(index, None)
             if pieces is not None:
                 text = "".join(pieces)
                 self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
-        elif kind == "message_start":
-            self.message = _plain(_field(event, "message"))
+        elif kind == "message_start":  # the message's id, model... are not needed: only what is read
+            message = event.message
+            self.message = {"type": "message", "role": "assistant", "usage": message.usage}
+            if message.stop_reason is not None:
+                self.message["stop_reason"] = message.stop_reason
         elif kind == "message_delta":
-            self.message.update(_plain(_field(event, "delta")) or {})
-            usage = _plain(_field(event, "usage")) or {}
-            self.message["usage"] = {**self.message.get("usage", {}),
-                                     **{key: value for key, value in usage.items() if value is not None}}
+            if event.delta.stop_reason is not None:
+                self.message["stop_reason"] = event.delta.stop_reason
+            if event.usage is not None:  # the counts it has replace message_start's
+                self.message["usage"] = _merged_usage(self.message.get("usage"), event.usage)
         elif kind == "error":
             error = _plain(_field(event, "error")) or {}
             raise RuntimeError(f"the Anthropic stream ended with an error: {error.get('type')}: {error.get('message')}")
@@ -165,6 +178,10 @@ class AnthropicEvents(Assembler):
 
     def reply(self) -> dict:
         return {**self.message, "content": self.blocks}
+
+
+_TEXT_PART = frozenset(("text", "thought", "thought_signature"))  # a text part's keys
+_OPEN_TEXT_PART = frozenset(("text", "thought"))  # ... when no signature closed it yet
 
 
 class GeminiChunks(Assembler):
@@ -175,39 +192,38 @@ class GeminiChunks(Assembler):
         self.role = "model"
 
     def feed(self, chunk: Any) -> str:
-        self.usage = _field(chunk, "usage_metadata") or self.usage  # a running total: the last one counts
-        candidates = _field(chunk, "candidates") or ()
-        if candidates:
-            self.finish = _field(candidates[0], "finish_reason") or self.finish
-        content = _field(candidates[0], "content") if candidates else None
+        self.usage = chunk.usage_metadata or self.usage  # a running total: the last one counts
+        candidates = chunk.candidates
+        if not candidates:
+            return ""
+        self.finish = candidates[0].finish_reason or self.finish
+        content = candidates[0].content
         if content is None:
             return ""
-        self.role = _field(content, "role") or self.role
-        added = []
-        for part in _field(content, "parts") or ():
-            part = _plain(part)
+        self.role = content.role or self.role
+        added = ""
+        for part in content.parts or ():
+            part = part.model_dump(exclude_none=True)
             text = part.get("text")
             previous = self.parts[-1] if self.parts else None
             if (isinstance(text, str) and previous is not None and isinstance(previous.get("text"), str)
-                    and set(part) - {"thought_signature"} <= {"text", "thought"}
-                    and set(previous) - {"thought_signature"} <= {"text", "thought"}
-                    and bool(part.get("thought")) == bool(previous.get("thought"))
-                    and "thought_signature" not in previous):
-                previous["text"] += text  # a piece of the same text part
+                    and part.keys() <= _TEXT_PART and previous.keys() <= _OPEN_TEXT_PART
+                    and bool(part.get("thought")) == bool(previous.get("thought"))):
+                previous["text"] += text  # a piece of the same text part (one a signature closed is not)
                 if "thought_signature" in part:
                     previous["thought_signature"] = part["thought_signature"]
             else:
-                self.parts.append(dict(part))
+                self.parts.append(part)
             if isinstance(text, str) and not part.get("thought"):
-                added.append(text)
-        return "".join(added)
+                added += text
+        return added
 
     def reply(self) -> dict:
         candidate: dict[str, Any] = {"content": {"role": self.role, "parts": self.parts}}
         if self.finish is not None:
             candidate["finish_reason"] = self.finish
-        usage = self.usage
-        return {"candidates": [candidate], **({"usage_metadata": _plain(usage)} if usage is not None else {})}
+        # the usage stays the SDK's object: only the content is recorded (turns reads either)
+        return {"candidates": [candidate], **({"usage_metadata": self.usage} if self.usage is not None else {})}
 
 
 _ASSEMBLERS = {"openai": OpenAIChunks, "responses": ResponsesEvents, "anthropic": AnthropicEvents,

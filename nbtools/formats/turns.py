@@ -23,7 +23,7 @@ from typing import Any
 from .catalog import DIALECTS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Usage:
     """Tokens a model reported: `input_tokens` read (all input: cache reads and writes included),
     `output_tokens` written (reasoning/thinking included), `cache_read_tokens` and
@@ -39,15 +39,26 @@ class Usage:
     cost: float | None = None
     steps: tuple["Usage", ...] = field(default=(), repr=False, compare=False)
 
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
+                 cache_write_tokens: int = 0, cost: float | None = None, steps: tuple["Usage", ...] = ()):
+        # Written to the instance's dict: a frozen dataclass's own __init__ sets each field through
+        # object.__setattr__, 5x slower, and the agent loop makes one or two of these per step.
+        record = self.__dict__
+        record["input_tokens"], record["output_tokens"] = input_tokens, output_tokens
+        record["cache_read_tokens"], record["cache_write_tokens"] = cache_read_tokens, cache_write_tokens
+        record["cost"], record["steps"] = cost, steps
+
     @property
     def tokens(self) -> int:
         """Input and output tokens together (what a token budget counts)."""
         return self.input_tokens + self.output_tokens
 
-    def with_step(self, step: "Usage") -> "Usage":
-        """These totals with `step` added to `steps` (the token counts are left as they are)."""
-        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
-                     self.cost, (*self.steps, step))
+    def add_step(self, step: "Usage") -> "Usage":
+        """These totals with `step`'s tokens and cost added and `step` kept in `steps`."""
+        cost = None if self.cost is None and step.cost is None else (self.cost or 0.0) + (step.cost or 0.0)
+        return Usage(self.input_tokens + step.input_tokens, self.output_tokens + step.output_tokens,
+                     self.cache_read_tokens + step.cache_read_tokens,
+                     self.cache_write_tokens + step.cache_write_tokens, cost, (*self.steps, step))
 
     def __add__(self, other: "Usage") -> "Usage":
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
@@ -161,57 +172,107 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 
 
 # -- what comes back --------------------------------------------------------------------------------
-_OPENAI_ASSISTANT_KEYS = ("role", "content", "refusal", "tool_calls", "function_call", "audio", "name")
+_OPENAI_ECHOED = frozenset(("content", "refusal", "tool_calls", "function_call", "audio", "name"))  # and role
 
 
-def assistant_turns(dialect: str, reply: Any) -> list:
-    """The history entries that record the model's reply (what the next request must echo)."""
+def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
+    """An SDK reply's history entries (what the next request must echo: its SDK objects dumped
+    without their None fields) and its usage, read in one pass (the agent loop reads every reply;
+    attributes through `getattr`, so a field an older SDK lacks reads as absent)."""
     if dialect == "openai":
-        choices = _field(reply, "choices") or []
-        if not choices:
-            return []
-        message = _plain(_field(choices[0], "message"))
-        kept = {key: message[key] for key in _OPENAI_ASSISTANT_KEYS if key in message}
-        if isinstance(kept.get("audio"), dict):  # a previous audio answer is referred to by its id
-            kept["audio"] = {"id": kept["audio"]["id"]}
-        kept["role"] = "assistant"
-        return [kept]
+        choices = getattr(reply, "choices", None)
+        recorded = [] if not choices else [_openai_turn(choices[0].message)]
+        return recorded, usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "responses":
-        return [_plain(item) for item in (_field(reply, "output") or [])]
+        return ([item.model_dump(exclude_none=True) for item in getattr(reply, "output", None) or ()],
+                usage_of(dialect, getattr(reply, "usage", None)))
     if dialect == "anthropic":
-        return [{"role": "assistant", "content": [_plain(block) for block in _field(reply, "content") or []]}]
+        blocks = [block.model_dump(exclude_none=True) for block in getattr(reply, "content", None) or ()]
+        return [{"role": "assistant", "content": blocks}], usage_of(dialect, getattr(reply, "usage", None))
     if dialect == "gemini":
-        content = _gemini_content(reply)
-        if content is None:
-            return []
-        content = _plain(content)
-        content.setdefault("role", "model")
-        return [content]
+        candidates = getattr(reply, "candidates", None)
+        content = getattr(candidates[0], "content", None) if candidates else None
+        recorded = []
+        if content is not None:
+            content = content.model_dump(exclude_none=True)
+            content.setdefault("role", "model")
+            recorded = [content]
+        return recorded, usage_of(dialect, getattr(reply, "usage_metadata", None))
     raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
+def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
+    """`read_reply` of a streamed reply put together by `formats.streamed` (OpenAI chat, Anthropic,
+    Gemini): its turns are plain data without None fields already, recorded as they are (not
+    copied again); its usage is the SDK's record (or one read the same way)."""
+    if dialect == "openai":
+        choices = reply.get("choices")  # the message has only what a request accepts
+        recorded = [choices[0]["message"]] if choices else []
+        return recorded, usage_of(dialect, reply.get("usage"))
+    if dialect == "anthropic":
+        return [{"role": "assistant", "content": reply.get("content") or []}], usage_of(dialect, reply.get("usage"))
+    if dialect == "gemini":
+        candidates = reply.get("candidates")
+        content = candidates[0].get("content") if candidates else None
+        recorded = []
+        if content is not None:
+            content.setdefault("role", "model")
+            recorded = [content]
+        return recorded, usage_of(dialect, reply.get("usage_metadata"))
+    return read_reply(dialect, reply)
+
+
+def _openai_turn(message: Any) -> dict:
+    """An SDK assistant message as it is echoed: only the keys a request accepts (`annotations`
+    exist only in responses), a previous audio answer referred to by its id."""
+    kept = {"role": "assistant", **message.model_dump(exclude_none=True, include=_OPENAI_ECHOED)}
+    if isinstance(kept.get("audio"), dict):
+        kept["audio"] = {"id": kept["audio"]["id"]}
+    return kept
+
+
+def usage_of(dialect: str, usage: Any) -> Usage:
+    """The tokens of a reply's usage record (the SDK's object; None: zeros)."""
+    if usage is None:
+        return Usage()
+    if dialect == "openai":
+        details = getattr(usage, "prompt_tokens_details", None)
+        return Usage(getattr(usage, "prompt_tokens", None) or 0, getattr(usage, "completion_tokens", None) or 0,
+                     0 if details is None else getattr(details, "cached_tokens", None) or 0)
+    if dialect == "responses":
+        details = getattr(usage, "input_tokens_details", None)
+        return Usage(getattr(usage, "input_tokens", None) or 0, getattr(usage, "output_tokens", None) or 0,
+                     0 if details is None else getattr(details, "cached_tokens", None) or 0)
+    if dialect == "anthropic":
+        read = getattr(usage, "cache_read_input_tokens", None) or 0
+        written = getattr(usage, "cache_creation_input_tokens", None) or 0
+        return Usage((getattr(usage, "input_tokens", None) or 0) + read + written,
+                     getattr(usage, "output_tokens", None) or 0, read, written)
+    return Usage((getattr(usage, "prompt_token_count", None) or 0)
+                 + (getattr(usage, "tool_use_prompt_token_count", None) or 0),
+                 (getattr(usage, "candidates_token_count", None) or 0)
+                 + (getattr(usage, "thoughts_token_count", None) or 0),
+                 getattr(usage, "cached_content_token_count", None) or 0)
+
+
 def calls_source(dialect: str, recorded: list) -> Any:
-    """What `parse_reply`/`run_tool_calls` read the calls from: the reply as `assistant_turns`
-    recorded it (plain dicts: the SDK object is not dumped again). None when nothing was recorded."""
+    """What `parse_reply`/`run_tool_calls` read a reply's calls from: the reply as `read_reply`
+    recorded it (plain dicts: the SDK object is not dumped again). None when it asks for no function
+    call (told without reading the calls: a final answer needs no dispatch at all)."""
     if not recorded:
         return None
-    if dialect == "responses":
-        return {"object": "response", "output": recorded}
-    return recorded[0]
-
-
-def has_calls(dialect: str, recorded: list) -> bool:
-    """Whether a reply as `assistant_turns` recorded it asks for a function call (cheaper than
-    reading the calls: a final answer needs no dispatch at all)."""
-    if not recorded:
-        return False
+    turn = recorded[0]
     if dialect == "openai":
-        return bool(recorded[0].get("tool_calls") or recorded[0].get("function_call"))
+        return turn if turn.get("tool_calls") or turn.get("function_call") else None
     if dialect == "responses":
-        return any(item.get("type") == "function_call" for item in recorded)
+        if any(item.get("type") == "function_call" for item in recorded):
+            return {"object": "response", "output": recorded}
+        return None
     if dialect == "anthropic":
-        return any(block.get("type") == "tool_use" for block in recorded[0].get("content") or ())
-    return any("function_call" in part or "functionCall" in part for part in recorded[0].get("parts") or ())
+        return turn if any(block.get("type") == "tool_use" for block in turn.get("content") or ()) else None
+    if any("function_call" in part or "functionCall" in part for part in turn.get("parts") or ()):
+        return turn
+    return None
 
 
 def result_turns(dialect: str, message: Any) -> list:
@@ -221,49 +282,30 @@ def result_turns(dialect: str, message: Any) -> list:
     return list(message) if dialect in ("openai", "responses") else [message]
 
 
-def reply_text(dialect: str, reply: Any) -> str:
-    """The text of a reply (its final answer when it called no tool); "" when it has none."""
+def turns_text(dialect: str, recorded: list) -> str:
+    """The text of a reply, read from its turns as `read_reply` recorded them (plain data): its
+    final answer when it called no tool; "" when it has none."""
+    if not recorded:
+        return ""
+    if dialect == "openai":
+        return recorded[0].get("content") or recorded[0].get("refusal") or ""
     texts: list[str] = []
-    if dialect == "openai":
-        choices = _field(reply, "choices") or []
-        if choices:
-            message = _field(choices[0], "message")
-            texts.append(_field(message, "content") or _field(message, "refusal") or "")
-    elif dialect == "responses":
-        for item in _field(reply, "output") or []:
-            if _field(item, "type") == "message":
-                for part in _field(item, "content") or []:
-                    kind = _field(part, "type")
+    if dialect == "responses":
+        for item in recorded:
+            if item.get("type") == "message":
+                for part in item.get("content") or ():
+                    kind = part.get("type")
                     if kind == "output_text":
-                        texts.append(_field(part, "text") or "")
+                        texts.append(part.get("text") or "")
                     elif kind == "refusal":
-                        texts.append(_field(part, "refusal") or "")
+                        texts.append(part.get("refusal") or "")
     elif dialect == "anthropic":
-        texts = [_field(block, "text") or "" for block in _field(reply, "content") or []
-                 if _field(block, "type") == "text"]
+        texts = [block.get("text") or "" for block in recorded[0].get("content") or ()
+                 if block.get("type") == "text"]
     elif dialect == "gemini":
-        content = _gemini_content(reply)
-        texts = [_field(part, "text") for part in (_field(content, "parts") or []) if content is not None
-                 and _field(part, "text") and not _field(part, "thought")]
+        texts = [part["text"] for part in recorded[0].get("parts") or ()
+                 if part.get("text") and not part.get("thought")]
     return "".join(texts)
-
-
-def reply_usage(dialect: str, reply: Any) -> Usage:
-    """The tokens the provider reported for one reply (zeros when it reported none)."""
-    if dialect == "gemini":
-        usage = _field(reply, "usage_metadata")
-        return Usage(_int(usage, "prompt_token_count") + _int(usage, "tool_use_prompt_token_count"),
-                     _int(usage, "candidates_token_count") + _int(usage, "thoughts_token_count"),
-                     _int(usage, "cached_content_token_count"))
-    usage = _field(reply, "usage")
-    if dialect == "openai":
-        return Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"),
-                     _int(_field(usage, "prompt_tokens_details"), "cached_tokens"))
-    if dialect == "anthropic":
-        read, written = _int(usage, "cache_read_input_tokens"), _int(usage, "cache_creation_input_tokens")
-        return Usage(_int(usage, "input_tokens") + read + written, _int(usage, "output_tokens"), read, written)
-    return Usage(_int(usage, "input_tokens"), _int(usage, "output_tokens"),
-                 _int(_field(usage, "input_tokens_details"), "cached_tokens"))
 
 
 def paused(dialect: str, reply: Any) -> bool:
@@ -316,15 +358,5 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-def _int(value: Any, name: str) -> int:
-    number = _field(value, name)
-    return number if isinstance(number, int) else 0
-
-
-def _gemini_content(reply: Any) -> Any:
-    candidates = _field(reply, "candidates") or []
-    return _field(candidates[0], "content") if candidates else None
-
-
-__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "assistant_turns",
-           "calls_source", "has_calls", "result_turns", "reply_text", "reply_usage", "paused", "native_tools", "DANGEROUS_NATIVE"]
+__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "read_reply",
+           "read_streamed", "usage_of", "calls_source", "result_turns", "turns_text", "paused", "native_tools", "DANGEROUS_NATIVE"]
