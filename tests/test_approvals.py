@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import nbtools.mcp as nbmcp
-from nbtools import Registry, ToolCallError, tool
+from nbtools import Registry, ToolCallError, ToolContext, tool
 from nbtools.call import call_func, call_func_async, mk_ns, run_tool_calls
 from tests import providers
 
@@ -164,6 +164,23 @@ def test_the_approver_sees_converted_arguments_with_defaults():
     [(name, seen)] = asker.asked
     assert seen == {"folder": "/data", "where": Path("/srv"), "depth": 2}
     assert isinstance(seen["where"], Path)
+
+
+def test_the_approver_and_the_record_leave_out_an_injected_tool_context():
+    """A ToolContext parameter is filled by dispatch, never sent by the model: the approver is not
+    shown it (an Edit of the arguments would send it back), nor does the decisions log keep it."""
+    asker = Asker(True)
+    reg = Registry(approve=asker)
+
+    @tool(hints="destructive", registry=reg)
+    def wipe(folder: str, ctx: ToolContext, force: bool = False) -> str:
+        return f"{folder} {force} {type(ctx).__name__}"
+
+    assert reg.call("wipe", {"folder": "a"}) == "a False ToolContext"
+    assert reg.get("wipe").call({"folder": "b"}) == "b False ToolContext"
+    assert [seen for _, seen in asker.asked] == [{"folder": "a", "force": False}, {"folder": "b", "force": False}]
+    assert [record.arguments for record in reg.decisions] == [{"folder": "a", "force": False},
+                                                               {"folder": "b", "force": False}]
 
 
 # -- re-registering keeps hints and group ----------------------------------------------------------

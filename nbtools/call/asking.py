@@ -320,9 +320,11 @@ def _shape(fn: Any, passing: tuple) -> tuple:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None, None
-    sent = {name for name, _ in passing}
-    shape = tuple((each.name, int(each.kind), each.default, bool(sent) and each.name not in sent and
-                   each.kind is not inspect.Parameter.VAR_KEYWORD) for each in parameters)
+    sent = {name for name, kind in passing if kind != "context"}  # an injected ToolContext is not sent
+    context = {name for name, kind in passing if kind == "context"}
+    shape = tuple((each.name, int(each.kind), each.default, each.name in context or (
+                   bool(sent) and each.name not in sent and each.kind is not inspect.Parameter.VAR_KEYWORD))
+                  for each in parameters)
     simple = all(kind in (_POSITIONAL_OR_KEYWORD, _KEYWORD_ONLY, _VAR_KEYWORD) and not hidden
                  for _, kind, _, hidden in shape)
     template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
