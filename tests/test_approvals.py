@@ -183,6 +183,26 @@ def test_the_approver_and_the_record_leave_out_an_injected_tool_context():
                                                                {"folder": "b", "force": False}]
 
 
+def test_the_decisions_log_keeps_the_arguments_as_run_whatever_the_callback_does_to_its_dict():
+    """The callback's `args` is its own: editing it in place edits nothing (an edit is a
+    `Decision(True, args=...)`), and the log still records the arguments the call ran with."""
+    def meddler(tool, args):
+        args["folder"] = "/elsewhere"
+        return True
+
+    for how in ("registry", "view", "async"):
+        reg, ran = make(approve=meddler)
+        if how == "registry":
+            assert call_func("wipe", {"folder": "a"}, ns=reg) == "wiped a"
+        elif how == "view":
+            assert call_func("wipe", {"folder": "a"}, ns=reg.select()) == "wiped a"
+        else:
+            assert asyncio.run(call_func_async("wipe", {"folder": "a"}, ns=reg)) == "wiped a"
+        assert ran == ["a"]
+        assert [(each.verdict, each.arguments) for each in reg.decisions] == [
+            ("approved", {"folder": "a", "force": False})], how
+
+
 # -- re-registering keeps hints and group ----------------------------------------------------------
 def test_re_registering_keeps_hints_and_group():
     reg = Registry(approve=Asker(False))

@@ -72,8 +72,9 @@ class Asking:
         if approve is None:
             return SKIP
         _, takes_origin, self.by = _traits(approve)
+        given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
         try:
-            return approve(tool, self.shown, origin=self.origin) if takes_origin else approve(tool, self.shown)
+            return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
         except BaseException as error:
             self.failed(error)
 
@@ -160,8 +161,9 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     traits = _TRAITS.get(id(callback))
     if traits is None or traits[0] is not callback:
         traits = _traits(callback)
+    given = dict(shown)  # the callback's own: an edit in place changes neither the call nor its record
     try:
-        answer = callback(tool, shown, origin=origin) if traits[1] else callback(tool, shown)
+        answer = callback(tool, given, origin=origin) if traits[1] else callback(tool, given)
     except BaseException as error:
         _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
     if answer is True:
