@@ -151,3 +151,36 @@ def test_explicit_false_hints_survive_serving_and_connect():
 def test_a_hint_and_its_negation_contradict():
     with pytest.raises(ValueError, match="'destructive' and 'not-destructive'"):
         Tool.from_schema("t", "", None, echo, hints="destructive not_destructive")
+
+
+# -- a root allOf: properties spread over the parts (JSON Schema 2020-12, MCP SEP-2106) --------------
+
+SPREAD = {"$defs": {"Paging": {"type": "object", "properties": {"page": {"type": "integer", "minimum": 1}}}},
+          "allOf": [{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+                    {"$ref": "#/$defs/Paging"}]}
+
+
+def test_a_root_allof_spreading_the_properties_is_read_as_one_object():
+    # Was read as an object with no properties: every call refused ("this tool takes no arguments").
+    search = Tool.from_schema("search", "Find things.", SPREAD, lambda **arguments: arguments)
+    assert search.call({"query": "tea", "page": 2}) == {"query": "tea", "page": 2}
+    with pytest.raises(ToolCallError, match="argument 'query': missing required argument"):
+        search.call({"page": 2})
+    with pytest.raises(ToolCallError, match="argument 'page'"):
+        search.call({"query": "tea", "page": 0})
+    strict = search.schema("openai", strict=True)["function"]["parameters"]
+    assert sorted(strict["properties"]) == ["page", "query"]
+    assert search.schema("mcp")["inputSchema"]["allOf"] == SPREAD["allOf"]  # served as written
+    sent = []
+    search_fn = mk_tool(lambda name, **arguments: sent.append((name, arguments)), {"name": "search", "inputSchema": SPREAD})
+    search_fn("tea", page=3)
+    assert sent == [("search", {"query": "tea", "page": 3})]
+
+
+def test_a_root_allof_that_cannot_be_one_object_is_refused_by_name():
+    parts = {"allOf": [{"type": "object", "properties": {"n": {"type": "integer"}}},
+                       {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False,
+                        "required": ["n"]},
+                       {"type": "object", "properties": {"m": {"type": "string"}}}]}
+    with pytest.raises(SchemaError, match="tool 'odd': its root allOf cannot be read as one object"):
+        Tool.from_schema("odd", None, parts, lambda **arguments: arguments)

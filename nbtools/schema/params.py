@@ -109,6 +109,9 @@ def arguments_object(name: str, parameters: dict) -> ir.Object:
     Object with no fields and `extra`. Extra keys are accepted only when the root declares them
     (`extra_declared`). SchemaError, naming the tool, when it describes no object or
     is too large to read."""
+    all_of = parameters.get("allOf")
+    if isinstance(all_of, list) and len(all_of) > 1:
+        parameters = _one_object(name, parameters, all_of)
     constraints = root_constraints(parameters)
     if constraints:  # read the object itself; `Tool.from_schema` checks the constraints on each call
         parameters = {key: value for key, value in parameters.items() if key not in constraints}
@@ -128,6 +131,33 @@ def arguments_object(name: str, parameters: dict) -> ir.Object:
         # `mk_tool` function (whose signature has no **kwargs then) give one answer.
         node = dataclasses.replace(node, extra=None)
     return node
+
+
+def _one_object(name: str, parameters: dict, all_of: list) -> dict:
+    """A root whose properties are spread over an `allOf` (JSON Schema 2020-12, MCP SEP-2106), as one
+    object to read the arguments from: the parts intersected (`formats.allof`). The root as it is
+    when they cannot be written as one and the root names properties of its own (its `allOf` is then
+    only checked, by `constrained`); SchemaError when they cannot and it names none."""
+    from ..formats.allof import intersect  # only for such roots: dispatch's imports stay small
+
+    definitions = parameters.get("$defs") or parameters.get("definitions") or {}
+
+    def local_target(part: dict) -> dict | None:
+        ref = part.get("$ref")
+        for prefix in ("#/$defs/", "#/definitions/"):
+            if isinstance(ref, str) and ref.startswith(prefix) and isinstance(definitions.get(ref[len(prefix):]), dict):
+                return definitions[ref[len(prefix):]]
+        return None
+
+    own = {key: value for key, value in parameters.items() if key not in ("allOf", "$defs", "definitions")}
+    merged, why = intersect([own, *[part for part in all_of if isinstance(part, dict)]], local_target)
+    if merged is None:
+        if "properties" in parameters:
+            return parameters
+        raise schema_error(name, f"its root allOf cannot be read as one object ({why}); "
+                                 "write the properties in one object schema")
+    return {**merged, **({"$defs": parameters["$defs"]} if "$defs" in parameters else {}),
+            **({"definitions": parameters["definitions"]} if "definitions" in parameters else {})}
 
 
 def extra_declared(parameters: dict) -> bool:
