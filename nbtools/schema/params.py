@@ -139,15 +139,13 @@ def _one_object(name: str, parameters: dict, all_of: list) -> dict:
     when they cannot be written as one and the root names properties of its own (its `allOf` is then
     only checked, by `constrained`); SchemaError when they cannot and it names none."""
     from ..formats.allof import intersect  # only for such roots: dispatch's imports stay small
+    from ..formats.walk import split_ref
 
-    definitions = parameters.get("$defs") or parameters.get("definitions") or {}
+    definitions = {**(parameters.get("definitions") or {}), **(parameters.get("$defs") or {})}
 
     def local_target(part: dict) -> dict | None:
-        ref = part.get("$ref")
-        for prefix in ("#/$defs/", "#/definitions/"):
-            if isinstance(ref, str) and ref.startswith(prefix) and isinstance(definitions.get(ref[len(prefix):]), dict):
-                return definitions[ref[len(prefix):]]
-        return None
+        target = definitions.get(split_ref(part.get("$ref")))
+        return target if isinstance(target, dict) else None
 
     own = {key: value for key, value in parameters.items() if key not in ("allOf", "$defs", "definitions")}
     merged, why = intersect([own, *[part for part in all_of if isinstance(part, dict)]], local_target)
