@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextvars
 import operator
 import weakref
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 # The records of this module generate no code (immutable dataclasses through ir's `_record`, plain
@@ -134,26 +136,71 @@ class DecisionRecord(tuple):
                 f"{extra} {self.arguments!r}")
 
 
-class Decisions(list):
-    """The audit log of one registry (its `select()` views share it): a list of DecisionRecord, the
-    newest last. It keeps the last `MAX` decisions (a server answering for days stays bounded)."""
+class Decisions(Sequence):
+    """The audit log of one registry (its `select()` views share it): its DecisionRecords, the
+    newest last; it keeps the last `MAX` decisions (a server answering for days stays bounded).
+
+    Dispatch records a decision with `record(fields)`, nine fields in a row: a DecisionRecord's
+    eight, then the parameters' defaults or None. The log keeps them flat in one bounded deque
+    and makes the DecisionRecord when it is read: an approval answered at once costs about as
+    much as the call itself, and a tuple kept per call cost the collector more than the rest of
+    the record (bench/instructions.py wipe_approved). With defaults, the arguments as run are
+    `defaults | arguments` (the call's converted keyword arguments), merged when read."""
 
     MAX = 10_000
+    _WIDTH = 9  # fields per decision in `_entries`
+    __slots__ = ("_entries", "record")
+
+    def __init__(self) -> None:
+        self._entries: deque[Any] = deque(maxlen=self.MAX * self._WIDTH)
+        # (timestamp, tool, arguments, origin, verdict, by, reason, edited, defaults): one extend
+        self.record = self._entries.extend
 
     def add(self, record: DecisionRecord) -> None:
-        self.append(record)
-        if len(self) > self.MAX:
-            self.trim()
+        self.record((*record, None))
 
-    def trim(self) -> None:
-        """Drop the oldest tenth at once (not one per call) once there are more than `MAX`."""
-        if len(self) > self.MAX:
-            del self[: len(self) - self.MAX + self.MAX // 10]
+    @staticmethod
+    def _make(fields: Any) -> DecisionRecord:
+        timestamp, tool, arguments, origin, verdict, by, reason, edited, defaults = fields
+        if defaults is not None:
+            arguments = defaults | arguments
+        return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, verdict, by, reason, edited))
+
+    def _all(self) -> list[DecisionRecord]:
+        flat, width = list(self._entries), self._WIDTH  # a copy: calls may be recorded meanwhile
+        return [self._make(flat[start:start + width]) for start in range(0, len(flat), width)]
+
+    def __len__(self) -> int:
+        return len(self._entries) // self._WIDTH
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._all()[index]
+        flat, width = self._entries, self._WIDTH
+        count = len(flat) // width
+        position = operator.index(index) + (count if index < 0 else 0)
+        if not 0 <= position < count:
+            raise IndexError("decision index out of range")
+        return self._make([flat[each] for each in range(position * width, (position + 1) * width)])
+
+    def __iter__(self) -> Iterator[DecisionRecord]:
+        return iter(self._all())
+
+    def __reversed__(self) -> Iterator[DecisionRecord]:
+        return reversed(self._all())
+
+    def __eq__(self, other: object) -> bool:  # compares as the list it was
+        return self._all() == (list(other) if isinstance(other, Decisions) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def clear(self) -> None:
+        self._entries.clear()
 
     def __repr__(self) -> str:
         if not self:
             return "Decisions(none yet)"
-        return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self)
+        return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self._all())
 
 
 # Who asks for the calls running in this context: "call" (code in a cell or a script), set to
@@ -236,6 +283,7 @@ class ToolSource:
         self._parent = parent
         self._limits = limits
         self._approve = approve
+        self._asker: Any = None  # (approve, takes `origin=`, by): call.asking's, read once per callback
         self._refuse_destructive = bool(refuse_destructive)
         self._memory = parent._memory if parent is not None else _Memory()
         # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)

@@ -71,7 +71,7 @@ class Asking:
         approve = layer.approve
         if approve is None:
             return SKIP
-        _, takes_origin, self.by = _traits(approve)
+        _, takes_origin, self.by = _asker(approve, source)
         given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
@@ -152,34 +152,30 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         return Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
     if callback is None:  # nobody to ask
         return None
-    plan = tool._cache.get("dispatch")  # the plan `prepare` just used: its view of the arguments
-    view = plan.view if plan is not None else None
+    asker = first._asker  # (callback, whether it takes `origin=`, by), read once per callback
+    if asker is None or asker[0] is not callback:
+        asker = _asker(callback, first)
+    view = tool._cache["dispatch"].view  # the plan `prepare` just used: its view of the arguments
     if view is not None and view[0] is not None and not positional:
-        shown = view[0] | kwargs  # keyword parameters only: their defaults, then what is passed
+        # keyword parameters only: the log keeps the call's keyword arguments and the defaults,
+        # merged when read; the callback gets them merged, its own copy to edit
+        defaults, kept = view[0], kwargs
+        given = defaults | kwargs
     else:
-        shown = arguments_as_run(tool, positional, kwargs, raw)
+        defaults, kept = None, arguments_as_run(tool, positional, kwargs, raw)
+        given = dict(kept)  # the callback's own: an edit in place changes neither the call nor its record
     origin = _ORIGIN.get()
-    traits = _TRAITS.get(id(callback))
-    if traits is None or traits[0] is not callback:
-        traits = _traits(callback)
-    given = dict(shown)  # the callback's own: an edit in place changes neither the call nor its record
     try:
-        answer = callback(tool, given, origin=origin) if traits[1] else callback(tool, given)
+        answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
     except BaseException as error:
-        _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
+        _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        decisions = memory.decisions
-        decisions.append(_new_record(DecisionRecord, (time.time(), tool.name, shown, origin, "approved", traits[2],
-                                                      None, False)))
-        if len(decisions) > decisions.MAX:
-            decisions.trim()
+        memory.decisions.record((time.time(), tool.name, kept, origin, "approved", asker[2], None, False, defaults))
         return None
-    asking = _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2])
+    asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
     return asking
 
-
-_new_record = tuple.__new__  # a DecisionRecord from its fields, without a Python-level __new__
 
 
 def _layered(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
@@ -203,11 +199,12 @@ def _layered(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     return Asking(tool, asks, limits, positional, kwargs, raw)
 
 
-def _asked(tool: Tool, source: ToolSource, callback: Any, limits: Limits, positional: tuple, kwargs: dict,
-           raw: Any, shown: dict, origin: str, by: str) -> Asking:
+def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kwargs: dict, raw: Any, kept: dict,
+           defaults: dict | None, origin: str, asker: tuple) -> Asking:
     """The `Asking` of a call whose one registry's callback `approval` asked already."""
-    asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw)
-    asking.shown, asking.source, asking.origin, asking.by = shown, source, origin, by
+    asking = Asking(tool, [Layer(source, tool.name, asker[0], False)], limits, positional, kwargs, raw)
+    asking.shown = kept if defaults is None else defaults | kept
+    asking.source, asking.origin, asking.by = source, origin, asker[2]
     return asking
 
 
@@ -233,16 +230,14 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
                          "True or False, which counts as a denial (or answer with a Decision)")
 
 
-_TRAITS: dict[int, tuple[Any, bool, str]] = {}  # id(callback) -> (callback, takes origin, by)
-
-
-def _traits(approve: Any) -> tuple[Any, bool, str]:
+def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str]:
     """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
-    else "callback"), read once per callback, not per call; the few callbacks a session uses are
-    kept, so their ids cannot be reused while remembered."""
-    known = _TRAITS.get(id(approve))
-    if known is not None and known[0] is approve:
-        return known
+    else "callback"), read once per callback: kept by the registry it asks for (`source._asker`,
+    until its callback changes), not per call."""
+    if source is not None:
+        known = source._asker
+        if known is not None and known[0] is approve:
+            return known
     try:
         parameters = inspect.signature(approve).parameters
         takes = "origin" in parameters and parameters["origin"].kind in (
@@ -250,10 +245,9 @@ def _traits(approve: Any) -> tuple[Any, bool, str]:
             each.kind is inspect.Parameter.VAR_KEYWORD for each in parameters.values())
     except (TypeError, ValueError):
         takes = False
-    by = "person" if getattr(approve, "asks_a_person", False) is True else "callback"
-    if len(_TRAITS) >= 64:
-        _TRAITS.clear()
-    known = _TRAITS[id(approve)] = (approve, takes, by)
+    known = (approve, takes, "person" if getattr(approve, "asks_a_person", False) is True else "callback")
+    if source is not None:
+        source._asker = known
     return known
 
 
@@ -330,7 +324,8 @@ def _shape(fn: Any, passing: tuple) -> tuple:
                   for each in parameters)
     simple = all(kind in (_POSITIONAL_OR_KEYWORD, _KEYWORD_ONLY, _VAR_KEYWORD) and not hidden
                  for _, kind, _, hidden in shape)
-    template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
+    template = {name: None if default is _EMPTY else default for name, kind, default, _ in shape
+                if kind != _VAR_KEYWORD} if simple else None
     return template, shape
 
 
