@@ -262,6 +262,9 @@ def forget_everywhere(glob: str | None = None) -> list[str]:
     return sorted(forgotten)
 
 
+_NO_ASKER = (None, False, "callback")  # `ToolSource._asker` before a callback was read
+
+
 class ToolSource:
     """A namespace with a policy: what `nbtools.call` reads from a registry.
 
@@ -283,7 +286,7 @@ class ToolSource:
         self._parent = parent
         self._limits = limits
         self._approve = approve
-        self._asker: Any = None  # (approve, takes `origin=`, by): call.asking's, read once per callback
+        self._asker: tuple = _NO_ASKER  # (approve, takes `origin=`, by): call.asking's, read once per callback
         self._refuse_destructive = bool(refuse_destructive)
         self._memory = parent._memory if parent is not None else _Memory()
         # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)

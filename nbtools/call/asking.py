@@ -153,7 +153,7 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     if callback is None:  # nobody to ask
         return None
     asker = first._asker  # (callback, whether it takes `origin=`, by), read once per callback
-    if asker is None or asker[0] is not callback:
+    if asker[0] is not callback:
         asker = _asker(callback, first)
     view = tool._cache["dispatch"].view  # the plan `prepare` just used: its view of the arguments
     if view is not None and view[0] is not None and not positional:
@@ -164,13 +164,13 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     else:
         defaults, kept = None, arguments_as_run(tool, positional, kwargs, raw)
         given = dict(kept)  # the callback's own: an edit in place changes neither the call nor its record
-    origin = _ORIGIN.get()
+    origin = _origin()
     try:
         answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
     except BaseException as error:
         _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        memory.decisions.record((time.time(), tool.name, kept, origin, "approved", asker[2], None, False, defaults))
+        memory.decisions.record((_now(), tool.name, kept, origin, "approved", asker[2], None, False, defaults))
         return None
     asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
@@ -208,6 +208,10 @@ def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kw
     return asking
 
 
+# bound once: `_ORIGIN.get()` and `time.time()` looked up on every call cost ~300 instructions each
+_origin, _now = _ORIGIN.get, time.time
+
+
 def is_pending(answer: Any) -> bool:
     """Whether a callback's answer is still to be awaited."""
     return answer is not True and answer is not False and inspect.isawaitable(answer)
@@ -234,10 +238,8 @@ def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str]:
     """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
     else "callback"), read once per callback: kept by the registry it asks for (`source._asker`,
     until its callback changes), not per call."""
-    if source is not None:
-        known = source._asker
-        if known is not None and known[0] is approve:
-            return known
+    if source is not None and source._asker[0] is approve:
+        return source._asker
     try:
         parameters = inspect.signature(approve).parameters
         takes = "origin" in parameters and parameters["origin"].kind in (
