@@ -140,31 +140,31 @@ class Decisions(Sequence):
     """The audit log of one registry (its `select()` views share it): its DecisionRecords, the
     newest last; it keeps the last `MAX` decisions (a server answering for days stays bounded).
 
-    Dispatch records a decision with `record(fields)`, nine fields in a row: a DecisionRecord's
-    eight, then the parameters' defaults or None. The log keeps them flat in one bounded deque
+    Dispatch records a decision with `record((timestamp, tool, arguments, origin, defaults,
+    (verdict, by, reason, edited)))`. The log keeps those six fields flat in one bounded deque
     and makes the DecisionRecord when it is read: an approval answered at once costs about as
     much as the call itself, and a tuple kept per call cost the collector more than the rest of
-    the record (bench/instructions.py wipe_approved). With defaults, the arguments as run are
-    `defaults | arguments` (the call's converted keyword arguments), merged when read."""
+    the record (bench/instructions.py wipe_approved); the last field of a plain yes is one tuple
+    per callback. With `defaults` (not None), the arguments as run are `defaults | arguments`
+    (the call's converted keyword arguments), merged when read."""
 
     MAX = 10_000
-    _WIDTH = 9  # fields per decision in `_entries`
+    _WIDTH = 6  # fields per decision in `_entries`
     __slots__ = ("_entries", "record")
 
     def __init__(self) -> None:
         self._entries: deque[Any] = deque(maxlen=self.MAX * self._WIDTH)
-        # (timestamp, tool, arguments, origin, verdict, by, reason, edited, defaults): one extend
         self.record = self._entries.extend
 
     def add(self, record: DecisionRecord) -> None:
-        self.record((*record, None))
+        self.record((*record[:4], None, record[4:]))
 
     @staticmethod
     def _make(fields: Any) -> DecisionRecord:
-        timestamp, tool, arguments, origin, verdict, by, reason, edited, defaults = fields
+        timestamp, tool, arguments, origin, defaults, outcome = fields
         if defaults is not None:
             arguments = defaults | arguments
-        return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, verdict, by, reason, edited))
+        return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
 
     def _all(self) -> list[DecisionRecord]:
         flat, width = list(self._entries), self._WIDTH  # a copy: calls may be recorded meanwhile
@@ -262,7 +262,7 @@ def forget_everywhere(glob: str | None = None) -> list[str]:
     return sorted(forgotten)
 
 
-_NO_ASKER = (None, False, "callback")  # `ToolSource._asker` before a callback was read
+_NO_ASKER = (None, False, "callback", ())  # `ToolSource._asker` before a callback was read
 
 
 class ToolSource:
@@ -286,7 +286,7 @@ class ToolSource:
         self._parent = parent
         self._limits = limits
         self._approve = approve
-        self._asker: tuple = _NO_ASKER  # (approve, takes `origin=`, by): call.asking's, read once per callback
+        self._asker: tuple = _NO_ASKER  # call.asking's reading of `approve`, once per callback
         self._refuse_destructive = bool(refuse_destructive)
         self._memory = parent._memory if parent is not None else _Memory()
         # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)

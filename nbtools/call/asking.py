@@ -71,7 +71,7 @@ class Asking:
         approve = layer.approve
         if approve is None:
             return SKIP
-        _, takes_origin, self.by = _asker(approve, source)
+        _, takes_origin, self.by, _ = _asker(approve, source)
         given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
@@ -152,7 +152,7 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         return Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
     if callback is None:  # nobody to ask
         return None
-    asker = first._asker  # (callback, whether it takes `origin=`, by), read once per callback
+    asker = first._asker  # (callback, whether it takes `origin=`, by, the outcome "approved by" it): once per callback
     if asker[0] is not callback:
         asker = _asker(callback, first)
     view = tool._cache["dispatch"].view  # the plan `prepare` just used: its view of the arguments
@@ -170,7 +170,7 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     except BaseException as error:
         _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        memory.decisions.record((_now(), tool.name, kept, origin, "approved", asker[2], None, False, defaults))
+        memory.decisions.record((_now(), tool.name, kept, origin, defaults, asker[3]))
         return None
     asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
@@ -234,9 +234,9 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
                          "True or False, which counts as a denial (or answer with a Decision)")
 
 
-def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str]:
+def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str, tuple]:
     """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
-    else "callback"), read once per callback: kept by the registry it asks for (`source._asker`,
+    else "callback", the outcome of a plain yes as `Decisions.record` takes it), read once per callback: kept by the registry it asks for (`source._asker`,
     until its callback changes), not per call."""
     if source is not None and source._asker[0] is approve:
         return source._asker
@@ -247,7 +247,8 @@ def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str]:
             each.kind is inspect.Parameter.VAR_KEYWORD for each in parameters.values())
     except (TypeError, ValueError):
         takes = False
-    known = (approve, takes, "person" if getattr(approve, "asks_a_person", False) is True else "callback")
+    by = "person" if getattr(approve, "asks_a_person", False) is True else "callback"
+    known = (approve, takes, by, ("approved", by, None, False))
     if source is not None:
         source._asker = known
     return known
