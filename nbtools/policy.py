@@ -92,8 +92,7 @@ class DecisionRecord(tuple):
         by: "person" (a prompt), "callback" or "remembered" (an earlier Always allow / deny).
         reason: the reason given to the model with a refusal, or what went wrong.
         edited: whether the arguments were edited before the call.
-    A tuple with named fields: dispatch records a decision with one `tuple.__new__` (an approval
-    answered at once costs about as much as the call itself, so the record must be cheap).
+    A tuple with named fields, made when the log is read (`Decisions` keeps the fields).
     """
 
     __slots__ = ()
@@ -167,7 +166,8 @@ class Decisions(Sequence):
         return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
 
     def _all(self) -> list[DecisionRecord]:
-        flat, width = list(self._entries), self._WIDTH  # a copy: calls may be recorded meanwhile
+        # one copy, taken at once: another thread may record a decision while the log is read
+        flat, width = list(self._entries), self._WIDTH
         return [self._make(flat[start:start + width]) for start in range(0, len(flat), width)]
 
     def __len__(self) -> int:
@@ -176,12 +176,12 @@ class Decisions(Sequence):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return self._all()[index]
-        flat, width = self._entries, self._WIDTH
+        flat, width = list(self._entries), self._WIDTH  # a copy, as in `_all`
         count = len(flat) // width
         position = operator.index(index) + (count if index < 0 else 0)
         if not 0 <= position < count:
             raise IndexError("decision index out of range")
-        return self._make([flat[each] for each in range(position * width, (position + 1) * width)])
+        return self._make(flat[position * width:(position + 1) * width])
 
     def __iter__(self) -> Iterator[DecisionRecord]:
         return iter(self._all())

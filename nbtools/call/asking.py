@@ -138,9 +138,11 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
 
     The common case is settled here in one step: one registry (not a view, nothing added from
     elsewhere) that looked the tool up itself, with its own settings. A callback that answers a
-    plain yes at once is recorded here as `Asking.settle` records it (the call's view of the
-    arguments is its plan's: one dict copy, and one more the callback may edit): about 1.45x the
-    instructions of the call without a policy (bench/instructions.py wipe_approved)."""
+    plain yes at once is recorded here as `Asking.settle` records it. Its cost is kept low
+    (bench/instructions.py wipe_approved against wipe_no_policy): the callback's traits are read
+    once (`_asker`); for keyword parameters the log keeps the call's own keyword arguments and
+    the plan's defaults (merged when read) and the callback gets them merged, one dict it may
+    edit; the record is one `extend` of a bounded deque (`Decisions`)."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -236,8 +238,9 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
 
 def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str, tuple]:
     """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
-    else "callback", the outcome of a plain yes as `Decisions.record` takes it), read once per callback: kept by the registry it asks for (`source._asker`,
-    until its callback changes), not per call."""
+    else "callback", the outcome of a plain yes as `Decisions.record` takes it), read once per
+    callback and kept by the registry it asks for (`source._asker`, until its callback changes):
+    no module-level cache keeping callbacks (and a prompt's widgets) alive after their registry."""
     if source is not None and source._asker[0] is approve:
         return source._asker
     try:
@@ -327,8 +330,7 @@ def _shape(fn: Any, passing: tuple) -> tuple:
                   for each in parameters)
     simple = all(kind in (_POSITIONAL_OR_KEYWORD, _KEYWORD_ONLY, _VAR_KEYWORD) and not hidden
                  for _, kind, _, hidden in shape)
-    template = {name: None if default is _EMPTY else default for name, kind, default, _ in shape
-                if kind != _VAR_KEYWORD} if simple else None
+    template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
     return template, shape
 
 
