@@ -145,7 +145,7 @@ class Decisions(Sequence):
     much as the call itself, and a tuple kept per call cost the collector more than the rest of
     the record (bench/instructions.py wipe_approved); the last field of a plain yes is one tuple
     per callback. With `defaults` (not None), the arguments as run are `defaults | arguments`
-    (the call's converted keyword arguments), merged when read."""
+    (the call's converted keyword arguments), merged when read; a record read is the reader's."""
 
     MAX = 10_000
     _WIDTH = 6  # fields per decision in `_entries`
@@ -161,8 +161,8 @@ class Decisions(Sequence):
     @staticmethod
     def _make(fields: Any) -> DecisionRecord:
         timestamp, tool, arguments, origin, defaults, outcome = fields
-        if defaults is not None:
-            arguments = defaults | arguments
+        # the reader's own dict: changing a record read changes nothing in the log
+        arguments = dict(arguments) if defaults is None else defaults | arguments
         return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
 
     def _all(self) -> list[DecisionRecord]:
