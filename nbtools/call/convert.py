@@ -251,8 +251,8 @@ class Compiler:
                         pairs = item
                         continue
                     convert, plain = extra, None
-                if type(item) is plain and (plain is bool or (low <= item <= high if plain is int
-                                                              else len(item) <= max_chars)):
+                if type(item) is plain and (low <= item <= high if plain is int
+                                            else plain is bool or len(item) <= max_chars):
                     out[key] = item
                     continue
                 try:

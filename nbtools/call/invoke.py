@@ -366,9 +366,11 @@ def call_func(name: str, inputs: Any = None, ns: Any = None, raise_on_err: bool 
         check_options(options)  # an unknown option is the caller's bug, whatever the name
     tool = None
     try:
-        # a plain name in a registry: its own lookup, asked directly; resolve_tool says why a name is
-        # not found and refuses a dunder (`name[0]`: str.startswith parses its arguments, 3x the cost)
-        tool = ns.resolve(name) if type(name) is str and isinstance(ns, ToolSource) else None
+        # a plain name in a registry: one lookup in its table of callable Tools (ToolSource._callable);
+        # resolve_tool asks the registry itself, says why a name is not found and refuses a dunder
+        # (`name[0]`: str.startswith parses its arguments, 3x the cost)
+        table = ns._callable if isinstance(ns, ToolSource) else None
+        tool = table.get(name) if table is not None and type(name) is str else None
         if tool is None or name[0] == "_":
             tool = resolve_tool(name, ns)
         # the policy of the registry the Tool came from (also through a dict or list of its Tools);
@@ -415,7 +417,8 @@ async def call_func_async(name: str, inputs: Any = None, ns: Any = None, raise_o
         check_options(options)
     tool = None
     try:
-        tool = ns.resolve(name) if type(name) is str and isinstance(ns, ToolSource) else None
+        table = ns._callable if isinstance(ns, ToolSource) else None
+        tool = table.get(name) if table is not None and type(name) is str else None
         if tool is None or name[0] == "_":
             tool = resolve_tool(name, ns)
         first = tool.source

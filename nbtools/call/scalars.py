@@ -76,6 +76,7 @@ about 10x the cost; the few values beyond it take the full check."""
 def integer(node: ir.Int, limits: Limits) -> Converter:
     low, high = -limits.max_int, limits.max_int
     small = min(high, SMALL_INT)
+    negative_small = -small
     build = None if node.py is int else node.py  # an int subclass the author annotated
 
     def slow(value: Any, path: str) -> int:
@@ -91,7 +92,7 @@ def integer(node: ir.Int, limits: Limits) -> Converter:
 
     if build is None:
         def convert_int(value: Any, path: str) -> int:
-            if type(value) is int and -small <= value <= small:
+            if type(value) is int and negative_small <= value <= small:
                 return value
             return slow(value, path)
 
