@@ -291,6 +291,10 @@ class ToolSource:
         self._memory = parent._memory if parent is not None else _Memory()
         # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)
         self._upstream: dict[str, ToolSource] = {}
+        # The Tools callable now, by every name a model may use (exact and provider-mapped), when one
+        # lookup settles it; None: ask `resolve`. `call_func` reads it first: a dict lookup instead
+        # of a method call (bench/instructions.py add). The source keeps it true or None.
+        self._callable: dict[str, Tool] | None = None
 
     # -- decisions ---------------------------------------------------------------------------------
     @property
