@@ -61,8 +61,8 @@ class Compiler:
                 raise mismatch(node, value, path)
             if len(value) > max_items:
                 raise ConversionError(path, f"the array is too long: {len(value)} items, the limit is {max_items}")
-            if identity:
-                items = list(value)
+            if identity:  # free-form items: copies of their containers (scalars.fresh)
+                items = [scalars.fresh(element) for element in value]
             else:
                 try:
                     items = [item(element, path) for element in value]

@@ -42,9 +42,22 @@ def passes_as_is(node: ir.Node) -> type | None:
     return None
 
 
+def fresh(value: Any) -> Any:
+    """A free-form JSON value with its own containers: a tool that changes what it was given
+    (appends to a list it took as `Any`) must not change the model's reply kept in a history, an
+    activity log or a decisions log. Depth is bounded by the limits scan that came before."""
+    kind = type(value)
+    if kind is dict:
+        return {key: fresh(item) for key, item in value.items()}
+    if kind is list:
+        return [fresh(item) for item in value]
+    return value
+
+
 def any_value(node: ir.AnyValue, limits: Limits) -> Converter:
     def convert_any(value: Any, path: str) -> Any:
-        return value  # limits were checked by the scan of the whole arguments object
+        # limits were checked by the scan of the whole arguments object
+        return fresh(value) if type(value) is dict or type(value) is list else value
 
     return convert_any
 
