@@ -153,8 +153,8 @@ class Registry(ToolSource):
         """The Tool a model's call named, or None when unknown or disabled: one dict lookup in the
         common case (the provider-name mapping only on a miss, the disabled checks only when
         something could be disabled)."""
+        changes = self._changes  # read before the checks: a Tool borrowed meanwhile counts as a change
         if self._callable is None and self._parent is None and not self._upstream:
-            changes = self._changes
             table = self._callable_table()
             with self._table_lock:  # not kept if a change (by another thread) came meanwhile
                 if changes == self._changes:

@@ -432,3 +432,47 @@ def test_calls_beside_changes_in_threads_raise_nothing_and_end_consistent():
     assert registry._callable == registry._callable_table()
     registry.disable("_triple")
     assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+
+
+def test_a_tool_borrowed_while_the_table_was_being_built_is_never_called_from_a_table():
+    """Another thread adds a Tool from another registry between `resolve`'s check "nothing added
+    from elsewhere" and its reading of the change count: the table built then must not be kept,
+    or a Tool later disabled in its own registry would still run here (a disabled tool stays
+    disabled everywhere)."""
+    from nbtools.call import call_func
+
+    base = Registry([_triple])
+    registry = Registry([_double])
+
+    class AddsWhileChecked(dict):
+        added = False
+
+        def __len__(self) -> int:  # `not self._upstream` in `resolve` read it empty; the other thread adds now
+            size = dict.__len__(self)
+            if not AddsWhileChecked.added:
+                AddsWhileChecked.added = True
+                registry.add(base["_triple"])
+            return size
+
+    registry._upstream = AddsWhileChecked()
+    assert call_func("_double", {"x": 1}, ns=registry) == 2 and AddsWhileChecked.added
+    assert registry._callable is None  # it holds a Tool of another registry now
+    base.disable("_triple")
+    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+
+
+def test_a_deep_copy_of_a_registry_or_of_its_tool_is_its_own():
+    """`copy.deepcopy` of a Registry (or of a Tool it handed out, which carries it) gives an
+    independent copy, as before the registry kept a lock for its table of callable Tools."""
+    import copy
+
+    from nbtools.call import call_func
+
+    registry = Registry([_double, _triple])
+    assert call_func("_double", {"x": 1}, ns=registry) == 2  # the table exists: copied too
+    copied = copy.deepcopy(registry)
+    copied.disable("_double")
+    assert call_func("_double", {"x": 1}, ns=registry) == 2
+    assert "disabled" in call_func("_double", {"x": 1}, ns=copied, raise_on_err=False)
+    tool_copy = copy.deepcopy(registry["_triple"])
+    assert tool_copy.source is not registry and tool_copy.call({"x": 1}) == 3
