@@ -17,6 +17,12 @@ from .formats.catalog import neutral_as_none
 from .tool import Tool, normalise_hints
 
 
+# Guards each registry's table of callable Tools against a change coming while it is stored; one
+# for all registries (held only for a store or a change), not one each: a Registry, and the Tools
+# carrying it, stay copyable by `copy.deepcopy`, which a lock is not.
+_TABLE_LOCK = threading.Lock()
+
+
 class Registry(ToolSource):
     """A named collection of Tools.
 
@@ -46,7 +52,7 @@ class Registry(ToolSource):
         self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
         self._listeners: list[Callable[[], Any]] = []  # called after each change (see `on_change`)
         self._changes = 0  # how many changes so far: a table of callable Tools is kept only if none came
-        self._table_lock = threading.Lock()  # while it was built (see `resolve`)
+        # while it was built (see `resolve`; `_TABLE_LOCK`)
         for item in tools:
             self.add(item)
 
@@ -156,7 +162,7 @@ class Registry(ToolSource):
         changes = self._changes  # read before the checks: a Tool borrowed meanwhile counts as a change
         if self._callable is None and self._parent is None and not self._upstream:
             table = self._callable_table()
-            with self._table_lock:  # not kept if a change (by another thread) came meanwhile
+            with _TABLE_LOCK:  # not kept if a change (by another thread) came meanwhile
                 if changes == self._changes:
                     self._callable = table  # until the next change (`_changed`)
         found = self._tools.get(name)
@@ -208,7 +214,7 @@ class Registry(ToolSource):
         return unsubscribe
 
     def _changed(self) -> None:
-        with self._table_lock:  # after every change of what is callable: `resolve` builds it again
+        with _TABLE_LOCK:  # after every change of what is callable: `resolve` builds it again
             self._callable = None
             self._changes += 1
         for callback in list(self._listeners):
