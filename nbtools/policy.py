@@ -197,10 +197,22 @@ class Decisions(Sequence):
     def clear(self) -> None:
         self._entries.clear()
 
+    def __reduce__(self) -> tuple:
+        # copy, deepcopy and pickle: a log of its own (a copied slot `record` would still extend
+        # the original's deque)
+        return _decisions_of, (type(self), list(self._entries))
+
     def __repr__(self) -> str:
         if not self:
             return "Decisions(none yet)"
         return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self._all())
+
+
+def _decisions_of(kind: type, entries: list) -> Decisions:
+    """A `Decisions` holding `entries` (its flat fields): what a copy of one is made from."""
+    log = kind()
+    log._entries.extend(entries)
+    return log
 
 
 # Who asks for the calls running in this context: "call" (code in a cell or a script), set to

@@ -623,3 +623,23 @@ def test_dispatch_keeps_no_approval_callback_alive():
         reg.call("wipe")
     assert seen == ["mcp:probe"] and [(d.by, d.origin) for d in reg.decisions] == [("callback", "call"),
                                                                                   ("person", "mcp:probe")]
+
+
+def test_a_copy_of_the_audit_log_is_its_own():
+    """`copy.copy`/`copy.deepcopy` of `registry.decisions` (a list before) hold the same records
+    and record apart from the registry's log."""
+    reg, ran = make(approve=Asker(True))
+    reg.call("wipe", {"folder": "a"})
+    for copier in (copy_module.copy, copy_module.deepcopy):
+        copied = copier(reg.decisions)
+        assert copied == reg.decisions and len(copied) == 1
+        copied.add(reg.decisions[0])
+        reg.call("wipe", {"folder": "b"})
+        assert [d.arguments["folder"] for d in copied] == ["a", "a"]
+        assert [d.arguments["folder"] for d in reg.decisions][-1] == "b"
+        reg.decisions.clear()
+        reg.call("wipe", {"folder": "a"})
+    copied_registry = copy_module.deepcopy(reg)  # its log goes with it
+    copied_registry.call("wipe", {"folder": "c"})
+    assert [d.arguments["folder"] for d in reg.decisions] == ["a"]
+    assert [d.arguments["folder"] for d in copied_registry.decisions] == ["a", "c"]
