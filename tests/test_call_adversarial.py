@@ -570,3 +570,20 @@ def test_a_repeated_key_inside_nested_objects_is_found_beside_lists():
                  '{"tags": ["a", "c"], "lines": [{"sku": "x", "qty": 2}], "note": {"k": "v", "k": "w"}}',
                  '{"tags": ["a", "c"], "tags": ["d"], "lines": [], "note": {}}'):
         assert "appears twice" in refused("_order", text, [_order]).problem, text
+
+
+# A dict subclass from a Python caller is read through its items, as the limit checks read it and
+# as before the object converter took keys then subscripts: a subclass whose subscript answers
+# otherwise (a display view, a lazy lookup) gives its stored values.
+class _Shouting(dict):
+    def __getitem__(self, key: Any) -> Any:
+        return str(dict.__getitem__(self, key)).upper()
+
+
+def _place(line: _Line, free: Any = None) -> Any:
+    return line, free
+
+
+def test_a_dict_subclass_inside_the_arguments_gives_its_items():
+    assert call_func("_place", {"line": _Shouting(sku="a", qty=2)}, ns=[_place]) == (_Line("a", 2), None)
+    assert call_func("_place", {"line": {"sku": "a", "qty": 2}, "free": _Shouting(k="v")}, ns=[_place])[1] == {"k": "v"}

@@ -230,8 +230,14 @@ class Compiler:
             return error
 
         def convert_object(value: Any, path: str) -> Any:
-            if not isinstance(value, dict):
-                raise mismatch(node, value, path)
+            if type(value) is not dict:
+                if not isinstance(value, dict):
+                    raise mismatch(node, value, path)
+                # a subclass from a Python caller: its items, as the limit checks read it (its
+                # subscript, which the loop below uses, may answer otherwise)
+                if len(value) > max_items:
+                    raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
+                value = dict(value.items())
             if len(value) > max_items:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
