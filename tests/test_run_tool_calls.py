@@ -455,8 +455,8 @@ def test_rich_result_text_is_cut_at_the_limit():
 
 
 # A tool that changes the free-form values it was given (a dict, a list, `Any`) changes its own
-# copies: the model's reply (kept in a Chat's history, an MCP activity log, a decisions log) and a
-# Python caller's dict stay as they were sent.
+# copies: the model's reply (kept in a Chat's history, an MCP activity log) and a Python caller's
+# dict stay as they were sent.
 def scribble(notes: dict, rows: list, extra: dict[str, list], anything: object = None) -> str:
     notes["inner"].append("tool")
     rows[0].append("tool")

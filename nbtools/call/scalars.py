@@ -28,7 +28,7 @@ def passes_as_is(node: ir.Node) -> type | None:
 
     An object's converter checks such values itself instead of calling the converter (a call is
     about 1K instructions, most of what a plain value costs: bench/instructions.py `add`), with
-    the same test as the converters' own first line; tests/test_convert.py checks they agree.
+    the same test as the converters' own first line; tests/test_call_adversarial.py checks they agree.
     """
     if node.constraints:
         return None
@@ -44,8 +44,10 @@ def passes_as_is(node: ir.Node) -> type | None:
 
 def fresh(value: Any) -> Any:
     """A free-form JSON value with its own containers: a tool that changes what it was given
-    (appends to a list it took as `Any`) must not change the model's reply kept in a history, an
-    activity log or a decisions log. Depth is bounded by the limits scan that came before."""
+    (appends to a list it took as `Any`) must not change the model's reply kept in a history or an
+    activity log, nor a Python caller's dict. (The decisions log keeps the converted arguments,
+    these copies: what a tool changes in them shows there.) Depth is bounded by the limits scan
+    that came before."""
     kind = type(value)
     if kind is dict:
         return {key: fresh(item) for key, item in value.items()}
