@@ -587,3 +587,30 @@ def _place(line: _Line, free: Any = None) -> Any:
 def test_a_dict_subclass_inside_the_arguments_gives_its_items():
     assert call_func("_place", {"line": _Shouting(sku="a", qty=2)}, ns=[_place]) == (_Line("a", 2), None)
     assert call_func("_place", {"line": {"sku": "a", "qty": 2}, "free": _Shouting(k="v")}, ns=[_place])[1] == {"k": "v"}
+
+
+def _options(name: str, **options: int) -> int:
+    return len(options)
+
+
+def test_keyword_pairs_in_strict_form_are_counted_by_the_duplicate_check(monkeypatch):
+    """`**kwargs` sent as key/value pairs (strict mode) are objects in a list: the duplicate-key
+    count walks them (`CallPlan.nested`), so a clean call is settled by the colon count, not by
+    parsing its text again; a repeated key in a pair is still found."""
+    from nbtools.call import jsontext
+    from nbtools.formats.strict import PAIRS_PROPERTY
+
+    parsed_again = []
+    strict = jsontext._STRICT_DECODER
+
+    class Counting:
+        def decode(self, text: str) -> Any:
+            parsed_again.append(text)
+            return strict.decode(text)
+
+    monkeypatch.setattr(jsontext, "_STRICT_DECODER", Counting())
+    pairs = [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
+    assert call_func("_options", json.dumps({"name": "n", PAIRS_PROPERTY: pairs}), ns=[_options]) == 2
+    assert parsed_again == []
+    text = json.dumps({"name": "n", PAIRS_PROPERTY: pairs})[:-3] + ', "value": 3}]}'
+    assert "appears twice" in refused("_options", text, [_options]).problem

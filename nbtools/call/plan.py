@@ -34,7 +34,8 @@ class CallPlan:
         closed: every parameter has a fixed type of bounded depth (no free-form values, no
             recursion), so the converters enforce every limit themselves and the scan is skipped.
         nested: for a closed plan, the parameters whose values may hold JSON objects (the keys
-            the duplicate-key check counts beyond the top level); None when `**kwargs` may.
+            the duplicate-key check counts beyond the top level; with `**kwargs`, also the
+            property of their strict-mode pairs); None when `**kwargs` may.
         keyword_only: every parameter is passed by keyword (no positional-only, no *args).
         positional: positional-only parameter names, in order.
         varargs: the name of the `*args` parameter (a JSON array), or None.
@@ -158,8 +159,7 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         closed=(args.extra is None or ir.static_depth(args.extra) is not None) and all(
             depth is not None and depth < limits.max_depth
             for depth in (ir.static_depth(item.type) for item in args.fields)),
-        nested=None if args.extra is not None and _holds_objects(args.extra) else tuple(
-            item.name for item in args.fields if _holds_objects(item.type)),
+        nested=_nested(args),
         keyword_only=not positional and varargs is None,
         positional=positional,
         varargs=varargs,
@@ -168,6 +168,21 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         context=next((name for name, kind in passing if kind == "context"), None),
         limits=limits,
     )
+
+
+def _nested(args: ir.Object) -> tuple[str, ...] | None:
+    """`CallPlan.nested`: the parameters whose values may hold objects, and with `**kwargs` the
+    property carrying them as key/value pairs in strict mode (a list of objects); None when any
+    key may hold one (`**kwargs` of objects)."""
+    if args.extra is not None and _holds_objects(args.extra):
+        return None
+    names = tuple(item.name for item in args.fields if _holds_objects(item.type))
+    if args.extra is not None:
+        from ..formats.strict import PAIRS_PROPERTY  # as `convert._pairs_property`: only tools with **kwargs
+
+        if all(item.name != PAIRS_PROPERTY for item in args.fields):
+            names += (PAIRS_PROPERTY,)
+    return names
 
 
 def _holds_objects(node: ir.Node) -> bool:
