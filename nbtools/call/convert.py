@@ -234,10 +234,8 @@ class Compiler:
                 if not isinstance(value, dict):
                     raise mismatch(node, value, path)
                 # a subclass from a Python caller: its items, as the limit checks read it (its
-                # subscript, which the loop below uses, may answer otherwise)
-                if len(value) > max_items:
-                    raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
-                value = dict(value.items())
+                # subscript, which the loop below uses, may answer otherwise); too many: refused below
+                value = dict(value.items()) if len(value) <= max_items else value
             if len(value) > max_items:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
