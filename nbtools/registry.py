@@ -53,6 +53,7 @@ class Registry(ToolSource):
         self._listeners: list[Callable[[], Any]] = []  # called after each change (see `on_change`)
         self._changes = 0  # how many changes so far: a table of callable Tools is kept only if none came
         # while it was built (see `resolve`; `_TABLE_LOCK`)
+        self._copied = False  # shares its tools with a shallow copy: keeps no table (see `__copy__`)
         for item in tools:
             self.add(item)
 
@@ -156,11 +157,11 @@ class Registry(ToolSource):
         return found
 
     def resolve(self, name: str) -> Tool | None:
-        """The Tool a model's call named, or None when unknown or disabled: one dict lookup in the
-        common case (the provider-name mapping only on a miss, the disabled checks only when
-        something could be disabled)."""
+        """The Tool a model's call named, or None when unknown or disabled. Also builds the table
+        `call_func` looks names up in first (`ToolSource._callable`, `_callable_table`), kept until
+        the next change, for a registry whose answers change only with its own changes."""
         changes = self._changes  # read before the checks: a Tool borrowed meanwhile counts as a change
-        if self._callable is None and self._parent is None and not self._upstream:
+        if self._callable is None and self._parent is None and not self._upstream and not self._copied:
             table = self._callable_table()
             with _TABLE_LOCK:  # not kept if a change (by another thread) came meanwhile
                 if changes == self._changes:
@@ -173,6 +174,17 @@ class Registry(ToolSource):
         if (self._disabled or self._parent is not None or self._upstream) and self.is_disabled(found.name):
             return None
         return found
+
+    def __copy__(self) -> "Registry":
+        """`copy.copy`: another name for the same tools and enabled state (the containers shared, as
+        a shallow copy shares them), so neither keeps a table of callable Tools from then on: a tool
+        disabled through one is refused by the other."""
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        with _TABLE_LOCK:
+            self._copied = copied._copied = True
+            self._callable = copied._callable = None
+        return copied
 
     def _callable_table(self) -> dict[str, Tool]:
         """What `resolve` answers, as one dict (`ToolSource._callable`): the enabled Tools by name and

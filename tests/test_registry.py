@@ -476,3 +476,17 @@ def test_a_deep_copy_of_a_registry_or_of_its_tool_is_its_own():
     assert "disabled" in call_func("_double", {"x": 1}, ns=copied, raise_on_err=False)
     tool_copy = copy.deepcopy(registry["_triple"])
     assert tool_copy.source is not registry and tool_copy.call({"x": 1}) == 3
+
+
+def test_a_shallow_copy_shares_the_tools_and_what_is_disabled():
+    import copy
+    from nbtools.call import call_func
+
+    registry = Registry([_double])
+    assert call_func("_double", {"x": 1}, ns=registry) == 2  # the table built
+    copied = copy.copy(registry)
+    copied.disable("_double")
+    for ns in (registry, copied):
+        assert "disabled" in call_func("_double", {"x": 1}, ns=ns, raise_on_err=False)
+    registry.enable("_double")
+    assert call_func("_double", {"x": 1}, ns=copied) == 2
