@@ -338,84 +338,84 @@ def test_a_remote_read_only_tool_marked_destructive_too_stays_read_only():
 
 
 # -- the table of callable Tools (`ToolSource._callable`): call_func's one lookup -----------------------
-def _double(x: int) -> int:
+def table_double(x: int) -> int:
     return 2 * x
 
 
-def _triple(x: int) -> int:
+def table_triple(x: int) -> int:
     return 3 * x
 
 
 def test_the_callable_table_follows_every_change():
     from nbtools.call import call_func
 
-    registry = Registry([_double])
-    math_add = Tool.from_function(_triple, name="math.triple")
+    registry = Registry([table_double])
+    math_add = Tool.from_function(table_triple, name="math.triple")
     registry.add(math_add)
-    assert call_func("_double", {"x": 2}, ns=registry) == 4
+    assert call_func("table_double", {"x": 2}, ns=registry) == 4
     assert registry._callable == registry._callable_table()  # built by that call
     assert call_func("math__triple", {"x": 2}, ns=registry) == 6  # a provider-mapped name
-    registry.disable("_double")
-    assert "disabled" in call_func("_double", {"x": 2}, ns=registry, raise_on_err=False)
-    registry.enable("_double")
-    assert call_func("_double", {"x": 2}, ns=registry) == 4
+    registry.disable("table_double")
+    assert "disabled" in call_func("table_double", {"x": 2}, ns=registry, raise_on_err=False)
+    registry.enable("table_double")
+    assert call_func("table_double", {"x": 2}, ns=registry) == 4
     registry.remove("math.triple")
     assert "no tool named" in call_func("math__triple", {"x": 2}, ns=registry, raise_on_err=False)
-    registry.add(_triple)
-    assert call_func("_triple", {"x": 2}, ns=registry) == 6
+    registry.add(table_triple)
+    assert call_func("table_triple", {"x": 2}, ns=registry) == 6
     registry.clear()
-    assert "no tool named" in call_func("_triple", {"x": 2}, ns=registry, raise_on_err=False)
+    assert "no tool named" in call_func("table_triple", {"x": 2}, ns=registry, raise_on_err=False)
 
 
 def test_views_and_tools_from_other_registries_keep_no_table():
     """Their answers change with another registry's changes, which they are not told of."""
     from nbtools.call import call_func
 
-    base = Registry([_double, _triple])
-    view = base.select(allow="_*")
-    borrowed = Registry([base["_double"]])
+    base = Registry([table_double, table_triple])
+    view = base.select(allow="table_*")
+    borrowed = Registry([base["table_double"]])
     for ns in (view, borrowed):
-        assert call_func("_double", {"x": 1}, ns=ns) == 2
+        assert call_func("table_double", {"x": 1}, ns=ns) == 2
         assert ns._callable is None
-    base.disable("_double")
+    base.disable("table_double")
     for ns in (view, borrowed):
-        assert "disabled" in call_func("_double", {"x": 1}, ns=ns, raise_on_err=False)
+        assert "disabled" in call_func("table_double", {"x": 1}, ns=ns, raise_on_err=False)
 
 
 def test_a_table_built_while_a_change_came_is_not_kept():
     """Another thread disabling a tool while a call built the table: that table is stale, dropped."""
     from nbtools.call import call_func
 
-    registry = Registry([_double, _triple])
+    registry = Registry([table_double, table_triple])
     build = registry._callable_table
 
     def built_during_a_change():
-        table = build()  # `_triple` still enabled here
-        registry.disable("_triple")
+        table = build()  # `table_triple` still enabled here
+        registry.disable("table_triple")
         return table
 
     registry._callable_table = built_during_a_change
-    assert call_func("_double", {"x": 1}, ns=registry) == 2
+    assert call_func("table_double", {"x": 1}, ns=registry) == 2
     assert registry._callable is None
     del registry._callable_table
-    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+    assert "disabled" in call_func("table_triple", {"x": 1}, ns=registry, raise_on_err=False)
 
 
 def test_calls_beside_changes_in_threads_raise_nothing_and_end_consistent():
     import threading
     from nbtools.call import call_func
 
-    registry = Registry([_double, _triple])
+    registry = Registry([table_double, table_triple])
     stop = threading.Event()
 
     def caller():
         while not stop.is_set():
-            call_func("_double", {"x": 1}, ns=registry, raise_on_err=False)
+            call_func("table_double", {"x": 1}, ns=registry, raise_on_err=False)
 
     def changer():
         for index in range(300):
-            registry.disable("_triple") if index % 2 else registry.enable("_triple")
-            registry.add(Tool.from_function(_double, name=f"d{index % 7}"))
+            registry.disable("table_triple") if index % 2 else registry.enable("table_triple")
+            registry.add(Tool.from_function(table_double, name=f"d{index % 7}"))
 
     callers = [threading.Thread(target=caller) for _ in range(3)]
     for thread in callers:
@@ -428,10 +428,10 @@ def test_calls_beside_changes_in_threads_raise_nothing_and_end_consistent():
     stop.set()
     for thread in callers:
         thread.join()
-    call_func("_double", {"x": 1}, ns=registry)
+    call_func("table_double", {"x": 1}, ns=registry)
     assert registry._callable == registry._callable_table()
-    registry.disable("_triple")
-    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+    registry.disable("table_triple")
+    assert "disabled" in call_func("table_triple", {"x": 1}, ns=registry, raise_on_err=False)
 
 
 def test_a_tool_borrowed_while_the_table_was_being_built_is_never_called_from_a_table():
@@ -441,8 +441,8 @@ def test_a_tool_borrowed_while_the_table_was_being_built_is_never_called_from_a_
     disabled everywhere)."""
     from nbtools.call import call_func
 
-    base = Registry([_triple])
-    registry = Registry([_double])
+    base = Registry([table_triple])
+    registry = Registry([table_double])
 
     class AddsWhileChecked(dict):
         added = False
@@ -451,14 +451,14 @@ def test_a_tool_borrowed_while_the_table_was_being_built_is_never_called_from_a_
             size = dict.__len__(self)
             if not AddsWhileChecked.added:
                 AddsWhileChecked.added = True
-                registry.add(base["_triple"])
+                registry.add(base["table_triple"])
             return size
 
     registry._upstream = AddsWhileChecked()
-    assert call_func("_double", {"x": 1}, ns=registry) == 2 and AddsWhileChecked.added
+    assert call_func("table_double", {"x": 1}, ns=registry) == 2 and AddsWhileChecked.added
     assert registry._callable is None  # it holds a Tool of another registry now
-    base.disable("_triple")
-    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+    base.disable("table_triple")
+    assert "disabled" in call_func("table_triple", {"x": 1}, ns=registry, raise_on_err=False)
 
 
 def test_a_deep_copy_of_a_registry_or_of_its_tool_is_its_own():
@@ -468,13 +468,13 @@ def test_a_deep_copy_of_a_registry_or_of_its_tool_is_its_own():
 
     from nbtools.call import call_func
 
-    registry = Registry([_double, _triple])
-    assert call_func("_double", {"x": 1}, ns=registry) == 2  # the table exists: copied too
+    registry = Registry([table_double, table_triple])
+    assert call_func("table_double", {"x": 1}, ns=registry) == 2  # the table exists: copied too
     copied = copy.deepcopy(registry)
-    copied.disable("_double")
-    assert call_func("_double", {"x": 1}, ns=registry) == 2
-    assert "disabled" in call_func("_double", {"x": 1}, ns=copied, raise_on_err=False)
-    tool_copy = copy.deepcopy(registry["_triple"])
+    copied.disable("table_double")
+    assert call_func("table_double", {"x": 1}, ns=registry) == 2
+    assert "disabled" in call_func("table_double", {"x": 1}, ns=copied, raise_on_err=False)
+    tool_copy = copy.deepcopy(registry["table_triple"])
     assert tool_copy.source is not registry and tool_copy.call({"x": 1}) == 3
 
 
@@ -482,11 +482,11 @@ def test_a_shallow_copy_shares_the_tools_and_what_is_disabled():
     import copy
     from nbtools.call import call_func
 
-    registry = Registry([_double])
-    assert call_func("_double", {"x": 1}, ns=registry) == 2  # the table built
+    registry = Registry([table_double])
+    assert call_func("table_double", {"x": 1}, ns=registry) == 2  # the table built
     copied = copy.copy(registry)
-    copied.disable("_double")
+    copied.disable("table_double")
     for ns in (registry, copied):
-        assert "disabled" in call_func("_double", {"x": 1}, ns=ns, raise_on_err=False)
-    registry.enable("_double")
-    assert call_func("_double", {"x": 1}, ns=copied) == 2
+        assert "disabled" in call_func("table_double", {"x": 1}, ns=ns, raise_on_err=False)
+    registry.enable("table_double")
+    assert call_func("table_double", {"x": 1}, ns=copied) == 2
