@@ -60,6 +60,20 @@ class Usage:
                      self.cache_read_tokens + step.cache_read_tokens,
                      self.cache_write_tokens + step.cache_write_tokens, cost, (*self.steps, step))
 
+    def add_steps(self, steps: "list[Usage]") -> "Usage":
+        """These totals with every one of `steps` added and kept in `steps`: one record however many
+        steps (the agent loop sums a call's steps once, when the call ends)."""
+        inputs, outputs, read, written, cost = (self.input_tokens, self.output_tokens, self.cache_read_tokens,
+                                                self.cache_write_tokens, self.cost)
+        for step in steps:
+            inputs += step.input_tokens
+            outputs += step.output_tokens
+            read += step.cache_read_tokens
+            written += step.cache_write_tokens
+            if step.cost is not None:
+                cost = (cost or 0.0) + step.cost
+        return Usage(inputs, outputs, read, written, cost, (*self.steps, *steps))
+
     def __add__(self, other: "Usage") -> "Usage":
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
