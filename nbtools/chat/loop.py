@@ -232,12 +232,17 @@ class Chat:
                     raise self._over_budget(run)
                 reply = self._send(run, number)
                 source, usage, text = self._receive(reply)
-                stop = self._stop(run, number, source, usage)
-                if source is not None and stop is None:
+                if source is None:  # no call: the answer, unless the provider paused the turn
+                    if not turns.paused(self.endpoint.dialect, reply):
+                        return self._finish(run, text, number, usage)
+                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                    continue
+                stop = self._stop(run, number, usage)
+                if stop is None:
                     outcomes, extra = self._run_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
+                answer = self._close_step(run, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -258,12 +263,17 @@ class Chat:
                     raise self._over_budget(run)
                 reply = await self._asend(run, number)
                 source, usage, text = self._receive(reply)
-                stop = self._stop(run, number, source, usage)
-                if source is not None and stop is None:
+                if source is None:  # no call: the answer, unless the provider paused the turn
+                    if not turns.paused(self.endpoint.dialect, reply):
+                        return self._finish(run, text, number, usage)
+                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                    continue
+                stop = self._stop(run, number, usage)
+                if stop is None:
                     outcomes, extra = await self._arun_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
+                answer = self._close_step(run, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -274,13 +284,10 @@ class Chat:
         finally:
             self._end(run)
 
-    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, text: str, outcomes: list,
-                    extra: Usage, stop: str | None) -> str | None:
-        """Record a step (the part `__call__` and `acall` share); the final answer when the model gave
-        one, else None: go on with the next step (after calls, or a `pause_turn` to continue)."""
-        if not outcomes and turns.paused(self.endpoint.dialect, reply):
-            self._answer(run, text, number, usage, [])
-            return None
+    def _close_step(self, run: _Run, number: int, usage: Usage, text: str, outcomes: list, extra: Usage,
+                    stop: str | None) -> str | None:
+        """Record a step whose reply called tools (the part `__call__` and `acall` share); None: go on
+        with the next step (the text as the answer if no call could be read after all)."""
         if not outcomes:
             return self._finish(run, text, number, usage)
         self._answer(run, text, number, usage, outcomes, extra)
@@ -427,19 +434,15 @@ class Chat:
         return [progress.get(index) or (ToolResult(request, INTERRUPTED, INTERRUPTED, True), None)
                 for index, request in enumerate(requests)]
 
-    def _stop(self, run: _Run, number: int, source: Any, usage: Usage) -> str | None:
+    def _stop(self, run: _Run, number: int, usage: Usage) -> str | None:
         """Why this step's calls must not run: "max_steps" on the last step, "budget" once it is used
         up (this reply's `usage` counted)."""
-        if source is None:
-            return None
         if number >= self.max_steps:
             return "max_steps"
         return "budget" if self.budget and over(self.budget, self._so_far(run, usage)) else None
 
-    def _not_run(self, source: Any, stop: str | None) -> list[tuple[Any, Any]]:
-        """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
-        if source is None:
-            return []
+    def _not_run(self, source: Any, stop: str) -> list[tuple[Any, Any]]:
+        """The last step's calls, answered "not run" (the history stays valid)."""
         requests = parse_reply(source)[1]
         if stop == "budget":
             text = f"not run: the chat's budget {self.budget} was used up before this call; ask again to continue"
