@@ -128,6 +128,8 @@ def endpoint(client: Any, api: str | None = None) -> Endpoint:
 
 def _plain(value: Any) -> Any:
     """An SDK object as plain data without its None fields; dicts and lists with theirs dropped too."""
+    if value is None:  # (before getattr: a missing attribute costs an exception inside)
+        return None
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         return dump(exclude_none=True)
@@ -174,9 +176,9 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
         extra = {"system": system} if system is not None else {}
         return {"model": model, "messages": history, **extra, **({"tools": tools} if tools else {}), **options}
     if dialect == "gemini":
-        options = dict(options)
-        config = _plain(options.pop("config", None)) or {}
-        config = {**config, **options}
+        config = {key: value for key, value in options.items() if key != "config"}
+        if options.get("config") is not None:
+            config = {**_plain(options["config"]), **config}
         if system is not None:
             config["system_instruction"] = system
         if tools:
