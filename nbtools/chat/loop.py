@@ -24,7 +24,6 @@ Errors of the SDK (network, API status) propagate unchanged. Provider shapes liv
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -91,7 +90,6 @@ class _Streamed(dict):
     turns are recorded as they are, not copied again."""
 
 
-@dataclasses.dataclass
 class _Run:
     """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
     (the same at every step: the history is the list `chat.messages`, which grows in place), where
@@ -99,13 +97,13 @@ class _Run:
     chat's totals once, when the call ends: `Chat._settle`) and what it was doing (for an
     interrupt's message)."""
 
-    view: Any
-    kwargs: dict
-    start: int
-    before: Usage
-    usages: list[Usage] = dataclasses.field(default_factory=list)
-    doing: str = "before the first request"
-    create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
+    __slots__ = ("view", "kwargs", "start", "before", "usages", "doing", "create")
+
+    def __init__(self, view: Any, kwargs: dict, start: int, before: Usage):
+        self.view, self.kwargs, self.start, self.before = view, kwargs, start, before
+        self.usages: list[Usage] = []
+        self.doing = "before the first request"
+        self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
         if text is not None:
@@ -311,7 +309,9 @@ class Chat:
         return kwargs
 
     def _send(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        run.doing = f"step {number}: waiting for {self.model}"
+        if run.view is not None:
+            run.view.status(run.doing)
         try:
             if not self.stream:
                 return run.create(**run.kwargs)  # type: ignore[misc]
@@ -339,7 +339,9 @@ class Chat:
         return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        run.doing = f"step {number}: waiting for {self.model}"
+        if run.view is not None:
+            run.view.status(run.doing)
         endpoint = self.endpoint
         try:
             kwargs = run.kwargs

@@ -168,13 +168,14 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
                                                        *native]}}
         else:
             tools = [*tools, *native]
-    if dialect == "openai":
-        return {"model": model, "messages": history, **({"tools": tools} if tools else {}), **options}
-    if dialect == "responses":
-        return {"model": model, "input": history, **({"tools": tools} if tools else {}), **options}
-    if dialect == "anthropic":
-        extra = {"system": system} if system is not None else {}
-        return {"model": model, "messages": history, **extra, **({"tools": tools} if tools else {}), **options}
+    if dialect in ("openai", "responses", "anthropic"):
+        kwargs = {"model": model, "input" if dialect == "responses" else "messages": history}
+        if system is not None and dialect == "anthropic":
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = tools
+        kwargs.update(options)
+        return kwargs
     if dialect == "gemini":
         config = {key: value for key, value in options.items() if key != "config"}
         if options.get("config") is not None:
