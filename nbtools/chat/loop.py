@@ -93,14 +93,13 @@ class _Streamed(dict):
 class _Run:
     """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
     (the same at every step: the history is the list `chat.messages`, which grows in place), where
-    its prompt sits in the history, the usage before it, the usage of its steps so far (added to the
-    chat's totals once, when the call ends: `Chat._settle`) and what it was doing (for an
-    interrupt's message)."""
+    its prompt sits in the history, the usage of its steps so far (handed to the chat's totals when
+    the call ends: `Chat._end`) and what it was doing (for an interrupt's message)."""
 
-    __slots__ = ("view", "kwargs", "start", "before", "usages", "doing", "create")
+    __slots__ = ("view", "kwargs", "start", "usages", "doing", "create")
 
-    def __init__(self, view: Any, kwargs: dict, start: int, before: Usage):
-        self.view, self.kwargs, self.start, self.before = view, kwargs, start, before
+    def __init__(self, view: Any, kwargs: dict, start: int):
+        self.view, self.kwargs, self.start = view, kwargs, start
         self.usages: list[Usage] = []
         self.doing = "before the first request"
         self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
@@ -147,7 +146,7 @@ class Chat:
             stored responses the API can only read them from their encrypted content.
 
     Attributes: `messages` (the history, provider format), `usage` (tokens and cost summed over every
-    request, each step's in `usage.steps`; a call's steps are added when it ends, however it ends),
+    request, each step's in `usage.steps`; a call's steps count once it ends, however it ends),
     `cost` (None without prices), `steps` (the Steps of the last call), `budget`.
     """
 
@@ -178,7 +177,7 @@ class Chat:
         self.native_tools = turns.native_tools(self.endpoint.dialect, native_tools, allow_dangerous_native_tools)
         self.create_kwargs = create_kwargs
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
-        self.usage = Usage(cost=0.0 if model in self.prices else None)
+        self.usage = Usage(cost=0.0 if model in self.prices else None)  # see the property
         self._steps: list[Step | tuple] = []  # see `steps`
         self._cached: tuple[list, list[dict]] | None = None
 
@@ -203,6 +202,18 @@ class Chat:
     @steps.setter
     def steps(self, steps: list[Step]) -> None:
         self._steps = list(steps)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost summed over every request, each step's usage in `usage.steps`. The steps of
+        finished calls wait in a list and are summed into one record when this is read."""
+        if self._unsettled:
+            self._usage, self._unsettled = self._usage.add_steps(self._unsettled), []
+        return self._usage
+
+    @usage.setter
+    def usage(self, usage: Usage) -> None:
+        self._usage, self._unsettled = usage, []
 
     @property
     def cost(self) -> float | None:
@@ -468,7 +479,7 @@ class Chat:
             from .display import StepView
 
             view = StepView.create(force=bool(self.show), remote_images=self.remote_images)
-        return _Run(view, self._request(), start, self.usage)
+        return _Run(view, self._request(), start)
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
@@ -514,33 +525,26 @@ class Chat:
         """The chat's usage with this call's steps so far (and `more`) added: what a budget counts."""
         return self.usage.add_steps([*run.usages, *more])
 
-    def _settle(self, run: _Run) -> None:
-        """Add this call's steps so far to the chat's usage (once per call, and before it is shown)."""
-        if run.usages:
-            self.usage = self.usage.add_steps(run.usages)
-            run.usages = []
-
     def _finish(self, run: _Run, text: str, number: int, usage: Usage) -> str:
         run.usages.append(usage)
         self._steps.append((number, text, (), usage))
         if run.view is not None:
-            self._settle(run)
-            return run.view.final(text, self.usage)
+            return run.view.final(text, self._so_far(run))
         return text
 
     def _end(self, run: _Run) -> None:
-        """After a call, however it ended: its usage added to the chat's; the live status cleared;
-        what it spent reported to the Chat whose tool this call runs in (a sub-agent), if any."""
-        self._settle(run)
+        """After a call, however it ended: its steps' usage handed to the chat's (see `usage`; a new
+        list: a sub-agent's copy of this Chat may share the old one); the live status cleared; what
+        it spent reported to the Chat whose tool this call runs in (a sub-agent), if any."""
+        if run.usages:
+            self._unsettled = [*self._unsettled, *run.usages]
         if run.view is not None:
             run.view.status(None)
         spent = _SPENT.get()
         if spent is not None:
-            before, now = run.before, self.usage
-            cost = None if now.cost is None else now.cost - (before.cost or 0.0)
-            spent.append(Usage(now.input_tokens - before.input_tokens, now.output_tokens - before.output_tokens,
-                               now.cache_read_tokens - before.cache_read_tokens,
-                               now.cache_write_tokens - before.cache_write_tokens, cost))
+            total = Usage().add_steps(run.usages)
+            spent.append(Usage(total.input_tokens, total.output_tokens, total.cache_read_tokens,
+                               total.cache_write_tokens, total.cost))
 
     def _interrupted(self, run: _Run) -> ChatInterrupted:
         stopped = [call.name for call in (self.steps[-1].calls if self.steps else ()) if call.text == INTERRUPTED]
@@ -552,9 +556,8 @@ class Chat:
         return ChatInterrupted(message, list(self.steps))
 
     def _over_budget(self, run: _Run | None) -> BudgetExceeded:
-        if run is not None:
-            self._settle(run)
-        error = BudgetExceeded(self.budget, self.usage, self.steps[-1].text if self.steps else "")
+        usage = self.usage if run is None else self._so_far(run)
+        error = BudgetExceeded(self.budget, usage, self.steps[-1].text if self.steps else "")
         if self.trace is not None:
             self.trace(str(error))
         return error
