@@ -41,9 +41,10 @@ def run() -> list[dict]:
     copied = approving.get("wipe").replace(description="a copy")
     assert call_func("wipe", TEXT, ns=approving) == call_func("wipe", TEXT, ns=plain) == copied.call(TEXT)
 
-    # The audit log grows by one record per approved call and bounds itself (`Decisions.MAX`, the
-    # oldest tenth dropped at once): the row measures a long session's steady state, as the
-    # call without a policy is measured (clearing the log in the timed call cost ~5 % of it).
+    # The audit log grows by one record per approved call and bounds itself (`Decisions.MAX`: a
+    # bounded deque, the oldest record dropped as a new one comes): the row measures a long
+    # session's steady state, as the call without a policy is measured (clearing the log in the
+    # timed call cost ~5 % of it).
     times = per_call_us({
         "approved": lambda: call_func("wipe", TEXT, ns=approving),
         "no_policy": lambda: call_func("wipe", TEXT, ns=plain),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextvars
 import operator
 import weakref
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 # The records of this module generate no code (immutable dataclasses through ir's `_record`, plain
@@ -90,8 +92,7 @@ class DecisionRecord(tuple):
         by: "person" (a prompt), "callback" or "remembered" (an earlier Always allow / deny).
         reason: the reason given to the model with a refusal, or what went wrong.
         edited: whether the arguments were edited before the call.
-    A tuple with named fields: dispatch records a decision with one `tuple.__new__` (an approval
-    answered at once costs about as much as the call itself, so the record must be cheap).
+    A tuple with named fields, made when the log is read (`Decisions` keeps the fields).
     """
 
     __slots__ = ()
@@ -134,26 +135,72 @@ class DecisionRecord(tuple):
                 f"{extra} {self.arguments!r}")
 
 
-class Decisions(list):
-    """The audit log of one registry (its `select()` views share it): a list of DecisionRecord, the
-    newest last. It keeps the last `MAX` decisions (a server answering for days stays bounded)."""
+class Decisions(Sequence):
+    """The audit log of one registry (its `select()` views share it): its DecisionRecords, the
+    newest last; it keeps the last `MAX` decisions (a server answering for days stays bounded).
+
+    Dispatch records a decision with `record((timestamp, tool, arguments, origin, defaults,
+    (verdict, by, reason, edited)))`. The log keeps those six fields flat in one bounded deque
+    and makes the DecisionRecord when it is read: an approval answered at once costs about as
+    much as the call itself, and a tuple kept per call cost the collector more than the rest of
+    the record (bench/instructions.py wipe_approved); the last field of a plain yes is one tuple
+    per callback. With `defaults` (not None), the arguments as run are `defaults | arguments`
+    (the call's converted keyword arguments), merged when read; a record read is the reader's."""
 
     MAX = 10_000
+    _WIDTH = 6  # fields per decision in `_entries`
+    __slots__ = ("_entries", "record")
+
+    def __init__(self) -> None:
+        self._entries: deque[Any] = deque(maxlen=self.MAX * self._WIDTH)
+        self.record = self._entries.extend
 
     def add(self, record: DecisionRecord) -> None:
-        self.append(record)
-        if len(self) > self.MAX:
-            self.trim()
+        self.record((*record[:4], None, record[4:]))
 
-    def trim(self) -> None:
-        """Drop the oldest tenth at once (not one per call) once there are more than `MAX`."""
-        if len(self) > self.MAX:
-            del self[: len(self) - self.MAX + self.MAX // 10]
+    @staticmethod
+    def _make(fields: Any) -> DecisionRecord:
+        timestamp, tool, arguments, origin, defaults, outcome = fields
+        # the reader's own dict: changing a record read changes nothing in the log
+        arguments = dict(arguments) if defaults is None else defaults | arguments
+        return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
+
+    def _all(self) -> list[DecisionRecord]:
+        # one copy, taken at once: another thread may record a decision while the log is read
+        flat, width = list(self._entries), self._WIDTH
+        return [self._make(flat[start:start + width]) for start in range(0, len(flat), width)]
+
+    def __len__(self) -> int:
+        return len(self._entries) // self._WIDTH
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._all()[index]
+        flat, width = list(self._entries), self._WIDTH  # a copy, as in `_all`
+        count = len(flat) // width
+        position = operator.index(index) + (count if index < 0 else 0)
+        if not 0 <= position < count:
+            raise IndexError("decision index out of range")
+        return self._make(flat[position * width:(position + 1) * width])
+
+    def __iter__(self) -> Iterator[DecisionRecord]:
+        return iter(self._all())
+
+    def __reversed__(self) -> Iterator[DecisionRecord]:
+        return reversed(self._all())
+
+    def __eq__(self, other: object) -> bool:  # compares as the list it was
+        return self._all() == (list(other) if isinstance(other, Decisions) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def clear(self) -> None:
+        self._entries.clear()
 
     def __repr__(self) -> str:
         if not self:
             return "Decisions(none yet)"
-        return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self)
+        return "Decisions:\n" + "\n".join(f"  {record!r}" for record in self._all())
 
 
 # Who asks for the calls running in this context: "call" (code in a cell or a script), set to
@@ -215,6 +262,9 @@ def forget_everywhere(glob: str | None = None) -> list[str]:
     return sorted(forgotten)
 
 
+_NO_ASKER = (None, False, "callback", ())  # `ToolSource._asker` before a callback was read
+
+
 class ToolSource:
     """A namespace with a policy: what `nbtools.call` reads from a registry.
 
@@ -236,10 +286,15 @@ class ToolSource:
         self._parent = parent
         self._limits = limits
         self._approve = approve
+        self._asker: tuple = _NO_ASKER  # call.asking's reading of `approve`, once per callback
         self._refuse_destructive = bool(refuse_destructive)
         self._memory = parent._memory if parent is not None else _Memory()
         # tool name -> the source a Tool added here came from: its policy still holds (stricter wins)
         self._upstream: dict[str, ToolSource] = {}
+        # The Tools callable now, by every name a model may use (exact and provider-mapped), when one
+        # lookup settles it; None: ask `resolve`. `call_func` reads it first: a dict lookup instead
+        # of a method call (bench/instructions.py add). The source keeps it true or None.
+        self._callable: dict[str, Tool] | None = None
 
     # -- decisions ---------------------------------------------------------------------------------
     @property

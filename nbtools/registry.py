@@ -8,6 +8,7 @@ this module, so `Registry.call` reaching `nbtools.call` (on first use) ties no p
 from __future__ import annotations
 
 import fnmatch
+import threading
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
@@ -44,6 +45,8 @@ class Registry(ToolSource):
         self._disabled: set[str] = set()
         self._wire: dict[str, str] = {}  # provider-mapped name -> tool name
         self._listeners: list[Callable[[], Any]] = []  # called after each change (see `on_change`)
+        self._changes = 0  # how many changes so far: a table of callable Tools is kept only if none came
+        self._table_lock = threading.Lock()  # while it was built (see `resolve`)
         for item in tools:
             self.add(item)
 
@@ -150,6 +153,12 @@ class Registry(ToolSource):
         """The Tool a model's call named, or None when unknown or disabled: one dict lookup in the
         common case (the provider-name mapping only on a miss, the disabled checks only when
         something could be disabled)."""
+        if self._callable is None and self._parent is None and not self._upstream:
+            changes = self._changes
+            table = self._callable_table()
+            with self._table_lock:  # not kept if a change (by another thread) came meanwhile
+                if changes == self._changes:
+                    self._callable = table  # until the next change (`_changed`)
         found = self._tools.get(name)
         if found is None:
             found = self.get(name)
@@ -158,6 +167,16 @@ class Registry(ToolSource):
         if (self._disabled or self._parent is not None or self._upstream) and self.is_disabled(found.name):
             return None
         return found
+
+    def _callable_table(self) -> dict[str, Tool]:
+        """What `resolve` answers, as one dict (`ToolSource._callable`): the enabled Tools by name and
+        by their provider-mapped names. Only for a registry whose answers change with its own changes
+        alone (not a view, nothing added from another registry)."""
+        tools, disabled = dict(self._tools), set(self._disabled)  # copies: another thread may be adding
+        table = {mapped: tools[original] for mapped, original in list(self._wire.items())
+                 if mapped not in tools and original in tools and original not in disabled}
+        table.update((name, tool) for name, tool in tools.items() if name not in disabled)
+        return table
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Tool):
@@ -189,6 +208,9 @@ class Registry(ToolSource):
         return unsubscribe
 
     def _changed(self) -> None:
+        with self._table_lock:  # after every change of what is callable: `resolve` builds it again
+            self._callable = None
+            self._changes += 1
         for callback in list(self._listeners):
             try:
                 callback()

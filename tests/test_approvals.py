@@ -541,3 +541,85 @@ def test_the_audit_log_stays_bounded(monkeypatch):
     for index in range(25):
         reg.call("wipe", {"folder": str(index)})
     assert 10 < len(reg.decisions) <= 20 and reg.decisions[-1].arguments["folder"] == "24"
+
+
+def test_the_audit_log_reads_as_the_list_it_was():
+    """`registry.decisions` keeps its fields flat and makes each record when read: it indexes,
+    slices, iterates, compares and clears like a list of DecisionRecords, the arguments as run
+    with their defaults filled, whichever path recorded them."""
+    reg, ran = make(approve=Asker(True))
+    assert len(reg.decisions) == 0 and not reg.decisions and reg.decisions == [] and repr(reg.decisions) == \
+        "Decisions(none yet)"
+    reg.call("wipe", {"folder": "a"})  # the one-step path (a plain yes)
+    reg.call("wipe", '{"folder": "b", "force": true}')
+    call_func("wipe", {"folder": "c"}, ns=reg.select())  # the layered path (a view)
+    reg.approve = lambda tool, args: Decision(True, args={"folder": "d"})
+    reg.call("wipe", {"folder": "x"})  # an edit
+    expected = [("a", False, False), ("b", True, False), ("c", False, False), ("d", False, True)]
+    assert [(d.arguments["folder"], d.arguments["force"], d.edited) for d in reg.decisions] == expected
+    assert ran == ["a", "b", "c", "d"] and len(reg.decisions) == 4
+    assert reg.decisions[0].arguments == {"folder": "a", "force": False} and reg.decisions[-1].arguments == \
+        {"folder": "d", "force": False}
+    assert reg.decisions[1:3] == list(reg.decisions)[1:3] and [d.tool for d in reg.decisions[::-1]] == ["wipe"] * 4
+    assert [d.arguments["folder"] for d in reversed(reg.decisions)] == ["d", "c", "b", "a"]
+    assert reg.decisions == list(reg.decisions) and reg.decisions[-4] == reg.decisions[0]
+    for wrong in (4, -5):
+        with pytest.raises(IndexError):
+            reg.decisions[wrong]
+    first = reg.decisions[0]
+    first.arguments["folder"] = "changed"  # a record read is the reader's: the log stays as it was
+    assert reg.decisions[0].arguments["folder"] == "a"
+    assert reg.decisions.count(reg.decisions[2]) == 1 and reg.decisions.index(reg.decisions[2]) == 2
+    assert repr(reg.decisions).startswith("Decisions:\n  ") and repr(reg.decisions).count("wipe approved") == 4
+    reg.decisions.clear()
+    assert list(reg.decisions) == [] and list(reg.select().decisions) == []
+
+
+def test_the_log_keeps_the_arguments_that_ran_not_the_callers_dict():
+    """The log keeps the call's own converted arguments: the dict a caller passed, changed after
+    the call, does not change what the log says ran."""
+    for how in ("registry", "async"):
+        reg, ran = make(approve=Asker(True))
+        given = {"folder": "a"}
+        if how == "registry":
+            call_func("wipe", given, ns=reg)
+        else:
+            asyncio.run(call_func_async("wipe", given, ns=reg))
+        given["folder"] = "b"
+        given["force"] = True
+        assert ran == ["a"] and [d.arguments for d in reg.decisions] == [{"folder": "a", "force": False}], how
+
+
+def test_dispatch_keeps_no_approval_callback_alive():
+    """What dispatch reads of a callback (whether it takes `origin=`, whether a person answers) is
+    kept by its registry: a callback (a prompt and its widgets) goes with its registry, and a new
+    callback set on the registry is read again."""
+    import gc
+    import weakref
+
+    class Approver:
+        def __call__(self, tool, args):
+            return True
+
+    approver = Approver()
+    reg, ran = make(approve=approver)
+    assert reg.call("wipe", {"folder": "a"}) == "wiped a" and reg.get("wipe").call({"folder": "b"}) == "wiped b"
+    gone = weakref.ref(approver)
+    del approver, reg
+    gc.collect()
+    assert gone() is None
+
+    seen = []
+    reg, ran = make(approve=Asker(True))
+    reg.call("wipe")
+
+    def with_origin(tool, args, origin):
+        seen.append(origin)
+        return True
+
+    with_origin.asks_a_person = True
+    reg.approve = with_origin
+    with asking_as("mcp:probe"):
+        reg.call("wipe")
+    assert seen == ["mcp:probe"] and [(d.by, d.origin) for d in reg.decisions] == [("callback", "call"),
+                                                                                  ("person", "mcp:probe")]

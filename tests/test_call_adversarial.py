@@ -493,3 +493,80 @@ def test_the_colon_count_never_lets_a_repeated_key_through(obj, data):
     text = json.dumps({"a": value, "b": key}, ensure_ascii=ascii_only)
     assert call_func("_flat", text, ns=[_flat]) == value + key
     assert "appears twice" in refused("_flat", text[:-1] + ", " + json.dumps({"a": key})[1:], [_flat]).problem
+
+
+# An object's converter checks a plain int, str or bool field's value itself, without calling the
+# field's converter (`call.scalars.passes_as_is`; the ints with a fast comparison only up to
+# `scalars.SMALL_INT`). Whatever the value, the object must give what the field's own converter
+# gives: the same value of the same type, or a refusal with the same words.
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+def _plain(i: int, s: str, b: bool) -> None:
+    return None
+
+
+_EDGES = [0, 5, 6, -5, -6, 2**30 - 1, 2**30, -(2**30), 2**63, 2**63 + 1, -(2**63) - 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(), st.sampled_from(_EDGES), st.text(max_size=5), st.booleans(), st.none(),
+                 st.floats(allow_nan=False), st.builds(_Int, st.sampled_from(_EDGES)),
+                 st.builds(_Str, st.text(max_size=5)), st.lists(st.integers(), max_size=2)),
+       st.sampled_from([Limits(), Limits(max_int=5, max_string=3), Limits(max_int=2**40)]))
+def test_plain_fields_checked_inline_agree_with_their_converters(value, limits):
+    from nbtools.call import compile_converter, ConversionError
+    from nbtools.call.convert import Compiler
+    from nbtools.tool import Tool as _Tool
+
+    args = _Tool.from_function(_plain).args
+    whole = Compiler(limits).compile_arguments(args)
+    for field in args.fields:
+        alone = compile_converter(field.type, limits)
+        try:
+            expected: Any = alone(value, field.name)
+        except ConversionError as error:
+            expected = ("refused", error.problem)
+        others = {item.name: {"i": 1, "s": "x", "b": True}[item.name] for item in args.fields if item is not field}
+        try:
+            got = whole({field.name: value, **others}, "")[field.name]
+        except ConversionError as error:
+            got = ("refused", error.problem)
+        assert got == expected and type(got) is type(expected), (field.name, value, limits)
+
+
+# The duplicate-key check counts the keys of the values that may hold objects only (`CallPlan.nested`):
+# a repeated key inside an object beside a list of strings, or inside an object in a list, is found.
+# (Counting too few keys only sends a call the careful way; too many would let a repeat through.)
+@dataclasses.dataclass
+class _Line:
+    sku: str
+    qty: int
+
+
+def _order(tags: list[str], lines: list[_Line], note: dict[str, str]) -> int:
+    return len(lines)
+
+
+def _extra(**options: dict[str, int]) -> int:
+    return len(options)
+
+
+def test_a_repeated_key_inside_nested_objects_is_found_beside_lists():
+    from nbtools.call import call_plan
+
+    assert call_plan(Tool.from_function(_order)).nested == ("lines", "note")
+    assert call_plan(Tool.from_function(_extra)).nested is None  # any key may hold an object: all walked
+    assert call_func("_extra", '{"a": {"x": 1}, "b": {"y": 2}}', ns=[_extra]) == 2
+    assert "appears twice" in refused("_extra", '{"a": {"x": 1, "x": 2}}', [_extra]).problem
+    good = '{"tags": ["a:b", "c"], "lines": [{"sku": "x:1", "qty": 2}], "note": {"k": "v"}}'
+    assert call_func("_order", good, ns=[_order]) == 1
+    for text in ('{"tags": ["a:b", "c"], "lines": [{"sku": "x", "qty": 2, "qty": 3}], "note": {"k": "v"}}',
+                 '{"tags": ["a", "c"], "lines": [{"sku": "x", "qty": 2}], "note": {"k": "v", "k": "w"}}',
+                 '{"tags": ["a", "c"], "tags": ["d"], "lines": [], "note": {}}'):
+        assert "appears twice" in refused("_order", text, [_order]).problem, text

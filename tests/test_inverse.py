@@ -78,6 +78,12 @@ class TestScalars:
         assert tool.parameters["properties"]["n"] == {"type": ["integer", "null"], "minimum": 1}
         assert tool.parameters["properties"]["any"] == {}
 
+    def test_numeric_keywords_written_as_text_that_are_no_json_number_are_dropped(self):
+        tool = Tool.from_schema("t", "", {"type": "OBJECT", "properties": {
+            "s": {"type": "STRING", "minLength": "nan", "maxLength": "inf"},
+            "n": {"type": "NUMBER", "maximum": "-Infinity", "minimum": "1.5"}}}, None)
+        assert tool.parameters["properties"] == {"s": {"type": "string"}, "n": {"type": "number", "minimum": 1.5}}
+
     def test_the_dialect_is_read_from_a_copy_and_the_schema_given_is_left_alone(self):
         given = {"type": "OBJECT", "properties": {"tags": {"type": "ARRAY", "items": {"type": "STRING"},
                                                            "nullable": True, "default": ["a"]}}}

@@ -335,3 +335,100 @@ def test_a_remote_read_only_tool_marked_destructive_too_stays_read_only():
 
     assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True}) == {"read-only", "open-world"}
     assert hints_from_annotations({"readOnlyHint": True, "destructiveHint": True, "openWorldHint": False}) == {"read-only", "not-open-world"}
+
+
+# -- the table of callable Tools (`ToolSource._callable`): call_func's one lookup -----------------------
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def _triple(x: int) -> int:
+    return 3 * x
+
+
+def test_the_callable_table_follows_every_change():
+    from nbtools.call import call_func
+
+    registry = Registry([_double])
+    math_add = Tool.from_function(_triple, name="math.triple")
+    registry.add(math_add)
+    assert call_func("_double", {"x": 2}, ns=registry) == 4
+    assert registry._callable == registry._callable_table()  # built by that call
+    assert call_func("math__triple", {"x": 2}, ns=registry) == 6  # a provider-mapped name
+    registry.disable("_double")
+    assert "disabled" in call_func("_double", {"x": 2}, ns=registry, raise_on_err=False)
+    registry.enable("_double")
+    assert call_func("_double", {"x": 2}, ns=registry) == 4
+    registry.remove("math.triple")
+    assert "no tool named" in call_func("math__triple", {"x": 2}, ns=registry, raise_on_err=False)
+    registry.add(_triple)
+    assert call_func("_triple", {"x": 2}, ns=registry) == 6
+    registry.clear()
+    assert "no tool named" in call_func("_triple", {"x": 2}, ns=registry, raise_on_err=False)
+
+
+def test_views_and_tools_from_other_registries_keep_no_table():
+    """Their answers change with another registry's changes, which they are not told of."""
+    from nbtools.call import call_func
+
+    base = Registry([_double, _triple])
+    view = base.select(allow="_*")
+    borrowed = Registry([base["_double"]])
+    for ns in (view, borrowed):
+        assert call_func("_double", {"x": 1}, ns=ns) == 2
+        assert ns._callable is None
+    base.disable("_double")
+    for ns in (view, borrowed):
+        assert "disabled" in call_func("_double", {"x": 1}, ns=ns, raise_on_err=False)
+
+
+def test_a_table_built_while_a_change_came_is_not_kept():
+    """Another thread disabling a tool while a call built the table: that table is stale, dropped."""
+    from nbtools.call import call_func
+
+    registry = Registry([_double, _triple])
+    build = registry._callable_table
+
+    def built_during_a_change():
+        table = build()  # `_triple` still enabled here
+        registry.disable("_triple")
+        return table
+
+    registry._callable_table = built_during_a_change
+    assert call_func("_double", {"x": 1}, ns=registry) == 2
+    assert registry._callable is None
+    del registry._callable_table
+    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)
+
+
+def test_calls_beside_changes_in_threads_raise_nothing_and_end_consistent():
+    import threading
+    from nbtools.call import call_func
+
+    registry = Registry([_double, _triple])
+    stop = threading.Event()
+
+    def caller():
+        while not stop.is_set():
+            call_func("_double", {"x": 1}, ns=registry, raise_on_err=False)
+
+    def changer():
+        for index in range(300):
+            registry.disable("_triple") if index % 2 else registry.enable("_triple")
+            registry.add(Tool.from_function(_double, name=f"d{index % 7}"))
+
+    callers = [threading.Thread(target=caller) for _ in range(3)]
+    for thread in callers:
+        thread.start()
+    changers = [threading.Thread(target=changer) for _ in range(2)]
+    for thread in changers:
+        thread.start()
+    for thread in changers:
+        thread.join()
+    stop.set()
+    for thread in callers:
+        thread.join()
+    call_func("_double", {"x": 1}, ns=registry)
+    assert registry._callable == registry._callable_table()
+    registry.disable("_triple")
+    assert "disabled" in call_func("_triple", {"x": 1}, ns=registry, raise_on_err=False)

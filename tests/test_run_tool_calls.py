@@ -452,3 +452,43 @@ def test_rich_result_text_is_cut_at_the_limit():
     content = run_tool_calls(reply, ns=Registry([big], limits=Limits(max_result_chars=10)))["content"][0]["content"]
     assert content[0] == {"type": "text", "text": "y" * 10 + "\n[truncated: 40 of 50 characters not shown]"}
     assert content[1]["type"] == "image"  # an image is not text: the character limit does not drop it
+
+
+# A tool that changes the free-form values it was given (a dict, a list, `Any`) changes its own
+# copies: the model's reply (kept in a Chat's history, an MCP activity log, a decisions log) and a
+# Python caller's dict stay as they were sent.
+def scribble(notes: dict, rows: list, extra: dict[str, list], anything: object = None) -> str:
+    notes["inner"].append("tool")
+    rows[0].append("tool")
+    extra["a"].append("tool")
+    if isinstance(anything, dict):
+        anything["k"] = "tool"
+    return "done"
+
+
+def _sent() -> dict:
+    return {"notes": {"inner": []}, "rows": [[]], "extra": {"a": []}, "anything": {"k": []}}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_tool_changing_its_arguments_leaves_the_reply_as_sent(provider):
+    registry = Registry([scribble], approve=lambda tool, args: True)
+    registry.add(scribble, name="scribble_asked", hints="destructive")
+    for name in ("scribble", "scribble_asked"):
+        if provider == "anthropic":
+            reply = providers.anthropic_message([{"type": "tool_use", "id": "t1", "name": name, "input": _sent()}])
+            kept = reply["content"][0]["input"]
+        else:
+            reply = providers.gemini_response([{"functionCall": {"id": "f1", "name": name, "args": _sent()}}])
+            kept = reply["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]
+        answer = run_tool_calls(reply, ns=registry)
+        assert "done" in json.dumps(answer)
+        assert kept == _sent()
+
+
+def test_a_python_callers_dict_is_not_changed_by_the_tool():
+    from nbtools.call import call_func
+
+    sent = _sent()
+    assert call_func("scribble", sent, ns=[scribble]) == "done"
+    assert sent == _sent()

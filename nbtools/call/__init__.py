@@ -33,6 +33,8 @@ Conversion decisions (applied everywhere, also inside lists, dicts and nested ob
 * objects are closed unless the type says otherwise; missing optional parameters are not passed,
   so the function's own default applies. A null for an optional parameter that cannot be null
   means "left out" too (OpenAI's strict mode sends exactly that); for a required one it is refused.
+* free-form values (`Any`, a bare `dict` or `list`) arrive as copies of what was sent: a tool that
+  changes them leaves the model's reply (kept in a history or a log) and a caller's dict as sent.
 
 Limits (`policy.Limits`, per registry): `max_bytes` bounds JSON text, and a dict's JSON size (a
 bounded walk before anything converts it: 200 MB of shared strings is refused as fast as 1 MiB);

@@ -71,7 +71,7 @@ class Asking:
         approve = layer.approve
         if approve is None:
             return SKIP
-        _, takes_origin, self.by = _traits(approve)
+        _, takes_origin, self.by, _ = _asker(approve, source)
         given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
@@ -138,9 +138,11 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
 
     The common case is settled here in one step: one registry (not a view, nothing added from
     elsewhere) that looked the tool up itself, with its own settings. A callback that answers a
-    plain yes at once is recorded here as `Asking.settle` records it (the call's view of the
-    arguments is its plan's: one dict copy, and one more the callback may edit): about 1.45x the
-    instructions of the call without a policy (bench/instructions.py wipe_approved)."""
+    plain yes at once is recorded here as `Asking.settle` records it. Its cost is kept low
+    (bench/instructions.py wipe_approved against wipe_no_policy): the callback's traits are read
+    once (`_asker`); for keyword parameters the log keeps the call's own keyword arguments and
+    the plan's defaults (merged when read) and the callback gets them merged, one dict it may
+    edit; the record is one `extend` of a bounded deque (`Decisions`)."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -152,34 +154,29 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         return Asking(tool, [Layer(first, tool.name, callback, False)], limits, positional, kwargs, raw)
     if callback is None:  # nobody to ask
         return None
-    plan = tool._cache.get("dispatch")  # the plan `prepare` just used: its view of the arguments
-    view = plan.view if plan is not None else None
+    asker = first._asker  # (callback, whether it takes `origin=`, by, the outcome "approved by" it): once per callback
+    if asker[0] is not callback:
+        asker = _asker(callback, first)
+    view = tool._cache["dispatch"].view  # the plan `prepare` just used: its view of the arguments
     if view is not None and view[0] is not None and not positional:
-        shown = view[0] | kwargs  # keyword parameters only: their defaults, then what is passed
+        # keyword parameters only: the log keeps the call's keyword arguments and the defaults,
+        # merged when read; the callback gets them merged, its own copy to edit
+        defaults, kept = view[0], kwargs
+        given = defaults | kwargs
     else:
-        shown = arguments_as_run(tool, positional, kwargs, raw)
-    origin = _ORIGIN.get()
-    traits = _TRAITS.get(id(callback))
-    if traits is None or traits[0] is not callback:
-        traits = _traits(callback)
-    given = dict(shown)  # the callback's own: an edit in place changes neither the call nor its record
+        defaults, kept = None, arguments_as_run(tool, positional, kwargs, raw)
+        given = dict(kept)  # the callback's own: an edit in place changes neither the call nor its record
+    origin = _origin()
     try:
-        answer = callback(tool, given, origin=origin) if traits[1] else callback(tool, given)
+        answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
     except BaseException as error:
-        _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2]).failed(error)
+        _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        decisions = memory.decisions
-        decisions.append(_new_record(DecisionRecord, (time.time(), tool.name, shown, origin, "approved", traits[2],
-                                                      None, False)))
-        if len(decisions) > decisions.MAX:
-            decisions.trim()
+        memory.decisions.record((_now(), tool.name, kept, origin, defaults, asker[3]))
         return None
-    asking = _asked(tool, first, callback, limits, positional, kwargs, raw, shown, origin, traits[2])
+    asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
     return asking
-
-
-_new_record = tuple.__new__  # a DecisionRecord from its fields, without a Python-level __new__
 
 
 def _layered(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs: dict, raw: Any) -> Asking | None:
@@ -203,12 +200,17 @@ def _layered(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     return Asking(tool, asks, limits, positional, kwargs, raw)
 
 
-def _asked(tool: Tool, source: ToolSource, callback: Any, limits: Limits, positional: tuple, kwargs: dict,
-           raw: Any, shown: dict, origin: str, by: str) -> Asking:
+def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kwargs: dict, raw: Any, kept: dict,
+           defaults: dict | None, origin: str, asker: tuple) -> Asking:
     """The `Asking` of a call whose one registry's callback `approval` asked already."""
-    asking = Asking(tool, [Layer(source, tool.name, callback, False)], limits, positional, kwargs, raw)
-    asking.shown, asking.source, asking.origin, asking.by = shown, source, origin, by
+    asking = Asking(tool, [Layer(source, tool.name, asker[0], False)], limits, positional, kwargs, raw)
+    asking.shown = kept if defaults is None else defaults | kept
+    asking.source, asking.origin, asking.by = source, origin, asker[2]
     return asking
+
+
+# bound once: `_ORIGIN.get()` built a bound method on every call (~500 instructions of the fast path)
+_origin, _now = _ORIGIN.get, time.time
 
 
 def is_pending(answer: Any) -> bool:
@@ -233,16 +235,13 @@ def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
                          "True or False, which counts as a denial (or answer with a Decision)")
 
 
-_TRAITS: dict[int, tuple[Any, bool, str]] = {}  # id(callback) -> (callback, takes origin, by)
-
-
-def _traits(approve: Any) -> tuple[Any, bool, str]:
+def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str, tuple]:
     """(the callback, whether it accepts a keyword `origin`, who answers: "person" for a prompt,
-    else "callback"), read once per callback, not per call; the few callbacks a session uses are
-    kept, so their ids cannot be reused while remembered."""
-    known = _TRAITS.get(id(approve))
-    if known is not None and known[0] is approve:
-        return known
+    else "callback", the outcome of a plain yes as `Decisions.record` takes it), read once per
+    callback and kept by the registry it asks for (`source._asker`, until its callback changes):
+    no module-level cache keeping callbacks (and a prompt's widgets) alive after their registry."""
+    if source is not None and source._asker[0] is approve:
+        return source._asker
     try:
         parameters = inspect.signature(approve).parameters
         takes = "origin" in parameters and parameters["origin"].kind in (
@@ -251,9 +250,9 @@ def _traits(approve: Any) -> tuple[Any, bool, str]:
     except (TypeError, ValueError):
         takes = False
     by = "person" if getattr(approve, "asks_a_person", False) is True else "callback"
-    if len(_TRAITS) >= 64:
-        _TRAITS.clear()
-    known = _TRAITS[id(approve)] = (approve, takes, by)
+    known = (approve, takes, by, ("approved", by, None, False))
+    if source is not None:
+        source._asker = known
     return known
 
 

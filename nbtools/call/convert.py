@@ -61,8 +61,8 @@ class Compiler:
                 raise mismatch(node, value, path)
             if len(value) > max_items:
                 raise ConversionError(path, f"the array is too long: {len(value)} items, the limit is {max_items}")
-            if identity:
-                items = list(value)
+            if identity:  # free-form items: copies of their containers (scalars.fresh)
+                items = [scalars.fresh(element) for element in value]
             else:
                 try:
                     items = [item(element, path) for element in value]
@@ -193,7 +193,12 @@ class Compiler:
         """An object's converter. `arguments`: the arguments object of a call, whose keys are
         argument names: a parameter's converter gets its name as its path (`it's`, not `["it's"]`),
         the words name arguments, and no class is built (the call passes the values)."""
-        fields = {item.name: self.compile(item.type) for item in node.fields}
+        # name -> (converter, plain type): a plain int, str or bool field's value of exactly that
+        # type within the limits is what its converter would return, so it is checked here
+        # without the call (`scalars.passes_as_is`)
+        fields = {item.name: (self.compile(item.type), scalars.passes_as_is(item.type)) for item in node.fields}
+        high, max_chars = min(self.limits.max_int, scalars.SMALL_INT), self.limits.max_string
+        low = -high
         required = tuple(item.name for item in node.fields if item.required)
         extra = self.compile(node.extra) if node.extra is not None else None
         build = None if arguments else _builder(node)
@@ -231,19 +236,25 @@ class Compiler:
                 raise ConversionError(path, f"the object has too many keys: {len(value)}, the limit is {max_items}")
             out = {}
             pairs = None
-            for key, item in value.items():
+            for key in value:  # keys, then a subscript: cheaper than .items() (no pair tuples)
+                item = value[key]
                 if item is None and key in absent_if_null:
                     continue
-                convert = fields.get(key)
-                if convert is None:
+                try:
+                    convert, plain = fields[key]
+                except KeyError:  # not a named field (a subscript is cheaper than .get on the common path)
                     if extra is None:
-                        raise unexpected(key, path)
+                        raise unexpected(key, path) from None
                     if type(key) is not str:
-                        raise not_a_string(key, path)
+                        raise not_a_string(key, path) from None
                     if key == pairs_key:  # **kwargs in strict form, unpacked once the named ones are in
                         pairs = item
                         continue
-                    convert = extra
+                    convert, plain = extra, None
+                if type(item) is plain and (low <= item <= high if plain is int
+                                            else plain is bool or len(item) <= max_chars):
+                    out[key] = item
+                    continue
                 try:
                     out[key] = convert(item, key if arguments else path)
                 except ConversionError as error:

@@ -33,6 +33,8 @@ class CallPlan:
         flat: every parameter is a scalar, so the nesting scan can be skipped.
         closed: every parameter has a fixed type of bounded depth (no free-form values, no
             recursion), so the converters enforce every limit themselves and the scan is skipped.
+        nested: for a closed plan, the parameters whose values may hold JSON objects (the keys
+            the duplicate-key check counts beyond the top level); None when `**kwargs` may.
         keyword_only: every parameter is passed by keyword (no positional-only, no *args).
         positional: positional-only parameter names, in order.
         varargs: the name of the `*args` parameter (a JSON array), or None.
@@ -49,10 +51,11 @@ class CallPlan:
     saved writing), set once here.
     """
 
-    __slots__ = ("convert", "flat", "closed", "keyword_only", "positional", "varargs", "before_varargs",
+    __slots__ = ("convert", "flat", "closed", "nested", "keyword_only", "positional", "varargs", "before_varargs",
                  "defaults", "context", "limits", "view", "schema_text")
 
-    def __init__(self, *, convert: Callable[[dict], dict], flat: bool, closed: bool, keyword_only: bool,
+    def __init__(self, *, convert: Callable[[dict], dict], flat: bool, closed: bool,
+                 nested: tuple[str, ...] | None, keyword_only: bool,
                  positional: tuple[str, ...], varargs: str | None, before_varargs: tuple[str, ...],
                  defaults: Mapping[str, Any], context: str | None = None, limits: Limits = DEFAULT_LIMITS):
         self.limits = limits
@@ -61,6 +64,7 @@ class CallPlan:
         self.convert = convert
         self.flat = flat
         self.closed = closed
+        self.nested = nested
         self.keyword_only = keyword_only
         self.positional = positional
         self.varargs = varargs
@@ -154,6 +158,8 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         closed=(args.extra is None or ir.static_depth(args.extra) is not None) and all(
             depth is not None and depth < limits.max_depth
             for depth in (ir.static_depth(item.type) for item in args.fields)),
+        nested=None if args.extra is not None and _holds_objects(args.extra) else tuple(
+            item.name for item in args.fields if _holds_objects(item.type)),
         keyword_only=not positional and varargs is None,
         positional=positional,
         varargs=varargs,
@@ -162,6 +168,12 @@ def _compile_plan(tool: Tool, limits: Limits) -> CallPlan:
         context=next((name for name, kind in passing if kind == "context"), None),
         limits=limits,
     )
+
+
+def _holds_objects(node: ir.Node) -> bool:
+    """Whether a value of `node` may hold a JSON object at some depth (asked of closed types only:
+    no references, no free-form values)."""
+    return isinstance(node, (ir.Object, ir.Map)) or any(_holds_objects(part) for part in ir.children(node))
 
 
 def _filled_defaults(args: ir.Object, passing: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Any], ...]:
@@ -189,14 +201,14 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
         plan = tool._cache.get("dispatch")  # call_plan's, read here without the call
         if plan is None or plan.limits is not limits:
             plan = call_plan(tool, limits)
-        if type(inputs) is str and inputs.startswith("{") and len(inputs) <= limits.max_bytes:
+        if type(inputs) is str and len(inputs) <= limits.max_bytes:
             # the common case, JSON text of an object: one decode; anything unusual (invalid JSON,
-            # text after the object) goes the careful way, which says what is wrong
+            # text after the object, not an object) goes the careful way, which says what is wrong
             try:
                 raw, end = decode_json(inputs)
             except ValueError:
                 end = -1
-            if end == len(inputs):
+            if end == len(inputs) and type(raw) is dict:
                 text = inputs
             else:
                 raw, text = parse_arguments(inputs, limits)
@@ -204,22 +216,31 @@ def prepare(tool: Tool, inputs: Any, limits: Limits) -> tuple[tuple, dict, dict]
             raw, text = parse_arguments(inputs, limits)
             if text is None:  # a dict: bounded by size before anything walks it in full
                 check_size(raw, limits)
+        convert = plan.convert  # a function in a slot: read as an attribute, then called (cheaper)
         if plan.flat:
             # scalar converters check their own limits; here only duplicate keys are in question
             if text is not None and not no_key_dropped(text, len(raw)):
                 check_duplicates(raw, text, len(raw))
-            converted = plan.convert(raw, "")
+            converted = convert(raw, "")
         elif plan.closed:
             # converters check every limit of a closed type; once they accepted the value, its
             # depth is bounded, so counting its keys for the duplicate check cannot run away
-            converted = plan.convert(raw, "")
+            converted = convert(raw, "")
             if text is not None:
-                keys = count_keys(raw)
+                nested = plan.nested
+                if nested is None:
+                    keys = count_keys(raw)
+                else:  # only values that may hold objects are walked (not a list of strings)
+                    keys = len(raw)
+                    for name in nested:
+                        value = raw.get(name)
+                        if type(value) is dict or type(value) is list:
+                            keys += count_keys(value)
                 if not no_key_dropped(text, keys):
                     check_duplicates(raw, text, keys)
         else:
             check_limits(raw, text, limits)
-            converted = plan.convert(raw, "")
+            converted = convert(raw, "")
         if plan.context is not None:  # injected here, after validation: the model never sends it
             converted[plan.context] = current_context()
         if plan.keyword_only:

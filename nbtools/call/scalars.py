@@ -21,9 +21,43 @@ Converter = Callable[[Any, str], Any]
 """A compiled converter: `(json_value, path) -> python_value`; raises `ConversionError`."""
 
 
+def passes_as_is(node: ir.Node) -> type | None:
+    """`int`, `str` or `bool` when `node`'s converter returns a value of exactly that type unchanged
+    once it is within the limits (an int within ±max_int, a str of at most max_string characters):
+    a plain parameter with no constraints and no subclass to build. None otherwise.
+
+    An object's converter checks such values itself instead of calling the converter (a call is
+    about 1K instructions, most of what a plain value costs: bench/instructions.py `add`), with
+    the same test as the converters' own first line; tests/test_convert.py checks they agree.
+    """
+    if node.constraints:
+        return None
+    kind = type(node)
+    if kind is ir.Int and node.py is int:
+        return int
+    if kind is ir.Str and node.py is str:
+        return str
+    if kind is ir.Bool:
+        return bool
+    return None
+
+
+def fresh(value: Any) -> Any:
+    """A free-form JSON value with its own containers: a tool that changes what it was given
+    (appends to a list it took as `Any`) must not change the model's reply kept in a history, an
+    activity log or a decisions log. Depth is bounded by the limits scan that came before."""
+    kind = type(value)
+    if kind is dict:
+        return {key: fresh(item) for key, item in value.items()}
+    if kind is list:
+        return [fresh(item) for item in value]
+    return value
+
+
 def any_value(node: ir.AnyValue, limits: Limits) -> Converter:
     def convert_any(value: Any, path: str) -> Any:
-        return value  # limits were checked by the scan of the whole arguments object
+        # limits were checked by the scan of the whole arguments object
+        return fresh(value) if type(value) is dict or type(value) is list else value
 
     return convert_any
 
@@ -46,8 +80,16 @@ def boolean(node: ir.Bool, limits: Limits) -> Converter:
     return convert_bool
 
 
+SMALL_INT = (1 << 30) - 1
+"""The bound of the integers checked first: CPython compares ints of one 30-bit digit fast (a
+specialised comparison), larger ones (2**63, the default max_int) through the generic path at
+about 10x the cost; the few values beyond it take the full check."""
+
+
 def integer(node: ir.Int, limits: Limits) -> Converter:
     low, high = -limits.max_int, limits.max_int
+    small = min(high, SMALL_INT)
+    negative_small = -small
     build = None if node.py is int else node.py  # an int subclass the author annotated
 
     def slow(value: Any, path: str) -> int:
@@ -63,7 +105,7 @@ def integer(node: ir.Int, limits: Limits) -> Converter:
 
     if build is None:
         def convert_int(value: Any, path: str) -> int:
-            if type(value) is int and low <= value <= high:
+            if type(value) is int and negative_small <= value <= small:
                 return value
             return slow(value, path)
 

@@ -17,6 +17,8 @@ leads to is not rewritten (no provider writes one).
 
 from __future__ import annotations
 
+import math
+
 import copy
 from typing import Any
 
@@ -93,14 +95,16 @@ def _type_names(raw: str | list) -> Any:
 
 
 def _number(text: str) -> Any:
-    """A numeric keyword written as a string ("2", "1.5"); _DROP when it is not a number."""
+    """A numeric keyword written as a string ("2", "1.5"); _DROP when it is not a finite number
+    ("nan", "inf": Python's float reads them, JSON has no such numbers)."""
     try:
         return int(text)
     except ValueError:
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             return _DROP
+        return number if math.isfinite(number) else _DROP
 
 
 def _or_null(schema: dict) -> dict:
