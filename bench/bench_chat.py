@@ -25,20 +25,28 @@ Rows, per provider (openai, responses, anthropic, gemini):
   conversation (history and usage) each time. Target: <= 1.5x the hand loop.
 
 Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
-same loops' instructions (valgrind), which do not. Measured 2026-11-26 on a loaded 2-core machine,
-Chat / hand loop, before -> after issue 22's last step (instructions; then CPU time, best of 15):
+same loops' instructions (valgrind), which do not. Chat / hand loop, 2026-11-26, issue 22's last
+step: before (instructions: the previous step's figures, openai plain re-counted 1.39; CPU time:
+this bench's median of 15 rounds at the step's start, load 1.9) -> after (instructions; CPU time of
+two runs of this bench one after the other, load 1.7-2.0 with another engineer's valgrind on the
+other core):
 
-| provider  | plain: instructions | plain: CPU time | streamed: instructions | streamed: CPU time |
-|-----------|---------------------|-----------------|------------------------|--------------------|
-| openai    | 1.77 -> 1.35        | 2.12 -> 1.67    | 2.31 -> 1.41           | 2.64 -> 1.83       |
-| responses | 1.69 -> 1.19        | 1.88 -> 1.57    | 1.60 -> 1.32           | 2.05 -> 1.60       |
-| anthropic | 1.59 -> 1.42        | 2.05 -> 1.67    | 1.86 -> 1.45           | 2.69 -> 1.66       |
-| gemini    | 1.86 -> 1.40        | 1.92 -> 1.47    | 2.00 -> 1.49           | 2.41 -> 1.65       |
+| provider  | plain: instructions | plain: CPU time     | streamed: instructions | streamed: CPU time  |
+|-----------|---------------------|---------------------|------------------------|---------------------|
+| openai    | 1.35 -> 1.28        | 1.65 -> 1.24, 1.44  | 1.41 -> 1.27           | 1.63 -> 1.28, 1.56  |
+| responses | 1.19 -> 1.14        | 1.50 -> 1.25, 1.21  | 1.32 -> 1.23           | 1.30 -> 1.25, 1.47  |
+| anthropic | 1.42 -> 1.25        | 1.55 -> 1.25, 1.54  | 1.45 -> 1.28           | 1.56 -> 1.43, 1.60  |
+| gemini    | 1.40 -> 1.23        | 1.42 -> 1.41, 1.35  | 1.49 -> 1.30           | 1.65 -> 1.54, 1.57  |
 
-The hand loop's own count moved by up to 25 % between children (the same code: 272K and 340K
-instructions for Responses), so a ratio carries about +-0.15. What the loop still adds: its records
-(a Usage per reply and per total, a Step per step, a CallRecord per call), reading the usage, the
-history kept valid for an interrupt, and in a stream one call into the assembler per event.
+The instruction ratios are within 1.5 with room on every row; the timed ones scatter by +-0.15
+from run to run here (the hand loop itself moved from 61 to 101 us between the two runs), so
+a row near 1.5 passes in one run and fails in the next. What made the difference: `chat.usage` sums a call's steps when read
+(no total record per step), the steps are kept as tuples and made into `Step`/`CallRecord`
+records when `chat.steps` is read or a view/trace shows them, a reply without calls ends the step
+at once, and the request's keyword arguments are built once per call without copying. What the
+loop still adds: a `Usage` per reply (the step's record), reading the reply's text and calls
+from the recorded turn, the approval origin and sub-agent spending set around the tools, and
+in a stream one call into the assembler per event.
 
 Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """

@@ -24,7 +24,6 @@ Errors of the SDK (network, API status) propagate unchanged. Provider shapes liv
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -91,19 +90,19 @@ class _Streamed(dict):
     turns are recorded as they are, not copied again."""
 
 
-@dataclasses.dataclass
 class _Run:
     """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
     (the same at every step: the history is the list `chat.messages`, which grows in place), where
-    its prompt sits in the history, the usage before it, and what it was doing (for an interrupt's
-    message)."""
+    its prompt sits in the history, the usage of its steps so far (handed to the chat's totals when
+    the call ends: `Chat._end`) and what it was doing (for an interrupt's message)."""
 
-    view: Any
-    kwargs: dict
-    start: int
-    before: Usage
-    doing: str = "before the first request"
-    create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
+    __slots__ = ("view", "kwargs", "start", "usages", "doing", "create")
+
+    def __init__(self, view: Any, kwargs: dict, start: int):
+        self.view, self.kwargs, self.start = view, kwargs, start
+        self.usages: list[Usage] = []
+        self.doing = "before the first request"
+        self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
         if text is not None:
@@ -147,8 +146,8 @@ class Chat:
             stored responses the API can only read them from their encrypted content.
 
     Attributes: `messages` (the history, provider format), `usage` (tokens and cost summed over every
-    request, each step's in `usage.steps`), `cost` (None without prices), `steps` (the Steps of the
-    last call), `budget`.
+    request, each step's in `usage.steps`; a call's steps count once it ends, however it ends),
+    `cost` (None without prices), `steps` (the Steps of the last call), `budget`.
     """
 
     def __init__(self, client: Any, *, model: str, tools: Any = None, system: str | None = None,
@@ -178,14 +177,43 @@ class Chat:
         self.native_tools = turns.native_tools(self.endpoint.dialect, native_tools, allow_dangerous_native_tools)
         self.create_kwargs = create_kwargs
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
-        self.usage = Usage(cost=0.0 if model in self.prices else None)
-        self.steps: list[Step] = []
+        self.usage = Usage(cost=0.0 if model in self.prices else None)  # see the property
+        self._steps: list[Step | tuple] = []  # see `steps`
         self._cached: tuple[list, list[dict]] | None = None
 
     def __repr__(self) -> str:
         cost = f", cost {self.usage.cost:.4g}" if self.usage.cost is not None else ""
         return (f"Chat({self.endpoint.dialect}, model={self.model!r}, {len(self.messages)} messages, "
                 f"{self.usage.input_tokens} tokens in, {self.usage.output_tokens} out{cost})")
+
+    @property
+    def steps(self) -> list[Step]:
+        """The Steps of the last call. The loop keeps each as a plain tuple (number, text, outcomes,
+        usage) unless a view or `trace` shows it at once; the records are made when first read."""
+        steps = self._steps
+        for index, step in enumerate(steps):
+            if type(step) is tuple:
+                number, text, outcomes, usage = step
+                steps[index] = Step(number, text, tuple(
+                    CallRecord(result.request.id, result.request.name, result.request.arguments, result.content,
+                               result.is_error, value) for result, value in outcomes), usage)
+        return steps  # type: ignore[return-value]
+
+    @steps.setter
+    def steps(self, steps: list[Step]) -> None:
+        self._steps = list(steps)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost summed over every request, each step's usage in `usage.steps`. The steps of
+        finished calls wait in a list and are summed into one record when this is read."""
+        if self._unsettled:
+            self._usage, self._unsettled = self._usage.add_steps(self._unsettled), []
+        return self._usage
+
+    @usage.setter
+    def usage(self, usage: Usage) -> None:
+        self._usage, self._unsettled = usage, []
 
     @property
     def cost(self) -> float | None:
@@ -209,16 +237,21 @@ class Chat:
         run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
         try:
             for number in range(1, self.max_steps + 1):
-                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
-                    raise self._over_budget()
+                if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
+                    raise self._over_budget(run)
                 reply = self._send(run, number)
                 source, usage, text = self._receive(reply)
-                stop = self._stop(number, source)
-                if source is not None and stop is None:
+                if source is None:  # no call: the answer, unless the provider paused the turn
+                    if not turns.paused(self.endpoint.dialect, reply):
+                        return self._finish(run, text, number, usage)
+                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                    continue
+                stop = self._stop(run, number, usage)
+                if stop is None:
                     outcomes, extra = self._run_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
+                answer = self._close_step(run, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -235,16 +268,21 @@ class Chat:
         run = self._begin(prompt)
         try:
             for number in range(1, self.max_steps + 1):
-                if self.budget and over(self.budget, self.usage):  # sub-agents spend in tools
-                    raise self._over_budget()
+                if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
+                    raise self._over_budget(run)
                 reply = await self._asend(run, number)
                 source, usage, text = self._receive(reply)
-                stop = self._stop(number, source)
-                if source is not None and stop is None:
+                if source is None:  # no call: the answer, unless the provider paused the turn
+                    if not turns.paused(self.endpoint.dialect, reply):
+                        return self._finish(run, text, number, usage)
+                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                    continue
+                stop = self._stop(run, number, usage)
+                if stop is None:
                     outcomes, extra = await self._arun_calls(run, number, text, source, usage)
                 else:
                     outcomes, extra = self._not_run(source, stop), _NOTHING
-                answer = self._close_step(run, reply, number, usage, text, outcomes, extra, stop)
+                answer = self._close_step(run, number, usage, text, outcomes, extra, stop)
                 if answer is not None:
                     return answer
             raise self._gave_up()
@@ -255,18 +293,15 @@ class Chat:
         finally:
             self._end(run)
 
-    def _close_step(self, run: _Run, reply: Any, number: int, usage: Usage, text: str, outcomes: list,
-                    extra: Usage, stop: str | None) -> str | None:
-        """Record a step (the part `__call__` and `acall` share); the final answer when the model gave
-        one, else None: go on with the next step (after calls, or a `pause_turn` to continue)."""
-        if not outcomes and turns.paused(self.endpoint.dialect, reply):
-            self._answer(run, text, number, usage, [])
-            return None
+    def _close_step(self, run: _Run, number: int, usage: Usage, text: str, outcomes: list, extra: Usage,
+                    stop: str | None) -> str | None:
+        """Record a step whose reply called tools (the part `__call__` and `acall` share); None: go on
+        with the next step (the text as the answer if no call could be read after all)."""
         if not outcomes:
             return self._finish(run, text, number, usage)
         self._answer(run, text, number, usage, outcomes, extra)
         if stop == "budget":
-            raise self._over_budget()
+            raise self._over_budget(run)
         return None
 
     # -- requests ------------------------------------------------------------------------------------
@@ -285,7 +320,9 @@ class Chat:
         return kwargs
 
     def _send(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        run.doing = f"step {number}: waiting for {self.model}"
+        if run.view is not None:
+            run.view.status(run.doing)
         try:
             if not self.stream:
                 return run.create(**run.kwargs)  # type: ignore[misc]
@@ -313,7 +350,9 @@ class Chat:
         return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        run.doing = f"step {number}: waiting for {self.model}"
+        if run.view is not None:
+            run.view.status(run.doing)
         endpoint = self.endpoint
         try:
             kwargs = run.kwargs
@@ -408,18 +447,15 @@ class Chat:
         return [progress.get(index) or (ToolResult(request, INTERRUPTED, INTERRUPTED, True), None)
                 for index, request in enumerate(requests)]
 
-    def _stop(self, number: int, source: Any) -> str | None:
-        """Why this step's calls must not run: "max_steps" on the last step, "budget" once it is used up."""
-        if source is None:
-            return None
+    def _stop(self, run: _Run, number: int, usage: Usage) -> str | None:
+        """Why this step's calls must not run: "max_steps" on the last step, "budget" once it is used
+        up (this reply's `usage` counted)."""
         if number >= self.max_steps:
             return "max_steps"
-        return "budget" if over(self.budget, self.usage) else None
+        return "budget" if self.budget and over(self.budget, self._so_far(run, usage)) else None
 
-    def _not_run(self, source: Any, stop: str | None) -> list[tuple[Any, Any]]:
-        """The last step's calls, answered "not run" (the history stays valid); [] when it has none."""
-        if source is None:
-            return []
+    def _not_run(self, source: Any, stop: str) -> list[tuple[Any, Any]]:
+        """The last step's calls, answered "not run" (the history stays valid)."""
         requests = parse_reply(source)[1]
         if stop == "budget":
             text = f"not run: the chat's budget {self.budget} was used up before this call; ask again to continue"
@@ -434,16 +470,16 @@ class Chat:
         if not isinstance(prompt, str):
             raise TypeError(f"chat(prompt): the prompt is text; got a {type(prompt).__name__}")
         if self.budget and over(self.budget, self.usage):
-            raise self._over_budget()
+            raise self._over_budget(None)
         start = len(self.messages)
         self.messages.append(turns.user_turn(self.endpoint.dialect, prompt))
-        self.steps = []
+        self._steps = []
         view = None
         if self.show or self.show is None:
             from .display import StepView
 
             view = StepView.create(force=bool(self.show), remote_images=self.remote_images)
-        return _Run(view, self._request(), start, self.usage)
+        return _Run(view, self._request(), start)
 
     def _definitions(self) -> list[dict]:
         """The tools' definitions, rendered again only when the set of enabled tools changed."""
@@ -454,61 +490,61 @@ class Chat:
         return self._cached[1]  # type: ignore[index]
 
     def _receive(self, reply: Any) -> tuple[Any, Usage, str]:
-        """Record the reply (history, usage); where its tool calls are read from (the recorded turn:
-        the SDK object is not dumped again; None when the reply called no function), its usage and
-        its text (read from the recorded turn too)."""
+        """Record the reply in the history; where its tool calls are read from (the recorded turn:
+        the SDK object is not dumped again; None when the reply called no function), its usage
+        (priced; the step's record keeps it, see `_answer`) and its text (read from the recorded
+        turn too)."""
         dialect = self.endpoint.dialect
         recorded, usage = (turns.read_streamed if type(reply) is _Streamed else turns.read_reply)(dialect, reply)
         self.messages.extend(recorded)
         if self.prices:
             usage = priced(usage, self.prices.get(self.model))
-        self.usage = self.usage.add_step(usage)  # the step's own record: see `_count_step`
         return turns.calls_source(dialect, recorded), usage, turns.turns_text(dialect, recorded)
 
     def _answer(self, run: _Run, text: str, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
-                extra: Usage | None = None) -> None:
-        """Append the results of one step's calls; record and show the step."""
+                extra: Usage = _NOTHING) -> None:
+        """Append the results of one step's calls; record the step (its usage: the reply's and what
+        sub-agents spent during its tools) and show it."""
         dialect = self.endpoint.dialect
         results = [result for result, _value in outcomes]
         if results:
             self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
-        calls = tuple(CallRecord(result.request.id, result.request.name, result.request.arguments,
-                                 result.content, result.is_error, value) for result, value in outcomes)
-        step = Step(number, text, calls, self._count_step(usage, extra or _NOTHING))
-        self.steps.append(step)
-        if self.trace is not None:
-            for line in trace_lines(step):
-                self.trace(line)
-        if run.view is not None:
-            run.view.step(step)
+        if extra is not _NOTHING:
+            usage = usage + extra
+        run.usages.append(usage)
+        self._steps.append((number, text, outcomes, usage))
+        if self.trace is not None or run.view is not None:
+            step = self.steps[-1]
+            if self.trace is not None:
+                for line in trace_lines(step):
+                    self.trace(line)
+            if run.view is not None:
+                run.view.step(step)
 
-    def _count_step(self, usage: Usage, extra: Usage) -> Usage:
-        """A step's usage: its reply's (already in the totals and last in `usage.steps`, see
-        `_receive`) and what sub-agents spent during its tools (added to both here)."""
-        if extra is _NOTHING:
-            return usage
-        step, total = usage + extra, self.usage
-        self.usage = dataclasses.replace(total + extra, steps=(*total.steps[:-1], step))
-        return step
+    def _so_far(self, run: _Run, *more: Usage) -> Usage:
+        """The chat's usage with this call's steps so far (and `more`) added: what a budget counts."""
+        return self.usage.add_steps([*run.usages, *more])
 
     def _finish(self, run: _Run, text: str, number: int, usage: Usage) -> str:
-        self.steps.append(Step(number, text, (), self._count_step(usage, _NOTHING)))
+        run.usages.append(usage)
+        self._steps.append((number, text, (), usage))
         if run.view is not None:
-            return run.view.final(text, self.usage)
+            return run.view.final(text, self._so_far(run))
         return text
 
     def _end(self, run: _Run) -> None:
-        """After a call, however it ended: the live status cleared; what it spent reported to the
-        Chat whose tool this call runs in (a sub-agent), if any."""
+        """After a call, however it ended: its steps' usage handed to the chat's (see `usage`; a new
+        list: a sub-agent's copy of this Chat may share the old one); the live status cleared; what
+        it spent reported to the Chat whose tool this call runs in (a sub-agent), if any."""
+        if run.usages:
+            self._unsettled = [*self._unsettled, *run.usages]
         if run.view is not None:
             run.view.status(None)
         spent = _SPENT.get()
         if spent is not None:
-            before, now = run.before, self.usage
-            cost = None if now.cost is None else now.cost - (before.cost or 0.0)
-            spent.append(Usage(now.input_tokens - before.input_tokens, now.output_tokens - before.output_tokens,
-                               now.cache_read_tokens - before.cache_read_tokens,
-                               now.cache_write_tokens - before.cache_write_tokens, cost))
+            total = Usage().add_steps(run.usages)
+            spent.append(Usage(total.input_tokens, total.output_tokens, total.cache_read_tokens,
+                               total.cache_write_tokens, total.cost))
 
     def _interrupted(self, run: _Run) -> ChatInterrupted:
         stopped = [call.name for call in (self.steps[-1].calls if self.steps else ()) if call.text == INTERRUPTED]
@@ -519,8 +555,9 @@ class Chat:
             self.trace(message)
         return ChatInterrupted(message, list(self.steps))
 
-    def _over_budget(self) -> BudgetExceeded:
-        error = BudgetExceeded(self.budget, self.usage, self.steps[-1].text if self.steps else "")
+    def _over_budget(self, run: _Run | None) -> BudgetExceeded:
+        usage = self.usage if run is None else self._so_far(run)
+        error = BudgetExceeded(self.budget, usage, self.steps[-1].text if self.steps else "")
         if self.trace is not None:
             self.trace(str(error))
         return error

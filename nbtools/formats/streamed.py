@@ -202,19 +202,23 @@ class GeminiChunks(Assembler):
             return ""
         self.role = content.role or self.role
         added = ""
+        parts = self.parts
         for part in content.parts or ():
             part = part.model_dump(exclude_none=True)
             text = part.get("text")
-            previous = self.parts[-1] if self.parts else None
-            if (isinstance(text, str) and previous is not None and isinstance(previous.get("text"), str)
+            if not isinstance(text, str):  # a call, a file...: a part of its own
+                parts.append(part)
+                continue
+            previous = parts[-1] if parts else None
+            if (previous is not None and isinstance(previous.get("text"), str)
                     and part.keys() <= _TEXT_PART and previous.keys() <= _OPEN_TEXT_PART
                     and bool(part.get("thought")) == bool(previous.get("thought"))):
                 previous["text"] += text  # a piece of the same text part (one a signature closed is not)
                 if "thought_signature" in part:
                     previous["thought_signature"] = part["thought_signature"]
             else:
-                self.parts.append(part)
-            if isinstance(text, str) and not part.get("thought"):
+                parts.append(part)
+            if not part.get("thought"):
                 added += text
         return added
 

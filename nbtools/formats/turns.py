@@ -60,6 +60,20 @@ class Usage:
                      self.cache_read_tokens + step.cache_read_tokens,
                      self.cache_write_tokens + step.cache_write_tokens, cost, (*self.steps, step))
 
+    def add_steps(self, steps: "list[Usage]") -> "Usage":
+        """These totals with every one of `steps` added and kept in `steps`: one record however many
+        steps (the agent loop sums a call's steps once, when the call ends)."""
+        inputs, outputs, read, written, cost = (self.input_tokens, self.output_tokens, self.cache_read_tokens,
+                                                self.cache_write_tokens, self.cost)
+        for step in steps:
+            inputs += step.input_tokens
+            outputs += step.output_tokens
+            read += step.cache_read_tokens
+            written += step.cache_write_tokens
+            if step.cost is not None:
+                cost = (cost or 0.0) + step.cost
+        return Usage(inputs, outputs, read, written, cost, (*self.steps, *steps))
+
     def __add__(self, other: "Usage") -> "Usage":
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
@@ -114,6 +128,8 @@ def endpoint(client: Any, api: str | None = None) -> Endpoint:
 
 def _plain(value: Any) -> Any:
     """An SDK object as plain data without its None fields; dicts and lists with theirs dropped too."""
+    if value is None:  # (before getattr: a missing attribute costs an exception inside)
+        return None
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         return dump(exclude_none=True)
@@ -152,17 +168,18 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
                                                        *native]}}
         else:
             tools = [*tools, *native]
-    if dialect == "openai":
-        return {"model": model, "messages": history, **({"tools": tools} if tools else {}), **options}
-    if dialect == "responses":
-        return {"model": model, "input": history, **({"tools": tools} if tools else {}), **options}
-    if dialect == "anthropic":
-        extra = {"system": system} if system is not None else {}
-        return {"model": model, "messages": history, **extra, **({"tools": tools} if tools else {}), **options}
+    if dialect in ("openai", "responses", "anthropic"):
+        kwargs = {"model": model, "input" if dialect == "responses" else "messages": history}
+        if system is not None and dialect == "anthropic":
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = tools
+        kwargs.update(options)
+        return kwargs
     if dialect == "gemini":
-        options = dict(options)
-        config = _plain(options.pop("config", None)) or {}
-        config = {**config, **options}
+        config = {key: value for key, value in options.items() if key != "config"}
+        if options.get("config") is not None:
+            config = {**_plain(options["config"]), **config}
         if system is not None:
             config["system_instruction"] = system
         if tools:
