@@ -26,12 +26,15 @@ Rows, per provider (openai, responses, anthropic, gemini):
 
 Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
 same loops' instructions (valgrind), which do not. Chat / hand loop, 2026-11-26, issue 22's last
-step: before (instructions: the previous step's figures, openai plain re-counted 1.39; CPU time:
-this bench's median of 15 rounds at the step's start, load 1.9) -> after (instructions; CPU time of
+step: before (instructions: the previous step's figures, openai plain re-counted 1.39; time:
+this bench's median of 15 rounds at the step's start, load 1.9) -> after (instructions; time of
 two runs of this bench one after the other, load 1.7-2.0 with another engineer's valgrind on the
-other core):
+other core). Those times were wall-clock (`perf_counter`), not CPU time as every other section
+and README say; the bench now takes CPU time, median of 31 rounds: two runs on a quieter machine
+(load ~1) gave openai 1.49/1.44 plain, 1.68/1.42 streamed; responses 1.27/1.30, 1.21/1.43;
+anthropic 1.38/1.39, 1.46/1.41; gemini 1.40/1.47, 1.53/1.53.
 
-| provider  | plain: instructions | plain: CPU time     | streamed: instructions | streamed: CPU time  |
+| provider  | plain: instructions | plain: time         | streamed: instructions | streamed: time      |
 |-----------|---------------------|---------------------|------------------------|---------------------|
 | openai    | 1.35 -> 1.28        | 1.65 -> 1.24, 1.44  | 1.41 -> 1.27           | 1.63 -> 1.28, 1.56  |
 | responses | 1.19 -> 1.14        | 1.50 -> 1.25, 1.21  | 1.32 -> 1.23           | 1.30 -> 1.25, 1.47  |
@@ -332,19 +335,21 @@ def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) 
     return run
 
 
-def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30, rounds: int = 15) -> dict[str, float]:
-    """Median µs per call of each function; rounds interleave the functions so drift hits all alike."""
+def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30, rounds: int = 31) -> dict[str, float]:
+    """Median µs per call of each function (CPU time, as every other section: the time another
+    process takes on a shared machine is not the loop's); rounds interleave the functions so drift
+    hits all alike. The collector runs as it would (what the loop allocates costs collections)."""
     samples: dict[str, list[float]] = {name: [] for name in functions}
     for fn in functions.values():
-        for _ in range(3):
+        for _ in range(20):
             fn()
     for _ in range(rounds):
         for name, fn in functions.items():
             gc.collect()
-            start = time.perf_counter()
+            start = time.process_time_ns()
             for _ in range(calls):
                 fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+            samples[name].append((time.process_time_ns() - start) / calls / 1000)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

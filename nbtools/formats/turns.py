@@ -42,7 +42,8 @@ class Usage:
     def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
                  cache_write_tokens: int = 0, cost: float | None = None, steps: tuple["Usage", ...] = ()):
         # Written to the instance's dict: a frozen dataclass's own __init__ sets each field through
-        # object.__setattr__, 5x slower, and the agent loop makes one or two of these per step.
+        # object.__setattr__, about 2x the instructions (9.3K against 4.5K, valgrind), and the agent
+        # loop makes one of these per reply.
         record = self.__dict__
         record["input_tokens"], record["output_tokens"] = input_tokens, output_tokens
         record["cache_read_tokens"], record["cache_write_tokens"] = cache_read_tokens, cache_write_tokens
