@@ -241,10 +241,10 @@ class Chat:
                     raise self._over_budget(run)
                 reply = self._send(run, number)
                 source, usage, text = self._receive(reply)
-                if source is None:  # no call: the answer, unless the provider paused the turn
-                    if not turns.paused(self.endpoint.dialect, reply):
-                        return self._finish(run, text, number, usage)
-                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                if source is None:  # no call: the answer, or None after a pause (send again)
+                    answer = self._without_calls(run, reply, number, usage, text)
+                    if answer is not None:
+                        return answer
                     continue
                 stop = self._stop(run, number, usage)
                 if stop is None:
@@ -272,10 +272,10 @@ class Chat:
                     raise self._over_budget(run)
                 reply = await self._asend(run, number)
                 source, usage, text = self._receive(reply)
-                if source is None:  # no call: the answer, unless the provider paused the turn
-                    if not turns.paused(self.endpoint.dialect, reply):
-                        return self._finish(run, text, number, usage)
-                    self._answer(run, text, number, usage, [])  # Anthropic's pause_turn: send it again
+                if source is None:  # no call: the answer, or None after a pause (send again)
+                    answer = self._without_calls(run, reply, number, usage, text)
+                    if answer is not None:
+                        return answer
                     continue
                 stop = self._stop(run, number, usage)
                 if stop is None:
@@ -292,6 +292,14 @@ class Chat:
             raise self._interrupted(run) from None
         finally:
             self._end(run)
+
+    def _without_calls(self, run: _Run, reply: Any, number: int, usage: Usage, text: str) -> str | None:
+        """A reply that called no tool (the part `__call__` and `acall` share): the final answer, or
+        None when the provider paused the turn (Anthropic's pause_turn: the loop sends it again)."""
+        if not turns.paused(self.endpoint.dialect, reply):
+            return self._finish(run, text, number, usage)
+        self._answer(run, text, number, usage, [])
+        return None
 
     def _close_step(self, run: _Run, number: int, usage: Usage, text: str, outcomes: list, extra: Usage,
                     stop: str | None) -> str | None:
@@ -320,9 +328,7 @@ class Chat:
         return kwargs
 
     def _send(self, run: _Run, number: int) -> Any:
-        run.doing = f"step {number}: waiting for {self.model}"
-        if run.view is not None:
-            run.view.status(run.doing)
+        run.status(f"step {number}: waiting for {self.model}")
         try:
             if not self.stream:
                 return run.create(**run.kwargs)  # type: ignore[misc]
@@ -350,9 +356,7 @@ class Chat:
         return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
-        run.doing = f"step {number}: waiting for {self.model}"
-        if run.view is not None:
-            run.view.status(run.doing)
+        run.status(f"step {number}: waiting for {self.model}")
         endpoint = self.endpoint
         try:
             kwargs = run.kwargs
