@@ -54,17 +54,23 @@ def length(seg: Segment) -> float:
     return ((seg.end.x - seg.start.x) ** 2 + (seg.end.y - seg.start.y) ** 2) ** 0.5
 
 
-def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 2000, rounds: int = 41) -> dict[str, float]:
-    """Median µs per call of each function (CPU time); rounds interleave the functions so drift hits all alike."""
+def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 2000, rounds: int = 41, *,
+                warm: int = 200, collector: bool = False) -> dict[str, float]:
+    """Median µs per call of each function (CPU time); rounds interleave the functions so drift hits
+    all alike. The collector is off while timing, unless `collector` (then it runs as it would, after
+    a collection before each batch: what a function allocates costs collections)."""
     samples: dict[str, list[float]] = {name: [] for name in functions}
     for fn in functions.values():  # warm caches (compiled converters, pydantic validators)
-        for _ in range(200):
+        for _ in range(warm):
             fn()
     gc_was_enabled = gc.isenabled()
-    gc.disable()
+    if not collector:
+        gc.disable()
     try:
         for _ in range(rounds):
             for name, fn in functions.items():
+                if collector:
+                    gc.collect()
                 start = time.process_time_ns()
                 for _ in range(calls):
                     fn()

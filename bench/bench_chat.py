@@ -55,16 +55,16 @@ Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
 from __future__ import annotations
 
-import gc
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_call  # noqa: E402  (its timing: one way to take it)
 
 CALLS = [("call_1", "add", {"a": 2, "b": 3}), ("call_2", "mul", {"a": 4, "b": 5})]
 TARGET = 1.5  # the loops' own work: Chat against the hand loop (load scales both alike)
@@ -335,22 +335,10 @@ def _chat_loop(provider: str, client: Any, registry: Any, stream: bool = False) 
     return run
 
 
-def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30, rounds: int = 31) -> dict[str, float]:
-    """Median µs per call of each function (CPU time, as every other section: the time another
-    process takes on a shared machine is not the loop's); rounds interleave the functions so drift
-    hits all alike. The collector runs as it would (what the loop allocates costs collections)."""
-    samples: dict[str, list[float]] = {name: [] for name in functions}
-    for fn in functions.values():
-        for _ in range(20):
-            fn()
-    for _ in range(rounds):
-        for name, fn in functions.items():
-            gc.collect()
-            start = time.process_time_ns()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.process_time_ns() - start) / calls / 1000)
-    return {name: statistics.median(values) for name, values in samples.items()}
+def per_call_us(functions: dict[str, Callable[[], Any]], calls: int = 30) -> dict[str, float]:
+    """bench_call's timing (CPU time, median of 31 interleaved rounds) with the collector running:
+    what the loop allocates costs collections, its share of the loop's own work."""
+    return bench_call.per_call_us(functions, calls, rounds=31, warm=20, collector=True)
 
 
 PROVIDERS = ("openai", "responses", "anthropic", "gemini")
