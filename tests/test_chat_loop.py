@@ -197,6 +197,44 @@ def test_usage_per_step_and_in_total_with_cache_tokens(provider):
     assert chat.cost is None and chat.usage.tokens == one[0] + one[1] + second[0] + second[1]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_usage_read_mid_call_after_an_interrupt_and_after_the_model_changes(provider, stream, sigint_raises):
+    # The loop keeps each step's usage as the SDK reported it, with the price table of the step's
+    # model, and makes the records when they are read: read from a tool while the call runs, after
+    # an interrupt, and after the chat's model (and so its price) changed, they are the same.
+    prices = {"test-model": {"input": 1.0, "output": 2.0}, "other": {"input": 100.0, "output": 100.0}}
+    tokens = STEP_USAGE[provider]
+    step_cost = ((tokens[0] - tokens[2] - tokens[3]) * 1.0 + tokens[2] * 1.0 + tokens[1] * 2.0) / 1e6
+    seen = []
+
+    def peek() -> int:
+        """Look at the chat."""
+        seen.append(([(step.number, _tokens(step.usage), step.usage.cost) for step in chat.steps],
+                     _tokens(chat.usage), chat.cost))
+        if len(seen) == 3:
+            signal.raise_signal(signal.SIGINT)  # the person presses stop during the second call's tool
+        return len(seen)
+
+    reply = REPLIES[provider]
+    peeking = reply([("call_1", "peek", {})])
+    with RecordedModel([(200, peeking), (200, peeking), (200, reply(text="Seen.")), (200, peeking)]) as model:
+        chat = _chat(provider, model.url, [peek], prices=prices, stream=stream)
+        assert chat("peek twice") == "Seen."
+        one = (1, tokens, pytest.approx(step_cost))
+        # step 1's tool sees no step of this call yet, step 2's sees step 1; the chat's total counts
+        # a call's steps once it ends
+        assert seen == [([], (0, 0, 0, 0), 0.0), ([one], (0, 0, 0, 0), 0.0)]
+        assert [_tokens(step) for step in chat.usage.steps] == [tokens] * 3
+        assert chat.cost == pytest.approx(3 * step_cost)
+        with pytest.raises(ChatInterrupted):
+            chat("peek again")
+    chat.model = "other"  # before anything reads the interrupted step: it keeps its own model's price
+    assert seen[2] == ([], tuple(3 * count for count in tokens), pytest.approx(3 * step_cost))
+    assert [step.usage.cost for step in chat.steps] == [pytest.approx(step_cost)]  # the interrupted step
+    assert len(chat.usage.steps) == 4 and chat.cost == pytest.approx(4 * step_cost)
+
+
 def test_step_and_usage_records_stay_frozen_values():
     # Usage, Step and CallRecord fill their fields without the dataclass' own __init__ (a speed
     # choice, see formats/turns.Usage): what a frozen dataclass promises must still hold.

@@ -100,7 +100,7 @@ class _Run:
 
     def __init__(self, view: Any, kwargs: dict, start: int):
         self.view, self.kwargs, self.start = view, kwargs, start
-        self.usages: list[Usage] = []
+        self.usages: list[Any] = []  # each step's usage, as `Chat._receive` keeps it (see `Chat._settled`)
         self.doing = "before the first request"
         self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
@@ -196,7 +196,7 @@ class Chat:
                 number, text, outcomes, usage = step
                 steps[index] = Step(number, text, tuple(
                     CallRecord(result.request.id, result.request.name, result.request.arguments, result.content,
-                               result.is_error, value) for result, value in outcomes), usage)
+                               result.is_error, value) for result, value in outcomes), self._settled(usage))
         return steps  # type: ignore[return-value]
 
     @steps.setter
@@ -206,9 +206,10 @@ class Chat:
     @property
     def usage(self) -> Usage:
         """Tokens and cost summed over every request, each step's usage in `usage.steps`. The steps of
-        finished calls wait in a list and are summed into one record when this is read."""
+        finished calls wait in a list (as the SDKs reported them, see `_settled`) and are summed into one
+        record when this is read."""
         if self._unsettled:
-            self._usage, self._unsettled = self._usage.add_steps(self._unsettled), []
+            self._usage, self._unsettled = self._usage.add_steps(list(map(self._settled, self._unsettled))), []
         return self._usage
 
     @usage.setter
@@ -293,7 +294,7 @@ class Chat:
         finally:
             self._end(run)
 
-    def _without_calls(self, run: _Run, reply: Any, number: int, usage: Usage, text: str) -> str | None:
+    def _without_calls(self, run: _Run, reply: Any, number: int, usage: Any, text: str) -> str | None:
         """A reply that called no tool (the part `__call__` and `acall` share): the final answer, or
         None when the provider paused the turn (Anthropic's pause_turn: the loop sends it again)."""
         if not turns.paused(self.endpoint.dialect, reply):
@@ -301,7 +302,7 @@ class Chat:
         self._answer(run, text, number, usage, [])
         return None
 
-    def _close_step(self, run: _Run, number: int, usage: Usage, text: str, outcomes: list, extra: Usage,
+    def _close_step(self, run: _Run, number: int, usage: Any, text: str, outcomes: list, extra: Usage,
                     stop: str | None) -> str | None:
         """Record a step whose reply called tools (the part `__call__` and `acall` share); None: go on
         with the next step (the text as the answer if no call could be read after all)."""
@@ -397,7 +398,7 @@ class Chat:
             del self.messages[start:]
 
     # -- tool calls ----------------------------------------------------------------------------------
-    def _run_calls(self, run: _Run, number: int, text: str, source: Any, usage: Usage) -> tuple[list, Usage]:
+    def _run_calls(self, run: _Run, number: int, text: str, source: Any, usage: Any) -> tuple[list, Usage]:
         """Run a step's calls; their outcomes and what sub-agents spent meanwhile. On an interrupt the
         step is recorded with the finished calls' results and "interrupted: not run" for the rest."""
         progress: dict[int, Any] = {}
@@ -417,7 +418,7 @@ class Chat:
             _SPENT.reset(token)
 
     async def _arun_calls(self, run: _Run, number: int, text: str, source: Any,
-                          usage: Usage) -> tuple[list, Usage]:
+                          usage: Any) -> tuple[list, Usage]:
         spent: list[Usage] = []
         token = _SPENT.set(spent)
         try:
@@ -451,7 +452,7 @@ class Chat:
         return [progress.get(index) or (ToolResult(request, INTERRUPTED, INTERRUPTED, True), None)
                 for index, request in enumerate(requests)]
 
-    def _stop(self, run: _Run, number: int, usage: Usage) -> str | None:
+    def _stop(self, run: _Run, number: int, usage: Any) -> str | None:
         """Why this step's calls must not run: "max_steps" on the last step, "budget" once it is used
         up (this reply's `usage` counted)."""
         if number >= self.max_steps:
@@ -493,19 +494,27 @@ class Chat:
             self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
         return self._cached[1]  # type: ignore[index]
 
-    def _receive(self, reply: Any) -> tuple[Any, Usage, str]:
+    def _receive(self, reply: Any) -> tuple[Any, Any, str]:
         """Record the reply in the history; where its tool calls are read from (the recorded turn:
-        the SDK object is not dumped again; None when the reply called no function), its usage
-        (priced; the step's record keeps it, see `_answer`) and its text (read from the recorded
-        turn too)."""
+        the SDK object is not dumped again; None when the reply called no function), its usage as
+        the SDK reported it with the model's price table (a `Usage` is made only when read: see
+        `_settled`) and its text (read from the recorded turn too)."""
         dialect = self.endpoint.dialect
         recorded, usage = (turns.read_streamed if type(reply) is _Streamed else turns.read_reply)(dialect, reply)
         self.messages.extend(recorded)
-        if self.prices:
-            usage = priced(usage, self.prices.get(self.model))
-        return turns.calls_source(dialect, recorded), usage, turns.turns_text(dialect, recorded)
+        return (turns.calls_source(dialect, recorded), (usage, self.prices.get(self.model)),
+                turns.turns_text(dialect, recorded))
 
-    def _answer(self, run: _Run, text: str, number: int, usage: Usage, outcomes: list[tuple[Any, Any]],
+    def _settled(self, usage: Any) -> Usage:
+        """A step's usage as a record. The loop keeps what `_receive` read (the SDK's usage object and
+        the price table of the step's model) until the usage is read (`usage`, `steps`, a budget, a
+        view): building a `Usage` per reply was a tenth of the loop's own work (bench/bench_chat.py)."""
+        if type(usage) is Usage:
+            return usage
+        raw, table = usage
+        return priced(turns.usage_of(self.endpoint.dialect, raw), table)
+
+    def _answer(self, run: _Run, text: str, number: int, usage: Any, outcomes: list[tuple[Any, Any]],
                 extra: Usage = _NOTHING) -> None:
         """Append the results of one step's calls; record the step (its usage: the reply's and what
         sub-agents spent during its tools) and show it."""
@@ -514,7 +523,7 @@ class Chat:
         if results:
             self.messages.extend(turns.result_turns(dialect, result_message(dialect, results)))
         if extra is not _NOTHING:
-            usage = usage + extra
+            usage = self._settled(usage) + extra
         run.usages.append(usage)
         self._steps.append((number, text, outcomes, usage))
         if self.trace is not None or run.view is not None:
@@ -527,9 +536,9 @@ class Chat:
 
     def _so_far(self, run: _Run, *more: Usage) -> Usage:
         """The chat's usage with this call's steps so far (and `more`) added: what a budget counts."""
-        return self.usage.add_steps([*run.usages, *more])
+        return self.usage.add_steps([self._settled(usage) for usage in (*run.usages, *more)])
 
-    def _finish(self, run: _Run, text: str, number: int, usage: Usage) -> str:
+    def _finish(self, run: _Run, text: str, number: int, usage: Any) -> str:
         run.usages.append(usage)
         self._steps.append((number, text, (), usage))
         if run.view is not None:
@@ -546,7 +555,7 @@ class Chat:
             run.view.status(None)
         spent = _SPENT.get()
         if spent is not None:
-            total = Usage().add_steps(run.usages)
+            total = Usage().add_steps(list(map(self._settled, run.usages)))
             spent.append(Usage(total.input_tokens, total.output_tokens, total.cache_read_tokens,
                                total.cache_write_tokens, total.cost))
 

@@ -190,23 +190,24 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 
 
 # -- what comes back --------------------------------------------------------------------------------
-_OPENAI_ECHOED = frozenset(("content", "refusal", "tool_calls", "function_call", "audio", "name"))  # and role
+_OPENAI_KEPT = frozenset(("role", "content", "refusal", "tool_calls", "function_call", "audio", "name"))
 
 
-def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
+def read_reply(dialect: str, reply: Any) -> tuple[list, Any]:
     """An SDK reply's history entries (what the next request must echo: its SDK objects dumped
-    without their None fields) and its usage, read in one pass (the agent loop reads every reply;
-    attributes through `getattr`, so a field an older SDK lacks reads as absent)."""
+    without their None fields) and its usage record as the SDK gave it (`usage_of` reads it; the
+    agent loop does only when the usage is asked for), read in one pass (attributes through
+    `getattr`, so a field an older SDK lacks reads as absent)."""
     if dialect == "openai":
         choices = getattr(reply, "choices", None)
         recorded = [] if not choices else [_openai_turn(choices[0].message)]
-        return recorded, usage_of(dialect, getattr(reply, "usage", None))
+        return recorded, getattr(reply, "usage", None)
     if dialect == "responses":
         return ([item.model_dump(exclude_none=True) for item in getattr(reply, "output", None) or ()],
-                usage_of(dialect, getattr(reply, "usage", None)))
+                getattr(reply, "usage", None))
     if dialect == "anthropic":
         blocks = [block.model_dump(exclude_none=True) for block in getattr(reply, "content", None) or ()]
-        return [{"role": "assistant", "content": blocks}], usage_of(dialect, getattr(reply, "usage", None))
+        return [{"role": "assistant", "content": blocks}], getattr(reply, "usage", None)
     if dialect == "gemini":
         candidates = getattr(reply, "candidates", None)
         content = getattr(candidates[0], "content", None) if candidates else None
@@ -215,20 +216,20 @@ def read_reply(dialect: str, reply: Any) -> tuple[list, Usage]:
             content = content.model_dump(exclude_none=True)
             content.setdefault("role", "model")
             recorded = [content]
-        return recorded, usage_of(dialect, getattr(reply, "usage_metadata", None))
+        return recorded, getattr(reply, "usage_metadata", None)
     raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
-def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
+def read_streamed(dialect: str, reply: dict) -> tuple[list, Any]:
     """`read_reply` of a streamed reply put together by `formats.streamed` (OpenAI chat, Anthropic,
     Gemini): its turns are plain data without None fields already, recorded as they are (not
-    copied again); its usage is the SDK's record (or one read the same way)."""
+    copied again); its usage is the SDK's record (or one read the same way), for `usage_of`."""
     if dialect == "openai":
         choices = reply.get("choices")  # the message has only what a request accepts
         recorded = [choices[0]["message"]] if choices else []
-        return recorded, usage_of(dialect, reply.get("usage"))
+        return recorded, reply.get("usage")
     if dialect == "anthropic":
-        return [{"role": "assistant", "content": reply.get("content") or []}], usage_of(dialect, reply.get("usage"))
+        return [{"role": "assistant", "content": reply.get("content") or []}], reply.get("usage")
     if dialect == "gemini":
         candidates = reply.get("candidates")
         content = candidates[0].get("content") if candidates else None
@@ -236,14 +237,20 @@ def read_streamed(dialect: str, reply: dict) -> tuple[list, Usage]:
         if content is not None:
             content.setdefault("role", "model")
             recorded = [content]
-        return recorded, usage_of(dialect, reply.get("usage_metadata"))
+        return recorded, reply.get("usage_metadata")
     return read_reply(dialect, reply)
 
 
 def _openai_turn(message: Any) -> dict:
     """An SDK assistant message as it is echoed: only the keys a request accepts (`annotations`
     exist only in responses), a previous audio answer referred to by its id."""
-    kept = {"role": "assistant", **message.model_dump(exclude_none=True, include=_OPENAI_ECHOED)}
+    # Dumped whole and filtered here: pydantic's include= filter cost 0.7 us a message more (a
+    # seventh of what the loop adds to a step, bench/bench_chat.py).
+    dumped = message.model_dump(exclude_none=True)
+    dumped.pop("annotations", None)
+    kept = {"role": "assistant", **dumped}
+    if not kept.keys() <= _OPENAI_KEPT:  # a field a newer SDK reads only from responses
+        kept = {key: value for key, value in kept.items() if key in _OPENAI_KEPT}
     if isinstance(kept.get("audio"), dict):
         kept["audio"] = {"id": kept["audio"]["id"]}
     return kept
