@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from typing import Any, Callable
 
 from ..call.answers import arun_reply_calls, run_reply_calls
@@ -101,7 +102,9 @@ class _Run:
     def __init__(self, view: Any, kwargs: dict, start: int):
         self.view, self.kwargs, self.start = view, kwargs, start
         self.usages: list[Any] = []  # each step's usage, as `Chat._receive` keeps it (see `Chat._settled`)
-        self.doing = "before the first request"
+        # what it is doing: text, or (step number, "waiting" or "running") when no view shows it (the
+        # text is made only for an interrupt's message: see `Chat._interrupted`)
+        self.doing: str | tuple[int, str] = "before the first request"
         self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
@@ -161,6 +164,10 @@ class Chat:
 
             client = recording(client, record)
         self.endpoint = turns.endpoint(client, api)
+        self._readers = turns.readers(self.endpoint.dialect)  # (an SDK reply's, a streamed reply's)
+        # the client's create function, plain and streamed (read from `client` at each call)
+        self._creates = (operator.attrgetter(".".join(self.endpoint.method)),
+                         operator.attrgetter(".".join(self.endpoint.stream_method or self.endpoint.method)))
         if self.endpoint.dialect == "anthropic" and "max_tokens" not in create_kwargs:
             raise TypeError("Chat with an Anthropic client needs max_tokens= (the Messages API requires it), "
                             "e.g. Chat(client, model=..., max_tokens=1024)")
@@ -234,8 +241,7 @@ class Chat:
             raise TypeError("this client is asynchronous: use `await chat.acall(prompt)` (or give Chat the "
                             "synchronous client)")
         run = self._begin(prompt)
-        endpoint = self.endpoint
-        run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
+        run.create = self._creates[1 if self.stream else 0](self.client)
         try:
             for number in range(1, self.max_steps + 1):
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
@@ -329,7 +335,10 @@ class Chat:
         return kwargs
 
     def _send(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        if run.view is None:
+            run.doing = (number, "waiting")
+        else:
+            run.status(f"step {number}: waiting for {self.model}")
         try:
             if not self.stream:
                 return run.create(**run.kwargs)  # type: ignore[misc]
@@ -357,7 +366,10 @@ class Chat:
         return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
-        run.status(f"step {number}: waiting for {self.model}")
+        if run.view is None:
+            run.doing = (number, "waiting")
+        else:
+            run.status(f"step {number}: waiting for {self.model}")
         endpoint = self.endpoint
         try:
             kwargs = run.kwargs
@@ -406,11 +418,11 @@ class Chat:
         token = _SPENT.set(spent)
         try:
             if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
-                run.doing = f"step {number}: running its tool calls"
+                run.doing = (number, "running")
             else:
                 self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
-                return run_reply_calls(source, self.tools, progress)[1], self._collected(spent)
+                return run_reply_calls(source, self.tools, progress)[1], self._collected(spent) if spent else _NOTHING
         except KeyboardInterrupt:
             self._answer(run, text, number, usage, self._unfinished(source, progress), self._collected(spent))
             raise
@@ -423,11 +435,11 @@ class Chat:
         token = _SPENT.set(spent)
         try:
             if run.view is None:
-                run.doing = f"step {number}: running its tool calls"
+                run.doing = (number, "running")
             else:
                 self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):
-                return (await arun_reply_calls(source, self.tools))[1], self._collected(spent)
+                return (await arun_reply_calls(source, self.tools))[1], self._collected(spent) if spent else _NOTHING
         except (KeyboardInterrupt, asyncio.CancelledError):
             self._answer(run, text, number, usage, self._unfinished(source, {}), self._collected(spent))
             raise
@@ -499,11 +511,10 @@ class Chat:
         the SDK object is not dumped again; None when the reply called no function), its usage as
         the SDK reported it with the model's price table (a `Usage` is made only when read: see
         `_settled`) and its text (read from the recorded turn too)."""
-        dialect = self.endpoint.dialect
-        recorded, usage = (turns.read_streamed if type(reply) is _Streamed else turns.read_reply)(dialect, reply)
+        read_reply, read_streamed = self._readers
+        recorded, usage, source, text = (read_streamed if type(reply) is _Streamed else read_reply)(reply)
         self.messages.extend(recorded)
-        return (turns.calls_source(dialect, recorded), (usage, self.prices.get(self.model)),
-                turns.turns_text(dialect, recorded))
+        return source, (usage, self.prices.get(self.model)), text
 
     def _settled(self, usage: Any) -> Usage:
         """A step's usage as a record. The loop keeps what `_receive` read (the SDK's usage object and
@@ -562,6 +573,9 @@ class Chat:
     def _interrupted(self, run: _Run) -> ChatInterrupted:
         stopped = [call.name for call in (self.steps[-1].calls if self.steps else ()) if call.text == INTERRUPTED]
         doing = f"step {self.steps[-1].number}: running {', '.join(stopped)}" if stopped else run.doing
+        if type(doing) is tuple:
+            number, what = doing
+            doing = f"step {number}: " + (f"waiting for {self.model}" if what == "waiting" else "running its tool calls")
         message = (f"the chat was interrupted ({doing}); every tool call in chat.messages is answered "
                    "('interrupted: not run' where it had not finished): call the chat again to go on")
         if self.trace is not None:

@@ -18,7 +18,7 @@ are refused by the APIs and by the SDKs' own request types); fields that exist o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Tuple
 
 from .catalog import DIALECTS
 
@@ -190,70 +190,131 @@ def request(dialect: str, model: str, history: list, system: str | None, tools: 
 
 
 # -- what comes back --------------------------------------------------------------------------------
+# A reply as the agent loop keeps it: (history entries, the SDK's usage record, where its calls are
+# read from or None, its text); see `readers`.
+Read = Tuple[list, Any, Any, str]
 _OPENAI_KEPT = frozenset(("role", "content", "refusal", "tool_calls", "function_call", "audio", "name"))
 
 
-def read_reply(dialect: str, reply: Any) -> tuple[list, Any]:
-    """An SDK reply's history entries (what the next request must echo: its SDK objects dumped
-    without their None fields) and its usage record as the SDK gave it (`usage_of` reads it; the
-    agent loop does only when the usage is asked for), read in one pass (attributes through
-    `getattr`, so a field an older SDK lacks reads as absent)."""
-    if dialect == "openai":
-        choices = getattr(reply, "choices", None)
-        recorded = [] if not choices else [_openai_turn(choices[0].message)]
-        return recorded, getattr(reply, "usage", None)
-    if dialect == "responses":
-        return ([item.model_dump(exclude_none=True) for item in getattr(reply, "output", None) or ()],
-                getattr(reply, "usage", None))
-    if dialect == "anthropic":
-        blocks = [block.model_dump(exclude_none=True) for block in getattr(reply, "content", None) or ()]
-        return [{"role": "assistant", "content": blocks}], getattr(reply, "usage", None)
-    if dialect == "gemini":
-        candidates = getattr(reply, "candidates", None)
-        content = getattr(candidates[0], "content", None) if candidates else None
-        recorded = []
-        if content is not None:
-            content = content.model_dump(exclude_none=True)
-            content.setdefault("role", "model")
-            recorded = [content]
-        return recorded, getattr(reply, "usage_metadata", None)
-    raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+def readers(dialect: str) -> tuple[Callable[[Any], Read], Callable[[dict], Read]]:
+    """The functions reading a reply of `dialect`: an SDK reply, and a streamed reply put together
+    by `formats.streamed` (OpenAI chat, Anthropic, Gemini: turns that are plain data without None
+    fields already, recorded as they are, not copied again; Responses: the SDK's response). Picked
+    once per Chat: the agent loop reads every reply. Each gives, in one pass:
+
+    - the reply's history entries (what the next request must echo: its SDK objects dumped without
+      their None fields);
+    - its usage record as the SDK gave it (`usage_of` reads it; the loop does only when the usage
+      is asked for);
+    - where `parse_reply`/`run_tool_calls` read its calls from: the recorded entries (plain dicts:
+      the SDK object is not dumped again); None when it asks for no function call (a final answer
+      needs no dispatch at all);
+    - its text ("" when it has none): the final answer when it called no tool.
+
+    SDK attributes are read through `getattr`, so a field an older SDK lacks reads as absent."""
+    try:
+        return _READERS[dialect]
+    except KeyError:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}") from None
 
 
-def read_streamed(dialect: str, reply: dict) -> tuple[list, Any]:
-    """`read_reply` of a streamed reply put together by `formats.streamed` (OpenAI chat, Anthropic,
-    Gemini): its turns are plain data without None fields already, recorded as they are (not
-    copied again); its usage is the SDK's record (or one read the same way), for `usage_of`."""
-    if dialect == "openai":
-        choices = reply.get("choices")  # the message has only what a request accepts
-        recorded = [choices[0]["message"]] if choices else []
-        return recorded, reply.get("usage")
-    if dialect == "anthropic":
-        return [{"role": "assistant", "content": reply.get("content") or []}], reply.get("usage")
-    if dialect == "gemini":
-        candidates = reply.get("candidates")
-        content = candidates[0].get("content") if candidates else None
-        recorded = []
-        if content is not None:
-            content.setdefault("role", "model")
-            recorded = [content]
-        return recorded, reply.get("usage_metadata")
-    return read_reply(dialect, reply)
-
-
-def _openai_turn(message: Any) -> dict:
-    """An SDK assistant message as it is echoed: only the keys a request accepts (`annotations`
-    exist only in responses), a previous audio answer referred to by its id."""
+def _openai_reply(reply: Any) -> Read:
+    choices = getattr(reply, "choices", None)
+    if not choices:
+        return [], getattr(reply, "usage", None), None, ""
     # Dumped whole and filtered here: pydantic's include= filter cost 0.7 us a message more (a
-    # seventh of what the loop adds to a step, bench/bench_chat.py).
-    dumped = message.model_dump(exclude_none=True)
-    dumped.pop("annotations", None)
-    kept = {"role": "assistant", **dumped}
-    if not kept.keys() <= _OPENAI_KEPT:  # a field a newer SDK reads only from responses
-        kept = {key: value for key, value in kept.items() if key in _OPENAI_KEPT}
-    if isinstance(kept.get("audio"), dict):
-        kept["audio"] = {"id": kept["audio"]["id"]}
-    return kept
+    # seventh of what the loop added to a step, bench/bench_chat.py).
+    dumped = choices[0].message.model_dump(exclude_none=True)
+    dumped.pop("annotations", None)  # only in responses
+    turn = {"role": "assistant", **dumped}
+    if not turn.keys() <= _OPENAI_KEPT:  # a field a newer SDK reads only from responses
+        turn = {key: value for key, value in turn.items() if key in _OPENAI_KEPT}
+    if isinstance(turn.get("audio"), dict):  # a previous audio answer is referred to by its id
+        turn["audio"] = {"id": turn["audio"]["id"]}
+    return _openai_read(turn, getattr(reply, "usage", None))
+
+
+def _openai_streamed(reply: dict) -> Read:
+    choices = reply.get("choices")  # the message has only what a request accepts
+    if not choices:
+        return [], reply.get("usage"), None, ""
+    return _openai_read(choices[0]["message"], reply.get("usage"))
+
+
+def _responses_reply(reply: Any) -> Read:
+    return _responses_read([item.model_dump(exclude_none=True) for item in getattr(reply, "output", None) or ()],
+                           getattr(reply, "usage", None))
+
+
+def _anthropic_reply(reply: Any) -> Read:
+    return _anthropic_read([block.model_dump(exclude_none=True) for block in getattr(reply, "content", None) or ()],
+                           getattr(reply, "usage", None))
+
+
+def _anthropic_streamed(reply: dict) -> Read:
+    return _anthropic_read(reply.get("content") or [], reply.get("usage"))
+
+
+def _gemini_reply(reply: Any) -> Read:
+    candidates = getattr(reply, "candidates", None)
+    content = getattr(candidates[0], "content", None) if candidates else None
+    return _gemini_read(None if content is None else content.model_dump(exclude_none=True),
+                        getattr(reply, "usage_metadata", None))
+
+
+def _gemini_streamed(reply: dict) -> Read:
+    candidates = reply.get("candidates")
+    return _gemini_read(candidates[0].get("content") if candidates else None, reply.get("usage_metadata"))
+
+
+def _openai_read(turn: dict, usage: Any) -> Read:
+    source = turn if turn.get("tool_calls") or turn.get("function_call") else None
+    return [turn], usage, source, turn.get("content") or turn.get("refusal") or ""
+
+
+def _responses_read(items: list[dict], usage: Any) -> Read:
+    calls, texts = False, []
+    for item in items:
+        kind = item.get("type")
+        if kind == "function_call":
+            calls = True
+        elif kind == "message":
+            for part in item.get("content") or ():
+                kind = part.get("type")
+                if kind == "output_text":
+                    texts.append(part.get("text") or "")
+                elif kind == "refusal":
+                    texts.append(part.get("refusal") or "")
+    return items, usage, {"object": "response", "output": items} if calls else None, "".join(texts)
+
+
+def _anthropic_read(blocks: list[dict], usage: Any) -> Read:
+    turn = {"role": "assistant", "content": blocks}
+    calls, texts = False, []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block.get("text") or "")
+        elif kind == "tool_use":
+            calls = True
+    return [turn], usage, turn if calls else None, "".join(texts)
+
+
+def _gemini_read(content: dict | None, usage: Any) -> Read:
+    if content is None:
+        return [], usage, None, ""
+    content.setdefault("role", "model")
+    calls, texts = False, []
+    for part in content.get("parts") or ():
+        if "function_call" in part or "functionCall" in part:
+            calls = True
+        elif part.get("text") and not part.get("thought"):
+            texts.append(part["text"])
+    return [content], usage, content if calls else None, "".join(texts)
+
+
+_READERS = {"openai": (_openai_reply, _openai_streamed), "responses": (_responses_reply, _responses_reply),
+            "anthropic": (_anthropic_reply, _anthropic_streamed), "gemini": (_gemini_reply, _gemini_streamed)}
 
 
 def usage_of(dialect: str, usage: Any) -> Usage:
@@ -280,57 +341,11 @@ def usage_of(dialect: str, usage: Any) -> Usage:
                  getattr(usage, "cached_content_token_count", None) or 0)
 
 
-def calls_source(dialect: str, recorded: list) -> Any:
-    """What `parse_reply`/`run_tool_calls` read a reply's calls from: the reply as `read_reply`
-    recorded it (plain dicts: the SDK object is not dumped again). None when it asks for no function
-    call (told without reading the calls: a final answer needs no dispatch at all)."""
-    if not recorded:
-        return None
-    turn = recorded[0]
-    if dialect == "openai":
-        return turn if turn.get("tool_calls") or turn.get("function_call") else None
-    if dialect == "responses":
-        if any(item.get("type") == "function_call" for item in recorded):
-            return {"object": "response", "output": recorded}
-        return None
-    if dialect == "anthropic":
-        return turn if any(block.get("type") == "tool_use" for block in turn.get("content") or ()) else None
-    if any("function_call" in part or "functionCall" in part for part in turn.get("parts") or ()):
-        return turn
-    return None
-
-
 def result_turns(dialect: str, message: Any) -> list:
     """`run_tool_calls`' answer as history entries (a list in the OpenAI dialects, one message else)."""
     if not message:
         return []
     return list(message) if dialect in ("openai", "responses") else [message]
-
-
-def turns_text(dialect: str, recorded: list) -> str:
-    """The text of a reply, read from its turns as `read_reply` recorded them (plain data): its
-    final answer when it called no tool; "" when it has none."""
-    if not recorded:
-        return ""
-    if dialect == "openai":
-        return recorded[0].get("content") or recorded[0].get("refusal") or ""
-    texts: list[str] = []
-    if dialect == "responses":
-        for item in recorded:
-            if item.get("type") == "message":
-                for part in item.get("content") or ():
-                    kind = part.get("type")
-                    if kind == "output_text":
-                        texts.append(part.get("text") or "")
-                    elif kind == "refusal":
-                        texts.append(part.get("refusal") or "")
-    elif dialect == "anthropic":
-        texts = [block.get("text") or "" for block in recorded[0].get("content") or ()
-                 if block.get("type") == "text"]
-    elif dialect == "gemini":
-        texts = [part["text"] for part in recorded[0].get("parts") or ()
-                 if part.get("text") and not part.get("thought")]
-    return "".join(texts)
 
 
 def paused(dialect: str, reply: Any) -> bool:
@@ -383,5 +398,5 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "read_reply",
-           "read_streamed", "usage_of", "calls_source", "result_turns", "turns_text", "paused", "native_tools", "DANGEROUS_NATIVE"]
+__all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "readers", "usage_of",
+           "result_turns", "paused", "native_tools", "DANGEROUS_NATIVE"]
