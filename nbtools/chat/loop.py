@@ -86,11 +86,6 @@ def _registry_of(tools: Any) -> Any:
                     f"got a {type(tools).__name__}")
 
 
-class _Streamed(dict):
-    """A streamed reply put together as plain data without None fields (`formats.streamed`): its
-    turns are recorded as they are, not copied again."""
-
-
 class _Run:
     """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
     (the same at every step: the history is the list `chat.messages`, which grows in place), where
@@ -363,7 +358,7 @@ class Chat:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()
-        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
+        return assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
         if run.view is None:
@@ -402,7 +397,7 @@ class Chat:
                 done = close()
                 if asyncio.iscoroutine(done):
                     await done
-        return _Streamed(assembler.reply()) if assembler.plain else assembler.reply()
+        return assembler.reply()
 
     def _take_back(self, start: int) -> None:
         # Only a prompt nothing answered yet: the history stays valid for the provider either way.
@@ -512,7 +507,8 @@ class Chat:
         the SDK reported it with the model's price table (a `Usage` is made only when read: see
         `_settled`) and its text (read from the recorded turn too)."""
         read_reply, read_streamed = self._readers
-        recorded, usage, source, text = (read_streamed if type(reply) is _Streamed else read_reply)(reply)
+        # a streamed reply put together as a plain dict (`formats.streamed`; an SDK's reply is its own type)
+        recorded, usage, source, text = (read_streamed if type(reply) is dict else read_reply)(reply)
         self.messages.extend(recorded)
         return source, (usage, self.prices.get(self.model)), text
 

@@ -10,16 +10,15 @@ same request would have returned without streaming (so the agent loop records th
 
 An `Assembler` is fed one event at a time (`feed` returns the text the event adds, for a live
 view) and gives the reply (`reply()`), which `turns` reads like an SDK reply: for OpenAI chat,
-Anthropic and Gemini dicts whose turns are plain data without None fields (`plain` is True: they
-are recorded as they are, not copied again; a usage may stay the SDK's object), the SDK's own
-response for Responses. Events are the SDKs' objects, read by attribute;
-nothing is imported here.
+Anthropic and Gemini a `dict` (exactly: the agent loop tells it from an SDK reply by its type)
+whose turns are plain data without None fields (recorded as they are, not copied again; a usage
+may stay the SDK's object), the SDK's own response for Responses. Events are the SDKs' objects,
+read by attribute; nothing is imported here.
 """
 
 from __future__ import annotations
 
 import json
-import types
 from typing import Any
 
 from .turns import _field, _plain
@@ -27,8 +26,6 @@ from .turns import _field, _plain
 
 class Assembler:
     """Puts one streamed reply together (see the module docstring). Subclasses per dialect."""
-
-    plain = True  # `reply()`'s turns are plain data without None fields
 
     def feed(self, event: Any) -> str:
         raise NotImplementedError
@@ -94,7 +91,7 @@ class OpenAIChunks(Assembler):
 
 
 class ResponsesEvents(Assembler):
-    plain = False  # the SDK's response, as `response.completed` carries it
+    # reply(): the SDK's response, as `response.completed` carries it
     _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
     def __init__(self) -> None:
@@ -121,13 +118,21 @@ class ResponsesEvents(Assembler):
 _ANTHROPIC_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
-def _merged_usage(start: Any, delta: Any) -> types.SimpleNamespace:
-    """message_start's usage with the counts message_delta's carries (read like the SDK's record)."""
-    merged = {}
-    for name in _ANTHROPIC_COUNTS:
-        value = getattr(delta, name, None)
-        merged[name] = getattr(start, name, None) if value is None else value
-    return types.SimpleNamespace(**merged)
+class _MergedUsage:
+    """message_start's usage with the counts message_delta's carries, read like the SDK's record
+    (`turns.usage_of`). Merged when read: the loop reads a reply's usage only when asked for it,
+    and merging at every reply was a seventh of a streamed Anthropic step's own work."""
+
+    __slots__ = ("start", "delta")
+
+    def __init__(self, start: Any, delta: Any):
+        self.start, self.delta = start, delta
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _ANTHROPIC_COUNTS:
+            raise AttributeError(name)
+        value = getattr(self.delta, name, None)
+        return getattr(self.start, name, None) if value is None else value
 
 
 class AnthropicEvents(Assembler):
@@ -170,7 +175,7 @@ class AnthropicEvents(Assembler):
             if event.delta.stop_reason is not None:
                 self.message["stop_reason"] = event.delta.stop_reason
             if event.usage is not None:  # the counts it has replace message_start's
-                self.message["usage"] = _merged_usage(self.message.get("usage"), event.usage)
+                self.message["usage"] = _MergedUsage(self.message.get("usage"), event.usage)
         elif kind == "error":
             error = _plain(_field(event, "error")) or {}
             raise RuntimeError(f"the Anthropic stream ended with an error: {error.get('type')}: {error.get('message')}")
