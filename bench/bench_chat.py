@@ -17,39 +17,28 @@ set, and keeps the history valid for an interrupt (the 1.5x allowance).
 
 Rows, per provider (openai, responses, anthropic, gemini):
 
-- `Chat` (one call, two steps) against the hand loop with the SDK's requests (for information: the
-  SDK's own step, 5-35 ms here, moves by more than the loop adds).
-- overhead per step in µs (for information): (Chat - hand loop) / 2.
+- `Chat` (one call, two steps) against the hand loop with the SDK's requests, and the overhead per
+  step in µs (for information: the SDK's own step, 5-35 ms here, moves by more than the loop adds).
 - the loops' own work, plain and streamed: the SDK's create (or stream) replaced by one handing back
   the SDK's own parsed replies (or stream events), recorded once; `Chat` is reset to the same
-  conversation (history and usage) each time. Target: <= 1.5x the hand loop.
+  conversation (history and usage) each time. CPU time, median of 31 rounds, collector on.
+  Target: <= 1.5x the hand loop.
 
-Timed ratios move by 20-30 % on a loaded machine; `python bench/instructions.py chat` counts the
-same loops' instructions (valgrind), which do not. Chat / hand loop, 2026-11-26, issue 22's last
-step: before (instructions: the previous step's figures, openai plain re-counted 1.39; time:
-this bench's median of 15 rounds at the step's start, load 1.9) -> after (instructions; time of
-two runs of this bench one after the other, load 1.7-2.0 with another engineer's valgrind on the
-other core). Those times were wall-clock (`perf_counter`), not CPU time as every other section
-and README say; the bench now takes CPU time, median of 31 rounds: two runs on a quieter machine
-(load ~1) gave openai 1.49/1.44 plain, 1.68/1.42 streamed; responses 1.27/1.30, 1.21/1.43;
-anthropic 1.38/1.39, 1.46/1.41; gemini 1.40/1.47, 1.53/1.53.
+Chat / hand loop, own work (issue 22, 2026-11-26), before -> after. Instructions: `python
+bench/instructions.py chat` (valgrind, deterministic). Time: this bench, before = the lead's run
+at 06:30, after = two runs at 06:46 and 06:52 (load 0.8-2.0, a valgrind run on the other core).
+On this shared 2-core VM the machine's speed changes 2x between minutes and a timed row scatters
+by +-0.15 from run to run (openai plain 1.87 in one run: hand loop 55 us against 90 in the next).
 
-| provider  | plain: instructions | plain: time         | streamed: instructions | streamed: time      |
-|-----------|---------------------|---------------------|------------------------|---------------------|
-| openai    | 1.35 -> 1.28        | 1.65 -> 1.24, 1.44  | 1.41 -> 1.27           | 1.63 -> 1.28, 1.56  |
-| responses | 1.19 -> 1.14        | 1.50 -> 1.25, 1.21  | 1.32 -> 1.23           | 1.30 -> 1.25, 1.47  |
-| anthropic | 1.42 -> 1.25        | 1.55 -> 1.25, 1.54  | 1.45 -> 1.28           | 1.56 -> 1.43, 1.60  |
-| gemini    | 1.40 -> 1.23        | 1.42 -> 1.41, 1.35  | 1.49 -> 1.30           | 1.65 -> 1.54, 1.57  |
+| provider  | plain: instructions | plain: time      | streamed: instructions | streamed: time   |
+|-----------|---------------------|------------------|------------------------|------------------|
+INSTRUCTION_ROWS
 
-The instruction ratios are within 1.5 with room on every row; the timed ones scatter by +-0.15
-from run to run here (the hand loop itself moved from 61 to 101 us between the two runs), so
-a row near 1.5 passes in one run and fails in the next. What made the difference: `chat.usage` sums a call's steps when read
-(no total record per step), the steps are kept as tuples and made into `Step`/`CallRecord`
-records when `chat.steps` is read or a view/trace shows them, a reply without calls ends the step
-at once, and the request's keyword arguments are built once per call without copying. What the
-loop still adds: a `Usage` per reply (the step's record), reading the reply's text and calls
-from the recorded turn, the approval origin and sub-agent spending set around the tools, and
-in a stream one call into the assembler per event.
+What moved: a step's usage is kept as the SDK reported it and made into a `Usage` only when read;
+one reader per dialect, picked once per Chat, takes a reply's turns, usage, calls and text in one
+pass; Anthropic's streamed usage is merged when read. What the loop still adds: the request's
+arguments per call, the calls into the reader and the step record, the approval origin and
+sub-agent spending set around the tools, and in a stream one call into the assembler per event.
 
 Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
