@@ -7,7 +7,6 @@ this module, so `Registry.call` reaching `nbtools.call` (on first use) ties no p
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 import warnings
 from typing import Any, Callable, Iterable, Iterator
@@ -353,7 +352,11 @@ def glob_matches(name: str, pattern: str) -> bool:
     """Whether tool `name` is `pattern` itself or matches it as a case-sensitive glob: the one rule
     for names and globs (`select`, `remove`, `%tools GLOB`, `%untool`, and the panel's filter).
     The exact comparison comes first so a name holding glob characters (`a[1]`) matches itself."""
-    return name == pattern or fnmatch.fnmatchcase(name, pattern)
+    if name == pattern:
+        return True
+    import fnmatch  # only for a glob (as the policy's rules do): not a module `import nbtools` loads
+
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def _keep_metadata(previous: Tool, built: Tool, overrides: dict) -> Tool:
