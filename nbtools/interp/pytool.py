@@ -9,7 +9,20 @@ process-wide patches (`process.py`) as it always did.
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 from typing import Mapping
+
+_execute: ModuleType | None = None  # `execute.py` once the first call imported it
+
+
+def _import_execute() -> ModuleType:
+    # kept here after the first call: an import statement in every call cost ~10 % of a short run
+    global _execute
+    from . import execute
+
+    _execute = execute
+    return execute
+
 
 # `python` and `python_async` have no return annotation on purpose: the tool description would
 # gain a useless "Returns: Any"; the docstring says what comes back.
@@ -29,9 +42,8 @@ def python(
     last expression (end the code with `;` to return nothing); if the code printed anything, the
     printed text followed by that value's repr on a final line. Errors come back as a short
     traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
-    from .execute import run_for_model
-
-    return run_for_model(code, glb, loc, timeout, isolated, sys._getframe(1) if glb is None else None)
+    return (_execute or _import_execute()).run_for_model(code, glb, loc, timeout, isolated,
+                                                          sys._getframe(1) if glb is None else None)
 
 
 async def python_async(
@@ -46,9 +58,8 @@ async def python_async(
     last expression (end the code with `;` to return nothing); if the code printed anything, the
     printed text followed by that value's repr on a final line. Errors come back as a short
     traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
-    from .execute import run_for_model_async
-
-    return await run_for_model_async(code, glb, loc, timeout, sys._getframe(1) if glb is None else None)
+    return await (_execute or _import_execute()).run_for_model_async(code, glb, loc, timeout,
+                                                                      sys._getframe(1) if glb is None else None)
 
 
 # Namespaces and process isolation are the caller's business, not the model's.
