@@ -160,7 +160,9 @@ class Registry(ToolSource):
         `call_func` looks names up in first (`ToolSource._callable`, `_callable_table`), kept until
         the next change, for a registry whose answers change only with its own changes."""
         changes = self._changes  # read before the checks: a Tool borrowed meanwhile counts as a change
-        if self._callable is None and self._parent is None and not self._upstream and not self._copied:
+        # a subclass may answer otherwise (its own resolve, get or is_disabled): no table, asked each time
+        if (self._callable is None and self._parent is None and not self._upstream and not self._copied
+                and type(self) is Registry):
             table = self._callable_table()
             with _TABLE_LOCK:  # not kept if a change (by another thread) came meanwhile
                 if changes == self._changes:
