@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
 from .formats.catalog import neutral_as_none
-from .tool import Tool, normalise_hints
+from .tool import Tool, dispatch, normalise_hints
 
 
 # Guards each registry's table of callable Tools against a change coming while it is stored; one
@@ -336,15 +336,11 @@ class Registry(ToolSource):
         Returns what the tool returned; a refused or failing call raises `ToolCallError`, or with
         `raise_on_err=False` returns its text for the model.
         """
-        from .call import call_func
-
-        return call_func(name, args, ns=self, **options)
+        return dispatch().call_func(name, args, ns=self, **options)
 
     async def acall(self, name: str, args: Any = None, **options: Any) -> Any:
         """Like `call`, awaiting coroutine tools and async approval callbacks in the running loop."""
-        from .call import call_func_async
-
-        return await call_func_async(name, args, ns=self, **options)
+        return await dispatch().call_func_async(name, args, ns=self, **options)
 
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
