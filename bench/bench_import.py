@@ -11,6 +11,12 @@ Times are the child's CPU time (waiting for a core on a loaded machine is not co
   against the same floor plus `dataclasses` (which reading a user's dataclass parameters needs):
   target <= 1.3x.
 
+Measured 2026-11-26 (2-core shared VM, load 1.3-2.6; before and after alternated, same session):
+row 2 went from 1.26-1.30x (6 runs) to 1.12-1.21x (6 runs), 1.28x -> 1.16x in instructions
+(`bench/instructions.py`'s count); row 1 0.60x -> 0.56x. What moved: `python` no longer imports
+the interpreter (`interp/pytool.py`), `Tool`/`Spec` without generated dataclass code, `call.answers`
+and `content` served lazily.
+
 Run: `python bench/bench_import.py` (prints a table) or through `bench/bench.py`.
 """
 

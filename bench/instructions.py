@@ -48,6 +48,10 @@ adds = Registry([c.add])
 wipes, wipes_asked = Registry(), Registry(approve=lambda tool, args: True)
 wipes.add(a.wipe, hints="destructive")
 wipes_asked.add(a.wipe, hints="destructive")
+from collections import deque
+from nbtools.policy import Decisions
+wipes_by_hand = Registry()
+wipes_by_hand.add(a._asked_by_hand(lambda tool, args: True, deque(maxlen=Decisions.MAX * 6)), hints="destructive")
 add_validated = pydantic.validate_call(c.add)
 
 def ours():
@@ -86,7 +90,10 @@ def wipe_approved():
 def wipe_no_policy():
     for _ in range(20): call_func("wipe", a.TEXT, ns=wipes)
     return 20
-variants = dict(wipe_approved=wipe_approved, wipe_no_policy=wipe_no_policy,
+def wipe_by_hand():
+    for _ in range(20): call_func("wipe", a.TEXT, ns=wipes_by_hand)
+    return 20
+variants = dict(wipe_approved=wipe_approved, wipe_no_policy=wipe_no_policy, wipe_by_hand=wipe_by_hand,
                 ours=ours, pydantic=theirs, ours_refused=ours_refused, pydantic_refused=theirs_refused,
                 approved=approved, no_policy=no_policy, add=add, add_floor=add_floor, add_pydantic=add_pydantic)
 for run in variants.values():
@@ -129,7 +136,7 @@ print(calls)
 CHAT_PASSES = 100
 
 PAIRS = [("ours", "pydantic"), ("ours_refused", "pydantic_refused"), ("approved", "no_policy"),
-         ("wipe_approved", "wipe_no_policy"),
+         ("wipe_approved", "wipe_no_policy"), ("wipe_by_hand", "wipe_no_policy"),
          ("add", "add_floor"), ("add", "add_pydantic")]
 IMPORTS = [("from nbtools import get_schema, call_func, python", "import json, ast, inspect, typing, asyncio, dataclasses"),
            ("import nbtools", "import json, ast, inspect, typing, asyncio")]

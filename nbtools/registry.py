@@ -7,14 +7,13 @@ this module, so `Registry.call` reaching `nbtools.call` (on first use) ties no p
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 from .policy import DEFAULT_LIMITS, Limits, ToolSource, bind, origin_of, set_default, source_of
 from .formats.catalog import neutral_as_none
-from .tool import Tool, normalise_hints
+from .tool import Tool, dispatch, normalise_hints
 
 
 # Guards each registry's table of callable Tools against a change coming while it is stored; one
@@ -161,7 +160,9 @@ class Registry(ToolSource):
         `call_func` looks names up in first (`ToolSource._callable`, `_callable_table`), kept until
         the next change, for a registry whose answers change only with its own changes."""
         changes = self._changes  # read before the checks: a Tool borrowed meanwhile counts as a change
-        if self._callable is None and self._parent is None and not self._upstream and not self._copied:
+        # a subclass may answer otherwise (its own resolve, get or is_disabled): no table, asked each time
+        if (self._callable is None and self._parent is None and not self._upstream and not self._copied
+                and type(self) is Registry):
             table = self._callable_table()
             with _TABLE_LOCK:  # not kept if a change (by another thread) came meanwhile
                 if changes == self._changes:
@@ -335,15 +336,11 @@ class Registry(ToolSource):
         Returns what the tool returned; a refused or failing call raises `ToolCallError`, or with
         `raise_on_err=False` returns its text for the model.
         """
-        from .call import call_func
-
-        return call_func(name, args, ns=self, **options)
+        return dispatch().call_func(name, args, ns=self, **options)
 
     async def acall(self, name: str, args: Any = None, **options: Any) -> Any:
         """Like `call`, awaiting coroutine tools and async approval callbacks in the running loop."""
-        from .call import call_func_async
-
-        return await call_func_async(name, args, ns=self, **options)
+        return await dispatch().call_func_async(name, args, ns=self, **options)
 
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
@@ -353,7 +350,11 @@ def glob_matches(name: str, pattern: str) -> bool:
     """Whether tool `name` is `pattern` itself or matches it as a case-sensitive glob: the one rule
     for names and globs (`select`, `remove`, `%tools GLOB`, `%untool`, and the panel's filter).
     The exact comparison comes first so a name holding glob characters (`a[1]`) matches itself."""
-    return name == pattern or fnmatch.fnmatchcase(name, pattern)
+    if name == pattern:
+        return True
+    import fnmatch  # only for a glob (as the policy's rules do): not a module `import nbtools` loads
+
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def _keep_metadata(previous: Tool, built: Tool, overrides: dict) -> Tool:

@@ -14,7 +14,7 @@ import sys
 import types
 import typing
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from . import ir
@@ -24,8 +24,8 @@ from .records import Factory
 __all__ = ["Spec", "callable_spec", "unnamed_error", "method_taken_from_class", "refuse_unbound_method"]
 
 
-@dataclass(frozen=True)
-class Spec:
+@ir._record  # a frozen dataclass without generated code (as the nodes in `ir`: cheap to import)
+class Spec(ir._Record):
     """What introspection found for one callable shape (independent of the object that runs).
 
     Fields:
@@ -49,6 +49,13 @@ class Spec:
     returns_description: str | None
     is_async: bool
     render_cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __init__(self, name: str, description: str, args: ir.Object, passing: tuple[tuple[str, str], ...],
+                 parameters: dict, returns: dict | None, returns_description: str | None, is_async: bool,
+                 render_cache: dict | None = None) -> None:
+        self.__dict__.update(name=name, description=description, args=args, passing=passing, parameters=parameters,
+                             returns=returns, returns_description=returns_description, is_async=is_async,
+                             render_cache={} if render_cache is None else render_cache)
 
 
 # One cache per callable shape: the same function object has a different spec as a plain function

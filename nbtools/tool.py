@@ -11,7 +11,7 @@ back except `call` (the one such edge): `from_function` -> `spec` (what a callab
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import Any, Callable
 
 from . import ir
@@ -27,7 +27,9 @@ _RENDER_AFFECTING = ("name", "description", "hints", "strict")
 _SCHEMA_META = ("group", "hints", "strict", "returns", "returns_description")
 
 
-@dataclass(frozen=True, eq=False)
+# A dataclass (fields, `dataclasses.replace`) whose methods are written here, not generated: the
+# generated ones cost as much to import as the rest of this module (as for the nodes in `ir`).
+@dataclass(init=False, repr=False, eq=False)
 class Tool:
     """A callable described for a language model.
 
@@ -78,6 +80,20 @@ class Tool:
     # `dataclasses.replace` (like `replace`) starts a copy with its own: a changed field is never
     # answered from the original's cache. `copy.copy` and `bind` keep it (same fields).
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __init__(self, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None = None,
+                 returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
+                 hints: frozenset[str] = frozenset(), strict: bool = False, args: ir.Object | None = None,
+                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None) -> None:
+        self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
+                             returns_description=returns_description, group=group, hints=hints, strict=strict,
+                             args=args, passing=passing, is_async=is_async, source=source, _cache={})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -204,15 +220,11 @@ class Tool:
     # -- calling --------------------------------------------------------------------------------
     def call(self, args: dict | str | bytes | None = None, **options: Any) -> Any:
         """Validate and convert `args` (dict or JSON text), then call. Raises ToolCallError."""
-        from .call import call_tool
-
-        return call_tool(self, args, **options)
+        return dispatch().call_tool(self, args, **options)
 
     async def acall(self, args: dict | str | bytes | None = None, **options: Any) -> Any:
         """Like `call`, awaiting coroutine functions."""
-        from .call import acall_tool
-
-        return await acall_tool(self, args, **options)
+        return await dispatch().acall_tool(self, args, **options)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (no validation), so a Tool stays usable as code."""
@@ -226,6 +238,20 @@ class Tool:
         if self.hints:
             extra += f", hints={sorted(self.hints)}"
         return f"Tool({self.name}({params}){extra})"
+
+
+_DISPATCH: Any = None
+
+
+def dispatch() -> Any:
+    """`nbtools.call`, imported at the first call (`import nbtools` stays light) and kept: an import
+    statement in every `Tool.call`/`Registry.call` cost ~0.5 us of a ~4 us call."""
+    global _DISPATCH
+    if _DISPATCH is None:
+        from . import call
+
+        _DISPATCH = call
+    return _DISPATCH
 
 
 def normalise_hints(hints: Any) -> frozenset[str]:

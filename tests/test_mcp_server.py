@@ -376,3 +376,25 @@ def test_in_a_kernel_progress_is_a_progress_bar_and_log_lines_are_cell_output(nb
     assert len(widgets) == 1  # one bar, updated in place
     assert stdout_of(outputs) == "NotebookContext\ncounted\n[notice] that was easy\n"
     assert [output.data["text/plain"] for output in outputs if output.output_type == "execute_result"] == ["4"]
+
+
+def test_asking_the_client_after_its_session_ended_says_so_in_one_line():
+    # a call's context outliving its session (a detached tool thread asking after the client left or
+    # the server stopped): the transport's loop is closed; a clear ContextUnavailable, not asyncio's
+    # "Event loop is closed" with a "coroutine was never awaited" warning
+    import warnings
+    from types import SimpleNamespace
+
+    from nbtools.mcp.served import ServedContext
+
+    session = SimpleNamespace(client_capabilities=SimpleNamespace(sampling=object(), elicitation=object()))
+    request = SimpleNamespace(session=session, request_id=7, meta=None, protocol_version="2025-06-18")
+    gone = asyncio.new_event_loop()
+    gone.close()
+    context = ServedContext(request, gone)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited would warn
+        for ask in (lambda: context.sample("hi"), lambda: context.elicit("name?", {"type": "object"})):
+            with pytest.raises(ContextUnavailable, match="session of this call has ended") as ended:
+                asyncio.run(ask())
+            assert "Event loop is closed" not in str(ended.value)

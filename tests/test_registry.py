@@ -382,6 +382,24 @@ def test_views_and_tools_from_other_registries_keep_no_table():
         assert "disabled" in call_func("table_double", {"x": 1}, ns=ns, raise_on_err=False)
 
 
+def test_a_registry_subclass_answering_otherwise_is_asked_on_every_call():
+    """A subclass's own `resolve` (here: a tool switched off by a flag of its own) holds on every
+    call: no table of callable Tools bypasses it once a call went through."""
+    from nbtools.call import call_func
+
+    class Gated(Registry):
+        closed = False
+
+        def resolve(self, name):
+            return None if self.closed else super().resolve(name)
+
+    gated = Gated([table_double])
+    assert call_func("table_double", {"x": 2}, ns=gated) == 4
+    gated.closed = True
+    assert "cannot be called now" in call_func("table_double", {"x": 2}, ns=gated, raise_on_err=False)
+    assert gated._callable is None
+
+
 def test_a_table_built_while_a_change_came_is_not_kept():
     """Another thread disabling a tool while a call built the table: that table is stale, dropped."""
     from nbtools.call import call_func

@@ -458,6 +458,34 @@ def test_returned_definitions_are_fresh_at_the_top() -> None:
     assert "strict" not in get_schema(add, "openai")["function"]
 
 
+
+def test_the_tool_and_spec_records_keep_what_their_generated_dataclass_methods_did() -> None:
+    # Tool and Spec are dataclasses whose methods are written by hand (generating them cost as much
+    # to import as the rest of their modules): fields, keywords, defaults, immutability, equality
+    # (a Tool by identity, a Spec by value) and `dataclasses.replace` as before
+    import copy
+    import dataclasses
+    import inspect
+
+    tool = Tool.from_function(add)
+    for record in (tool, callable_spec(add)):
+        init_fields = [item.name for item in dataclasses.fields(record) if item.init]
+        assert list(inspect.signature(type(record)).parameters) == init_fields
+        assert list(vars(record)) == [item.name for item in dataclasses.fields(record)]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.name = "changed"  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del record.name  # type: ignore[misc]
+    bare = Tool("bare", "", {"type": "object"})
+    assert (bare.fn, bare.hints, bare.passing, bare.source, bare._cache) == (None, frozenset(), (), None, {})
+    changed = dataclasses.replace(tool, description="changed")
+    assert changed.description == "changed" and changed.fn is add and changed._cache is not tool._cache
+    assert tool != Tool.from_function(add) and tool == tool and copy.copy(tool)._cache is tool._cache
+    spec = callable_spec(add)
+    assert spec == dataclasses.replace(spec) and spec is not dataclasses.replace(spec)
+    assert dataclasses.replace(spec, name="other") != spec
+    assert repr(spec).startswith("Spec(name='add', description=") and "render_cache" not in repr(spec)
+
 # -- callable kinds beyond the corpus table --------------------------------------------------------
 
 

@@ -54,18 +54,38 @@ imports the registry.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .jsontext import parse_arguments
 from .convert import compile_converter
 from .namespace import mk_ns, resolve_tool
 from .parsers import parse_duration
 from .plan import CallPlan, call_plan
-from .answers import arun_tool_calls, rendered, result_text, run_tool_calls
 from .invoke import acall_tool, call_func, call_func_async, call_tool, run_awaitable
 from .scalars import Converter
 from ..refusals import ConversionError  # what a `compile_converter` converter raises
+
+# Served from `answers` when first asked for: a call (`call_func`) needs none of the text for the
+# model, nor the rich content it reads (`nbtools.content`).
+_ANSWERS = frozenset({"run_tool_calls", "arun_tool_calls", "result_text", "rendered"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _ANSWERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.answers"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "compile_converter", "Converter", "ConversionError", "CallPlan", "call_plan", "parse_arguments",
     "call_tool", "acall_tool", "mk_ns", "resolve_tool", "call_func", "call_func_async",
     "run_tool_calls", "arun_tool_calls", "result_text", "rendered", "run_awaitable", "parse_duration",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ANSWERS})

@@ -19,8 +19,9 @@ How a run goes (one file per step):
    way to stop a loop inside C); the child sends JSON data back, never a pickle.
 5. `execute.py`: `run_code`/`run_code_async` tie these together and return an `ExecResult`
    (`result.py`; errors as a short traceback by `tracebacks.py`, made under the run's deadline);
-   `python`/`python_async` are the model-facing tools that format it: the value as the model gets
-   it is made under the deadline too, and bounded (`shown.py`). Off the main thread `python()` runs
+   `python`/`python_async` (`pytool.py`, which imports `execute.py` at the first call) are the
+   model-facing tools that format it: the value as the model gets it is made under the deadline
+   too, and bounded (`shown.py`). Off the main thread `python()` runs
    the code in a thread of its own and returns at the deadline even when the code is stuck in C
    (that run goes on detached). `started.py`: threads the code started are stopped when its run
    times out.
@@ -31,7 +32,8 @@ How a run goes (one file per step):
    docstring is the manual.
 
 `OUTPUT_HEAD`, `OUTPUT_TAIL` and `DISPLAYS_KEPT` can be read and set here; setting them here sets
-them where the capture reads them.
+them where the capture reads them. Importing this package imports only `pytool.py`: the other
+names are served from their modules when first asked for.
 """
 
 from __future__ import annotations
@@ -40,9 +42,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from . import capture as _capture
-from .result import ExecResult, TimeoutInterrupt
-from .execute import python, python_async, run_code, run_code_async
+from .pytool import python, python_async
 
 __all__ = [
     "ExecResult",
@@ -53,16 +53,34 @@ __all__ = [
     "python_async",
 ]
 
+# Names served lazily from their modules: `from nbtools import python` needs none of them.
+_LAZY = {"ExecResult": "result", "TimeoutInterrupt": "result", "run_code": "execute", "run_code_async": "execute"}
+
 # Limits that live in `capture.py` (read there on the hot path) but were always set here.
 _FORWARDED = ("OUTPUT_HEAD", "OUTPUT_TAIL", "DISPLAYS_KEPT")
 
 
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+    globals()[name] = value
+    return value
+
+
 def _forward(name: str) -> property:
     def get(module: ModuleType) -> Any:
-        return getattr(_capture, name)
+        from . import capture
+
+        return getattr(capture, name)
 
     def set_(module: ModuleType, value: Any) -> None:
-        setattr(_capture, name, value)
+        from . import capture
+
+        setattr(capture, name, value)
 
     return property(get, set_, doc=f"`capture.{name}`, readable and settable here")
 
@@ -76,7 +94,7 @@ class _Package(ModuleType):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_FORWARDED})
+    return sorted({*globals(), *_FORWARDED, *_LAZY})
 
 
 sys.modules[__name__].__class__ = _Package

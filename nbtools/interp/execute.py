@@ -1,5 +1,6 @@
-"""Running code: `run_code`/`run_code_async` tie the steps together; `python`/`python_async` are
-the model-facing tools that format the result.
+"""Running code: `run_code`/`run_code_async` tie the steps together; `run_for_model` and
+`run_for_model_async` are what the model-facing tools `python`/`python_async` (`pytool.py`) run:
+the same, and the result formatted for the model.
 
 One run, in order:
 1. Check the arguments and pick the namespaces (the kernel's `user_ns` inside IPython, else the
@@ -401,30 +402,17 @@ class _Stepper:
 
 
 # ------------------------------------------------------------------------------------------------
-# The model-facing tools
+# What the model-facing tools (`pytool.py`) run
 # ------------------------------------------------------------------------------------------------
 
 
-# `python` and `python_async` have no return annotation on purpose: the tool description would
-# gain a useless "Returns: Any"; the docstring says what comes back.
-
-
-def python(
-    code: str,  # Python source code to run
-    glb: dict | None = None,
-    loc: Mapping | None = None,
-    timeout: float = 3600,  # seconds before the run is stopped (fractions allowed)
-    *,
-    isolated: bool = False,
-):
-    """Run Python code in the current session and return its result.
-
-    Variables, imports and functions persist from one call to the next. Returns the value of the
-    last expression (end the code with `;` to return nothing); if the code printed anything, the
-    printed text followed by that value's repr on a final line. Errors come back as a short
-    traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
+def run_for_model(code: str, glb: dict | None, loc: Mapping | None, timeout: float, isolated: bool,
+                  caller: Any) -> Any:
+    """`python()`'s work (see `pytool.python`): run `code` and return what the model gets; bad
+    arguments come back as an "Error: ..." text. `caller` is the frame that called `python()`, where
+    the default namespace is looked for when `glb` is None."""
     if glb is None:
-        glb, default_loc = _default_namespace(sys._getframe(1))
+        glb, default_loc = _default_namespace(caller)
         loc = default_loc if loc is None else loc
     try:
         limit = check_timeout(timeout)
@@ -446,22 +434,11 @@ def python(
     return execution.answer()
 
 
-
-
-async def python_async(
-    code: str,  # Python source code to run; top-level `await` is allowed
-    glb: dict | None = None,
-    loc: Mapping | None = None,
-    timeout: float = 3600,  # seconds before the run is stopped (fractions allowed)
-):
-    """Run Python code in the current session (top-level `await` allowed) and return its result.
-
-    Variables, imports and functions persist from one call to the next. Returns the value of the
-    last expression (end the code with `;` to return nothing); if the code printed anything, the
-    printed text followed by that value's repr on a final line. Errors come back as a short
-    traceback; code still running after `timeout` seconds is stopped and reported as a time-out."""
+async def run_for_model_async(code: str, glb: dict | None, loc: Mapping | None, timeout: float,
+                              caller: Any) -> Any:
+    """`python_async()`'s work (see `pytool.python_async`), as `run_for_model` without isolation."""
     if glb is None:
-        glb, default_loc = _default_namespace(sys._getframe(1))
+        glb, default_loc = _default_namespace(caller)
         loc = default_loc if loc is None else loc
     try:
         limit = check_timeout(timeout)
@@ -469,12 +446,3 @@ async def python_async(
     except (TypeError, ValueError) as exc:
         return f"Error: {exc}"
     return execution.answer()
-
-
-# Namespaces and process isolation are the caller's business, not the model's.
-python.__tool_exclude__ = ("glb", "loc", "isolated")  # type: ignore[attr-defined]
-python_async.__tool_exclude__ = ("glb", "loc")  # type: ignore[attr-defined]
-# A model allowed to run code can do whatever the notebook can (change a registry's policy, answer
-# its own approvals, read a server's token): offered as a tool, it is destructive and open-world,
-# so an approving registry asks before every run.
-python.__tool_hints__ = python_async.__tool_hints__ = ("destructive", "open-world")  # type: ignore[attr-defined]

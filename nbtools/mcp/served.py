@@ -176,7 +176,14 @@ class ServedContext(ToolContext):
         async def run() -> Any:
             return await make()
 
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self._loop))
+        waiting = run()
+        try:
+            future = asyncio.run_coroutine_threadsafe(waiting, self._loop)
+        except RuntimeError:  # the transport's loop has closed: this call's client and server are gone
+            waiting.close()
+            raise ContextUnavailable("the MCP session of this call has ended (the client left or the server "
+                                     "stopped): nobody can answer; finish without asking") from None
+        return await asyncio.wrap_future(future)
 
     def _offers(self, capability: str) -> bool:
         capabilities = self._session.client_capabilities
