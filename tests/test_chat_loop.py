@@ -470,3 +470,15 @@ def test_dangerous_hosted_tools_need_the_loud_opt_in(provider, native):
 def test_native_tools_must_be_the_providers_shapes():
     with pytest.raises(ValueError, match="google_search"):
         Chat(make_client("gemini", "http://127.0.0.1:9"), model="m", native_tools=["google_search"])
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_finished_calls_cost_keeps_its_price_when_the_price_table_is_edited_later(provider):
+    # a step's usage is priced when read (lazily): the prices it is read with are those of its reply
+    prices = {"test-model": {"input": 1.0, "output": 2.0}}
+    with RecordedModel([(200, REPLIES[provider](text="Hi."))]) as model:
+        chat = _chat(provider, model.url, [add], prices=prices)
+        assert chat("hello") == "Hi."
+    chat.prices["test-model"]["input"] = 1000.0  # a new price, from now on
+    assert chat.cost == pytest.approx(chat.steps[0].usage.cost)
+    assert chat.cost == pytest.approx((chat.usage.input_tokens * 1.0 + chat.usage.output_tokens * 2.0) / 1e6)

@@ -510,7 +510,8 @@ class Chat:
         # a streamed reply put together as a plain dict (`formats.streamed`; an SDK's reply is its own type)
         recorded, usage, source, text = (read_streamed if type(reply) is dict else read_reply)(reply)
         self.messages.extend(recorded)
-        return source, (usage, self.prices.get(self.model)), text
+        table = self.prices.get(self.model)  # the prices as they are now: a later edit prices later steps
+        return source, (usage, None if table is None else dict(table)), text
 
     def _settled(self, usage: Any) -> Usage:
         """A step's usage as a record. The loop keeps what `_receive` read (the SDK's usage object and
