@@ -45,8 +45,9 @@ opcodes a conversation against the hand loop's 2500-3500): the request's argumen
 method per part of a step (send, read, run the calls, record), the approval origin and sub-agent
 spending set around the tools, and in a stream one call into the assembler per event (feeding
 them from C, `deque(map(feed, stream), maxlen=0)`, cut 130-160 opcodes but showed no gain in time).
-Every row passes in every run above, but OpenAI's (the cheapest hand loop: one message dumped a
-step, so the loop's fixed cost weighs most) stay near 1.4 in time, with little room.
+Every row passes in every run above but one (openai plain 1.87, the noisy run named above);
+OpenAI's rows (the cheapest hand loop: one message dumped a step, so the loop's fixed cost weighs
+most) stay near 1.4 in time, with little room.
 
 Run: `python bench/bench_chat.py` (prints a table) or through `bench/bench.py`.
 """
