@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lazy import lazy_names
+
 from .errors import NbtoolsError, SchemaError, ToolCallError
 from .introspect import get_schema, tool, tools_from
 from .policy import Decision
@@ -33,15 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'nbtools' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"nbtools.{module_name}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

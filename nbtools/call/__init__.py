@@ -54,7 +54,7 @@ imports the registry.
 
 from __future__ import annotations
 
-from typing import Any
+from ..lazy import lazy_names
 
 from .jsontext import parse_arguments
 from .convert import compile_converter
@@ -67,17 +67,10 @@ from ..refusals import ConversionError  # what a `compile_converter` converter r
 
 # Served from `answers` when first asked for: a call (`call_func`) needs none of the text for the
 # model, nor the rich content it reads (`nbtools.content`).
-_ANSWERS = frozenset({"run_tool_calls", "arun_tool_calls", "result_text", "rendered"})
+_ANSWERS = dict.fromkeys(("run_tool_calls", "arun_tool_calls", "result_text", "rendered"), "answers")
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _ANSWERS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.answers"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _ANSWERS)
 
 
 __all__ = [

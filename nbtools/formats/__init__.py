@@ -32,7 +32,7 @@ the renderers (schema walkers, reply readers) are loaded only when something ren
 
 from __future__ import annotations
 
-from typing import Any
+from ..lazy import lazy_names
 
 # name -> the module of this package that defines it
 _EXPORTS = {
@@ -48,15 +48,7 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'nbtools.formats' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

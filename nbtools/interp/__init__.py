@@ -42,6 +42,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from ..lazy import lazy_names
+
 from .pytool import python, python_async
 
 __all__ = [
@@ -60,15 +62,7 @@ _LAZY = {"ExecResult": "result", "TimeoutInterrupt": "result", "run_code": "exec
 _FORWARDED = ("OUTPUT_HEAD", "OUTPUT_TAIL", "DISPLAYS_KEPT")
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def _forward(name: str) -> property:
