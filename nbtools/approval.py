@@ -267,6 +267,12 @@ class ApprovalPrompt:
                 raise ApprovalInterrupted(f"{who_asks(origin)} gave up waiting for approval of {name!r}: "
                                           "not run.") from None
             raise ApprovalInterrupted(f"Interrupted while waiting for approval of {name!r}: not run.") from None
+        except KeyboardInterrupt:
+            # a served call whose code held the main thread when its client gave up is stopped with
+            # SIGINT (`mcp.stopping.cancel_served`), not cancelled: read as the cancellation above
+            if origin.startswith("mcp:"):
+                verdict = f"{who_asks(origin)} gave up waiting: not run."
+            raise
         finally:
             for control in controls:
                 control.disabled = True

@@ -177,6 +177,26 @@ async def test_a_client_that_gave_up_is_recorded_as_such_and_the_call_never_runs
     assert guarded.decisions[-1].origin == "mcp:inspector"
 
 
+async def test_a_client_stop_arriving_as_an_interrupt_reads_as_the_client_giving_up(tools, monkeypatch):
+    # `mcp.stopping.cancel_served` stops a served call whose code holds the kernel's main thread with
+    # SIGINT: the prompt's wait can end in KeyboardInterrupt, not a cancellation (seen under load)
+    ran = []
+    prompt = ApprovalPrompt()
+
+    async def stopped(*args):
+        raise KeyboardInterrupt("interrupted")
+
+    monkeypatch.setattr(prompt, "_wait", stopped)
+    guarded = Registry(approve=prompt)
+    guarded.add(lambda path: ran.append(path), name="wipe", hints="destructive")
+    from nbtools.policy import asking_as
+
+    with asking_as("mcp:inspector"), pytest.raises(KeyboardInterrupt):
+        await guarded.acall("wipe", {"path": "x"})
+    assert prompt.record.verdict == "The MCP client inspector gave up waiting: not run."
+    assert ran == [] and guarded.decisions[-1].verdict == "client gave up"
+
+
 async def test_a_decided_prompt_is_replaced_by_a_static_record(tools, monkeypatch):
     updates = []
 
