@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import operator
 from typing import Any, Callable
 
 from ..call.answers import arun_reply_calls, run_reply_calls
@@ -97,9 +96,7 @@ class _Run:
     def __init__(self, view: Any, kwargs: dict, start: int):
         self.view, self.kwargs, self.start = view, kwargs, start
         self.usages: list[Any] = []  # each step's usage, as `Chat._receive` keeps it (see `Chat._settled`)
-        # what it is doing: text, or (step number, "waiting" or "running") when no view shows it (the
-        # text is made only for an interrupt's message: see `Chat._interrupted`)
-        self.doing: str | tuple[int, str] = "before the first request"
+        self.doing = "before the first request"
         self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
 
     def status(self, text: str | None) -> None:
@@ -160,9 +157,6 @@ class Chat:
             client = recording(client, record)
         self.endpoint = turns.endpoint(client, api)
         self._readers = turns.readers(self.endpoint.dialect)  # (an SDK reply's, a streamed reply's)
-        # the client's create function, plain and streamed (read from `client` at each call)
-        self._creates = (operator.attrgetter(".".join(self.endpoint.method)),
-                         operator.attrgetter(".".join(self.endpoint.stream_method or self.endpoint.method)))
         if self.endpoint.dialect == "anthropic" and "max_tokens" not in create_kwargs:
             raise TypeError("Chat with an Anthropic client needs max_tokens= (the Messages API requires it), "
                             "e.g. Chat(client, model=..., max_tokens=1024)")
@@ -236,7 +230,8 @@ class Chat:
             raise TypeError("this client is asynchronous: use `await chat.acall(prompt)` (or give Chat the "
                             "synchronous client)")
         run = self._begin(prompt)
-        run.create = self._creates[1 if self.stream else 0](self.client)
+        endpoint = self.endpoint
+        run.create = self._method(endpoint.stream_method or endpoint.method if self.stream else endpoint.method)
         try:
             for number in range(1, self.max_steps + 1):
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
@@ -330,10 +325,7 @@ class Chat:
         return kwargs
 
     def _send(self, run: _Run, number: int) -> Any:
-        if run.view is None:
-            run.doing = (number, "waiting")
-        else:
-            run.status(f"step {number}: waiting for {self.model}")
+        run.status(f"step {number}: waiting for {self.model}")
         try:
             if not self.stream:
                 return run.create(**run.kwargs)  # type: ignore[misc]
@@ -361,10 +353,7 @@ class Chat:
         return assembler.reply()
 
     async def _asend(self, run: _Run, number: int) -> Any:
-        if run.view is None:
-            run.doing = (number, "waiting")
-        else:
-            run.status(f"step {number}: waiting for {self.model}")
+        run.status(f"step {number}: waiting for {self.model}")
         endpoint = self.endpoint
         try:
             kwargs = run.kwargs
@@ -413,7 +402,7 @@ class Chat:
         token = _SPENT.set(spent)
         try:
             if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
-                run.doing = (number, "running")
+                run.doing = f"step {number}: running its tool calls"
             else:
                 self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):  # approvals name the model that asks
@@ -430,7 +419,7 @@ class Chat:
         token = _SPENT.set(spent)
         try:
             if run.view is None:
-                run.doing = (number, "running")
+                run.doing = f"step {number}: running its tool calls"
             else:
                 self._status_calls(run, number, source)
             with asking_as(f"chat:{self.model}"):
@@ -570,9 +559,6 @@ class Chat:
     def _interrupted(self, run: _Run) -> ChatInterrupted:
         stopped = [call.name for call in (self.steps[-1].calls if self.steps else ()) if call.text == INTERRUPTED]
         doing = f"step {self.steps[-1].number}: running {', '.join(stopped)}" if stopped else run.doing
-        if type(doing) is tuple:
-            number, what = doing
-            doing = f"step {number}: " + (f"waiting for {self.model}" if what == "waiting" else "running its tool calls")
         message = (f"the chat was interrupted ({doing}); every tool call in chat.messages is answered "
                    "('interrupted: not run' where it had not finished): call the chat again to go on")
         if self.trace is not None:
