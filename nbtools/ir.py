@@ -28,9 +28,9 @@ Constraints = tuple[tuple[str, _Any], ...]
 # ==================================================================================================
 # Immutable records
 # ==================================================================================================
-class _Record:
-    """Base of the immutable records below: equal and hashed by their compared fields, shown by
-    their shown fields (both listed by `_record`), never assigned to after `__init__`."""
+class _Frozen:
+    """Never assigned to after `__init__` (which writes the instance's dict or slots directly): what
+    `dataclass(frozen=True)` generates, without generating it (`tool.Tool` too)."""
 
     __slots__ = ()
 
@@ -39,6 +39,13 @@ class _Record:
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+class _Record(_Frozen):
+    """Base of the immutable records below: equal and hashed by their compared fields, shown by
+    their shown fields (both listed by `_record`), never assigned to after `__init__`."""
+
+    __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

@@ -11,7 +11,7 @@ back except `call` (the one such edge): `from_function` -> `spec` (what a callab
 from __future__ import annotations
 
 import copy
-from dataclasses import FrozenInstanceError, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from . import ir
@@ -30,7 +30,7 @@ _SCHEMA_META = ("group", "hints", "strict", "returns", "returns_description")
 # A dataclass (fields, `dataclasses.replace`) whose methods are written here, not generated: the
 # generated ones cost as much to import as the rest of this module (as for the nodes in `ir`).
 @dataclass(init=False, repr=False, eq=False)
-class Tool:
+class Tool(ir._Frozen):
     """A callable described for a language model.
 
     Fields:
@@ -88,12 +88,6 @@ class Tool:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
                              args=args, passing=passing, is_async=is_async, source=source, _cache={})
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
