@@ -24,7 +24,8 @@ from ..errors import Interrupted, ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..tool import Tool
-from .asking import _UNSET, SKIP, Asking, approval, is_pending, refused
+from ..interp.pytool import python as _python, python_async as _python_async
+from .asking import _UNSET, SKIP, Asking, approval, is_pending, refused, with_python_allow
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
@@ -211,10 +212,14 @@ def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
     if fn is None or not rules[1]:
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
+    if fn is _python or fn is _python_async:  # the registry's `python_allow`, shown in the approval
+        kwargs = with_python_allow(tool, rules[0], kwargs)
     if "destructive" in tool.hints:
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:
             positional, kwargs = _drive(asking)
+            if fn is _python or fn is _python_async:  # an edit cannot drop it
+                kwargs = with_python_allow(tool, rules[0], kwargs)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -262,10 +267,14 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
     if fn is None or not rules[1]:
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
+    if fn is _python or fn is _python_async:  # the registry's `python_allow`, shown in the approval
+        kwargs = with_python_allow(tool, rules[0], kwargs)
     if "destructive" in tool.hints:
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:
             positional, kwargs = await _adrive(asking)
+            if fn is _python or fn is _python_async:  # an edit cannot drop it
+                kwargs = with_python_allow(tool, rules[0], kwargs)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
