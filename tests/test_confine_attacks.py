@@ -40,6 +40,20 @@ CHILD = textwrap.dedent("""\
     """)
 
 
+@pytest.fixture(autouse=True)
+def _remove_kept_folders():
+    """The folders runs made and kept (the code left files there) are removed after each test."""
+    import glob
+    import shutil
+    import tempfile
+
+    pattern = f"{tempfile.gettempdir()}/nbtools-run-*"
+    before = set(glob.glob(pattern))
+    yield
+    for folder in set(glob.glob(pattern)) - before:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def confined(code: str, allow: str = "Allow()", *, timeout: float = 15, before: str = "", after: str = "") -> dict:
     """Run `python(code, allow=<allow>)` in a limited child process; its report (`answer` and
     whatever `before`/`after` put in `report`)."""
@@ -114,11 +128,7 @@ def test_writes_go_only_into_the_fresh_folder_whatever_the_route(tmp_path):
     assert victim.read_text() == "original"
     assert not Path("~/nbtools-confine-probe").expanduser().exists()
     # what the code wrote in its folder is kept (nothing lost); the parent removes empty ones
-    kept = Path(outcome["cwd"])
-    assert (kept / "here.txt").read_text() == "mine"
-    for leftover in kept.iterdir():
-        leftover.unlink()
-    kept.rmdir()
+    assert (Path(outcome["cwd"]) / "here.txt").read_text() == "mine"
 
 
 def test_write_lists_paths_the_code_may_change(tmp_path):

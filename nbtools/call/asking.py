@@ -111,8 +111,11 @@ class Asking:
             tail = f"; their reason: {short(reason, 500)}" if reason else ""
             raise refused(tool, f"the user denied this call{tail}")
         if edited is not None:
+            # what the caller gave and the model never sends (`python`'s `allow`) stays as it was
+            kept = {name: self.kwargs[name] for name in getattr(tool.fn, "__tool_shown__", ()) if name in self.kwargs}
             try:
                 self.positional, self.kwargs, self.raw = prepare(tool, edited, self.limits)
+                self.kwargs.update(kept)
             except ToolCallError as error:
                 self.log("invalid edit", by, error.problem)
                 raise refused(tool, f"the arguments as edited by the user are invalid"

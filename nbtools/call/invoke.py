@@ -218,8 +218,6 @@ def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:
             positional, kwargs = _drive(asking)
-            if fn is _python or fn is _python_async:  # an edit cannot drop it
-                kwargs = with_python_allow(tool, rules[0], kwargs)
     try:
         result = fn(*positional, **kwargs)
         if tool.is_async or (type(result) not in _PLAIN_TYPES
@@ -273,8 +271,6 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:
             positional, kwargs = await _adrive(asking)
-            if fn is _python or fn is _python_async:  # an edit cannot drop it
-                kwargs = with_python_allow(tool, rules[0], kwargs)
     try:
         if run_sync is not None and not tool.is_async:  # only the function itself leaves this loop
             result = await run_sync(functools.partial(fn, *positional, **kwargs))
