@@ -175,6 +175,39 @@ def _c() -> Any:
     return _libc
 
 
+_structures: Any = None
+
+
+def _structs() -> Any:
+    """The C structures (made once): seccomp's `sock_filter`/`sock_fprog`, Landlock's ruleset
+    attribute and its two rule attributes (the path one packed: 12 bytes)."""
+    global _structures
+    if _structures is None:
+        import ctypes
+        from types import SimpleNamespace
+
+        class Instruction(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                        ("k", ctypes.c_uint32)]
+
+        class Program(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Instruction))]
+
+        class RulesetAttr(ctypes.Structure):
+            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+        class PathBeneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+        class NetPort(ctypes.Structure):
+            _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+        _structures = SimpleNamespace(Instruction=Instruction, Program=Program, RulesetAttr=RulesetAttr,
+                                      PathBeneath=PathBeneath, NetPort=NetPort)
+    return _structures
+
+
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers; 0 when it has none (not built in, disabled at
     boot, or hidden by a container's seccomp profile)."""
@@ -229,13 +262,6 @@ def seccomp_program(refused: dict[int, int], machine: str | None = None) -> Any:
     another architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
     import ctypes
 
-    class Instruction(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
-                    ("k", ctypes.c_uint32)]
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Instruction))]
-
     audit_arch, _, _, _, x32 = _ARCHES[machine or os.uname().machine]
     load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
     entries = list(refused.items())
@@ -252,8 +278,9 @@ def seccomp_program(refused: dict[int, int], machine: str | None = None) -> Any:
     code.append((ret, 0, 0, _RET_ALLOW))
     code += [(ret, 0, 0, _RET_ERRNO | (errno & 0xFFFF)) for _, errno in entries]
     code.append((ret, 0, 0, _RET_ERRNO | _EPERM))
+    Instruction = _structs().Instruction
     instructions = (Instruction * len(code))(*[Instruction(*each) for each in code])
-    program = Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
+    program = _structs().Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
     program._keep = instructions  # type: ignore[attr-defined]
     return program
 
@@ -299,11 +326,8 @@ class Confinement:
     def _ruleset(self, allow: Allow) -> int:
         import ctypes
 
-        class RulesetAttr(ctypes.Structure):
-            _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
         handled = _FS_ALL if allow.read is not None else _FS_ALL & ~_READING
-        attr = RulesetAttr(handled, _BIND_TCP | _CONNECT_TCP, _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
+        attr = _structs().RulesetAttr(handled, _BIND_TCP | _CONNECT_TCP, _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
         libc = _c()
         fd = libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                           ctypes.c_uint32(0))
@@ -329,10 +353,6 @@ class Confinement:
     def _path_rule(self, ruleset: int, path: str, access: int, *, required: bool) -> None:
         import ctypes
 
-        class PathBeneath(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError as error:
@@ -342,7 +362,7 @@ class Confinement:
         try:
             if not os.path.isdir(path):
                 access &= _FILE_RIGHTS
-            rule = PathBeneath(access, fd)
+            rule = _structs().PathBeneath(access, fd)
             if _c().syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                             ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
                 number = ctypes.get_errno()
@@ -353,10 +373,7 @@ class Confinement:
     def _port_rule(self, ruleset: int, port: int) -> None:
         import ctypes
 
-        class NetPort(ctypes.Structure):
-            _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
-
-        rule = NetPort(_CONNECT_TCP, port)
+        rule = _structs().NetPort(_CONNECT_TCP, port)
         if _c().syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(_RULE_NET_PORT),
                         ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
             number = ctypes.get_errno()
