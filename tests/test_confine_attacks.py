@@ -323,9 +323,13 @@ def test_fails_closed_on_an_older_landlock_abi(tmp_path):
     report = confined(f"open({str(marker)!r}, 'w')", before="""
         from nbtools.interp import confine
         confine.landlock_abi = lambda: 4  # Linux 6.7: TCP ports, but no scoping
+        """, after=f"""
+        import asyncio
+        from nbtools import python_async
+        report["async"] = asyncio.run(python_async("open({str(marker)!r}, 'w')", {{}}, allow=Allow()))
         """)
-    assert report["answer"] == ("Error: allow= needs Landlock ABI 6 (Linux 6.12 or later); this kernel offers "
-                                "ABI 4: nothing was run")
+    expected = "Error: allow= needs Landlock ABI 6 (Linux 6.12 or later); this kernel offers ABI 4: nothing was run"
+    assert report["answer"] == report["async"] == expected
     assert not marker.exists()
 
 

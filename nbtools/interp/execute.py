@@ -442,11 +442,14 @@ async def run_for_model_async(code: str, glb: dict | None, loc: Mapping | None, 
             import asyncio
 
             namespaces = _namespaces(glb, loc, None)
-            result = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
-                _run_isolated_for_model, code, *namespaces, limit, allow, _run_async_in_child))
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
+                    _run_isolated_for_model, code, *namespaces, limit, allow, _run_async_in_child))
+            except RuntimeError as exc:  # `ConfinementUnavailable`: nothing ran
+                return f"Error: {exc}"
             return _isolated_answer(result)
         execution = await _run_async(code, *_namespaces(glb, loc, None), limit, present=True)
-    except (TypeError, ValueError, RuntimeError) as exc:
+    except (TypeError, ValueError) as exc:
         return f"Error: {exc}"
     return execution.answer()
 
