@@ -13,6 +13,7 @@ reported by the probe).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -387,3 +388,25 @@ def test_the_kernel_stays_free_while_a_restricted_run_waits(real_kernel, tmp_pat
         """)
     assert "did not finish within 0.5 s" in real_kernel.value("after")
     assert real_kernel.value("status") == ["NoNewPrivs:\t0", "Seccomp:\t0"]
+
+
+def test_a_kernel_running_as_root_hands_the_code_no_capabilities():
+    """Kernels often run as root in containers: root's capabilities (raw packets, kernel modules,
+    the host name, mounts...) are none of the code's business. Meaningful as root; as another user
+    these are refused anyway."""
+    code = TRY + textwrap.dedent("""\
+        import socket
+        attempt("raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close())
+        attempt("sethostname", lambda: socket.sethostname(socket.gethostname()))
+        attempt("chroot", lambda: os.chroot("/"))
+        attempt("a program", lambda: subprocess.run(["true"]).returncode)
+        effective = [line for line in open("/proc/self/status").read().splitlines() if line.startswith(("CapEff", "CapBnd"))]
+        outcome["capabilities"] = effective
+        outcome
+        """)
+    outcome = confined(code, "Allow(run=True)")["answer"]
+    assert outcome["raw socket"] == outcome["sethostname"] == outcome["chroot"] == NOT_PERMITTED, outcome
+    assert outcome["capabilities"][0] == "CapEff:\t0000000000000000", outcome
+    if os.geteuid() == 0:  # only a process holding CAP_SETPCAP can empty its bounding set
+        assert outcome["capabilities"][1] == "CapBnd:\t0000000000000000", outcome
+    assert outcome["a program"] == "ok"  # programs run (run=True), without capabilities either

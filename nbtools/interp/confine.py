@@ -13,7 +13,9 @@ How a run is confined (`Confinement`):
   and the seccomp program. Building a ruleset restricts nobody: the parent stays as it was, also
   while a confined run is in flight.
 - In the child, right after the fork (`Confinement.enter`): `prctl(PR_SET_NO_NEW_PRIVS)`,
-  `landlock_restrict_self`, and without `run=True` `prctl(PR_SET_SECCOMP)`; then every file
+  `landlock_restrict_self`, and without `run=True` `prctl(PR_SET_SECCOMP)`; every capability is
+  dropped (a kernel running as root would otherwise hand the code raw sockets, kernel modules,
+  mounts: things Landlock does not cover); then every file
   descriptor but the standard streams and the result pipe is closed (an inherited socket or file of
   the kernel's would be a way around the rules: Landlock checks opening, not using). Only the
   forking thread exists in the child, so the restriction covers every thread the code starts, and
@@ -33,6 +35,7 @@ Linux only (x86_64 and aarch64 for the seccomp program).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from dataclasses import dataclass
@@ -56,6 +59,8 @@ NEEDED_ABI = 6  # files (with truncate and device ioctls), TCP ports, scoping: L
 # prctl and seccomp (include/uapi/linux/prctl.h, seccomp.h, audit.h)
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _SECCOMP_GET_ACTION_AVAIL = 2
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _ARCHES = {  # machine: (AUDIT_ARCH_*, seccomp, execve, execveat, x32 bit to refuse or 0)
     "x86_64": (0xC000003E, 317, 59, 322, 0x40000000),
@@ -395,6 +400,7 @@ class Confinement:
             raise OSError(number, f"landlock_restrict_self: {os.strerror(number)}")
         if self.program is not None:
             install_seccomp(self.program)
+        _drop_capabilities(libc)
         os.closerange(3, keep_fd)
         os.closerange(keep_fd + 1, _descriptor_limit())
         folder = self.folder
@@ -413,6 +419,26 @@ class Confinement:
             os.rmdir(self.folder)
         except OSError:
             pass  # the code left files there: they stay
+
+
+def _drop_capabilities(libc: Any) -> None:
+    """Leave this process no capability (a kernel running as root, common in containers, would
+    hand the code raw sockets, kernel modules, mounts...): the bounding set emptied (where the
+    process may: CAP_SETPCAP), the ambient set cleared, then effective, permitted and inheritable
+    set to none (`capset`). With no-new-privileges set, no program it runs regains any."""
+    import ctypes
+
+    for capability in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, ctypes.c_ulong(capability), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                      ctypes.c_ulong(0)) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
+    libc.prctl(_PR_CAP_AMBIENT, ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), ctypes.c_ulong(0), ctypes.c_ulong(0),
+               ctypes.c_ulong(0))
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all zero
+    if libc.capset(header, data) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"capset: {os.strerror(number)}")
 
 
 def _descriptor_limit() -> int:
