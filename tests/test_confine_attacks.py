@@ -410,3 +410,24 @@ def test_a_kernel_running_as_root_hands_the_code_no_capabilities():
     if os.geteuid() == 0:  # only a process holding CAP_SETPCAP can empty its bounding set
         assert outcome["capabilities"][1] == "CapBnd:\t0000000000000000", outcome
     assert outcome["a program"] == "ok"  # programs run (run=True), without capabilities either
+
+
+def test_permissions_owners_and_extended_attributes_outside_stay_as_they_were(tmp_path):
+    """Landlock does not cover a file's metadata: chmod, chown and xattrs are refused by seccomp
+    (everywhere: a system call filter cannot tell paths apart)."""
+    victim = tmp_path / "key"
+    victim.write_text("secret")
+    victim.chmod(0o600)
+    code = TRY + textwrap.dedent(f"""\
+        victim = {str(victim)!r}
+        attempt("chmod", lambda: os.chmod(victim, 0o777))
+        attempt("fchmod", lambda: os.fchmod(os.open(victim, os.O_RDONLY), 0o777))
+        attempt("chown", lambda: os.chown(victim, os.getuid(), os.getgid()))
+        attempt("setxattr", lambda: os.setxattr(victim, "user.note", b"x"))
+        attempt("ctypes chmod", lambda: libc.chmod(victim.encode(), 0o777) == 0 or "refused")
+        outcome
+        """)
+    outcome = confined(code)["answer"]
+    assert outcome == {"chmod": NOT_PERMITTED, "fchmod": NOT_PERMITTED, "chown": NOT_PERMITTED,
+                       "setxattr": NOT_PERMITTED, "ctypes chmod": "'refused'"}, outcome
+    assert victim.stat().st_mode & 0o777 == 0o600 and victim.read_text() == "secret"

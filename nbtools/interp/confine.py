@@ -13,7 +13,8 @@ How a run is confined (`Confinement`):
   and the seccomp program. Building a ruleset restricts nobody: the parent stays as it was, also
   while a confined run is in flight.
 - In the child, right after the fork (`Confinement.enter`): `prctl(PR_SET_NO_NEW_PRIVS)`,
-  `landlock_restrict_self`, and without `run=True` `prctl(PR_SET_SECCOMP)`; every capability is
+  `landlock_restrict_self`, `prctl(PR_SET_SECCOMP)` (refusing a file's metadata changes, which
+  Landlock does not cover, and without `run=True` running programs); every capability is
   dropped (a kernel running as root would otherwise hand the code raw sockets, kernel modules,
   mounts: things Landlock does not cover); then every file
   descriptor but the standard streams and the result pipe is closed (an inherited socket or file of
@@ -30,7 +31,9 @@ seccomp) at the system call, whatever route the code takes: open, pathlib, os, s
 Not promised (said in README and `python()`'s docstring too): an in-process run (no `allow=`) is not
 contained; reads are allowed unless `read=` lists paths; the environment and the kernel's variables
 are copied into the child; UDP, host names (ports only) and UNIX sockets by path are not filtered;
-Linux only (x86_64 and aarch64 for the seccomp program).
+files' times can still be changed; permissions, owners and extended attributes cannot, in the
+fresh folder either (so `shutil.copy`/`copy2` fail there: `shutil.copyfile` works); Linux only
+(x86_64 and aarch64 for the seccomp program).
 """
 
 from __future__ import annotations
@@ -65,6 +68,14 @@ _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _ARCHES = {  # machine: (AUDIT_ARCH_*, seccomp, execve, execveat, x32 bit to refuse or 0)
     "x86_64": (0xC000003E, 317, 59, 322, 0x40000000),
     "aarch64": (0xC00000B7, 277, 221, 281, 0),
+}
+# A file's metadata, which Landlock does not cover, refused everywhere (a syscall filter cannot
+# tell paths apart): permissions (chmod, fchmod, fchmodat, fchmodat2), owners (chown, fchown,
+# lchown, fchownat), extended attributes set or removed (set/lset/fsetxattr, remove/lremove/
+# fremovexattr, setxattrat, removexattrat). Times (utime...) stay allowed.
+_METADATA = {
+    "x86_64": (90, 91, 268, 452, 92, 93, 94, 260, 188, 189, 190, 197, 198, 199, 463, 466),
+    "aarch64": (52, 53, 452, 55, 54, 5, 6, 7, 14, 15, 16, 463, 466),
 }
 _EPERM = 1
 
@@ -324,8 +335,10 @@ class Confinement:
             self.close()
             raise
         machine = os.uname().machine
-        self.program = None if allow.run else seccomp_program(
-            {_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM}, machine)
+        refused = dict.fromkeys(_METADATA[machine], _EPERM)
+        if not allow.run:
+            refused.update({_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM})
+        self.program = seccomp_program(refused, machine)
         self._restrict = (_c().syscall, ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(self.ruleset), ctypes.c_uint32(0))
 
     def _ruleset(self, allow: Allow) -> int:
@@ -398,8 +411,7 @@ class Confinement:
         if call(*arguments) != 0:
             number = ctypes.get_errno()
             raise OSError(number, f"landlock_restrict_self: {os.strerror(number)}")
-        if self.program is not None:
-            install_seccomp(self.program)
+        install_seccomp(self.program)
         _drop_capabilities(libc)
         os.closerange(3, keep_fd)
         os.closerange(keep_fd + 1, _descriptor_limit())
