@@ -431,3 +431,23 @@ def test_permissions_owners_and_extended_attributes_outside_stay_as_they_were(tm
     assert outcome == {"chmod": NOT_PERMITTED, "fchmod": NOT_PERMITTED, "chown": NOT_PERMITTED,
                        "setxattr": NOT_PERMITTED, "ctypes chmod": "'refused'"}, outcome
     assert victim.stat().st_mode & 0o777 == 0o600 and victim.read_text() == "secret"
+
+
+def test_links_and_proc_do_not_lead_outside(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("original")
+    code = TRY + textwrap.dedent(f"""\
+        victim = {str(victim)!r}
+        parent = f"/proc/{{os.getppid()}}"
+        attempt("hard link into the folder", lambda: os.link(victim, "linked"))
+        attempt("symlink, then write through it", lambda: (os.symlink(victim, "link"), open("link", "w")))
+        attempt("the parent's open files", lambda: [open(f"{{parent}}/fd/{{fd}}", "w") for fd in os.listdir(f"{{parent}}/fd")])
+        attempt("the parent's root", lambda: open(f"{{parent}}/root{{victim}}", "w"))
+        attempt("the parent's memory", lambda: open(f"{{parent}}/mem", "wb"))
+        outcome
+        """)
+    outcome = confined(code)["answer"]
+    assert outcome == {"hard link into the folder": "OSError: 18",  # Landlock's answer to a reparenting: EXDEV
+                       "symlink, then write through it": REFUSED, "the parent's open files": REFUSED,
+                       "the parent's root": REFUSED, "the parent's memory": REFUSED}, outcome
+    assert victim.read_text() == "original"
