@@ -14,13 +14,13 @@ How a run is confined (`Confinement`):
   while a confined run is in flight.
 - In the child, right after the fork (`Confinement.enter`): `prctl(PR_SET_NO_NEW_PRIVS)`,
   `landlock_restrict_self`, `prctl(PR_SET_SECCOMP)` (refusing a file's metadata changes, which
-  Landlock does not cover, and without `run=True` running programs); every capability is
-  dropped (a kernel running as root would otherwise hand the code raw sockets, kernel modules,
-  mounts: things Landlock does not cover); then every file
-  descriptor but the standard streams and the result pipe is closed (an inherited socket or file of
-  the kernel's would be a way around the rules: Landlock checks opening, not using). Only the
-  forking thread exists in the child, so the restriction covers every thread the code starts, and
-  every program it runs (both are inherited and cannot be lifted).
+  Landlock does not cover, and without `run=True` running programs); every capability is dropped
+  (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
+  things Landlock does not cover); then every descriptor but the standard streams and the result
+  pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
+  Landlock checks opening, not using). Only the forking thread exists in the child, so the
+  restriction covers every thread the code starts and every program it runs (both inherit it,
+  and it cannot be lifted).
 - After the run the parent removes the folder if the code left nothing in it (else it stays, so
   nothing written is lost) and closes the ruleset. A time-out kills the child; nothing else was
   ever restricted.
