@@ -451,3 +451,32 @@ def test_links_and_proc_do_not_lead_outside(tmp_path):
                        "symlink, then write through it": REFUSED, "the parent's open files": REFUSED,
                        "the parent's root": REFUSED, "the parent's memory": REFUSED}, outcome
     assert victim.read_text() == "original"
+
+
+def test_what_the_code_leaves_running_neither_holds_the_answer_nor_outlives_the_run():
+    """A process the code forks and leaves behind (it holds the result pipe) must not keep
+    `python()` waiting until the time-out, nor go on running restricted after the run."""
+    code = textwrap.dedent("""\
+        import os, time
+        reader, writer = os.pipe()
+        left = os.fork()
+        if left == 0:
+            try:
+                os.setsid()  # leave the run's process group, as a daemon would
+                os.write(writer, b"escaped")
+            except OSError as error:
+                os.write(writer, str(error.errno).encode())
+            time.sleep(60)
+            os._exit(0)
+        [left, os.read(reader, 10).decode()]
+        """)
+    report = confined(code, timeout=20, before="import time\nstarted = time.monotonic()", after="""
+        report["elapsed"] = time.monotonic() - started
+        time.sleep(0.5)
+        try:  # gone, or a zombie nobody reaped yet (in a container without an init)
+            report["state"] = open(f"/proc/{report['answer'][0]}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            report["state"] = "gone"
+        """)
+    assert report["answer"][1] == "1" and report["elapsed"] < 10, report  # setsid: EPERM
+    assert report["state"] in ("gone", "Z"), report

@@ -14,7 +14,8 @@ How a run is confined (`Confinement`):
   while a confined run is in flight.
 - In the child, right after the fork (`Confinement.enter`): `prctl(PR_SET_NO_NEW_PRIVS)`,
   `landlock_restrict_self`, `prctl(PR_SET_SECCOMP)` (refusing a file's metadata changes, which
-  Landlock does not cover, and without `run=True` running programs); every capability is dropped
+  Landlock does not cover, leaving the process group the child made, so what the code starts is
+  killed with the run, and without `run=True` running programs); every capability is dropped
   (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
   things Landlock does not cover); then every descriptor but the standard streams and the result
   pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
@@ -78,6 +79,9 @@ _METADATA = {
     "x86_64": (90, 91, 268, 452, 92, 93, 94, 260, 188, 189, 190, 197, 198, 199, 463, 466),
     "aarch64": (52, 53, 452, 55, 54, 5, 6, 7, 14, 15, 16, 463, 466),
 }
+# Leaving the run's process group (setsid, setpgid), refused so that what the code starts is
+# killed with the run.
+_GROUP = {"x86_64": (112, 109), "aarch64": (157, 154)}
 _EPERM = 1
 
 
@@ -336,7 +340,7 @@ class Confinement:
             self.close()
             raise
         machine = os.uname().machine
-        refused = dict.fromkeys(_METADATA[machine], _EPERM)
+        refused = dict.fromkeys((*_METADATA[machine], *_GROUP[machine]), _EPERM)
         if not allow.run:
             refused.update({_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM})
         self.program = seccomp_program(refused, machine)
@@ -405,6 +409,7 @@ class Confinement:
         import ctypes
 
         libc = _c()
+        os.setpgid(0, 0)  # a process group of its own: what the code leaves running is killed with it
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
                       ctypes.c_ulong(0)) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
