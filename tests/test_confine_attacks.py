@@ -480,3 +480,28 @@ def test_what_the_code_leaves_running_neither_holds_the_answer_nor_outlives_the_
         """)
     assert report["answer"][1] == "1" and report["elapsed"] < 10, report  # setsid: EPERM
     assert report["state"] in ("gone", "Z"), report
+
+
+def test_unix_sockets_by_path_are_not_reached(tmp_path):
+    """Landlock (ABI 7) does not cover connecting to a UNIX socket by path (a Docker socket there is
+    root on the host): sockets of any family but IPv4, IPv6 and netlink cannot be made. Socket
+    pairs (what asyncio's event loop uses) still work."""
+    path = str(tmp_path / "service.sock")
+    before = f"""
+        service = socket.socket(socket.AF_UNIX)
+        service.bind({path!r})
+        service.listen()
+        """
+    code = TRY + textwrap.dedent(f"""\
+        def reach():
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect({path!r})
+        attempt("unix socket", reach)
+        attempt("socket pair", lambda: [end.close() for end in socket.socketpair()] and None)
+        import asyncio
+        attempt("event loop", lambda: asyncio.run(asyncio.sleep(0)))
+        attempt("packet socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
+        outcome
+        """)
+    assert confined(code, before=before)["answer"] == {
+        "unix socket": NOT_PERMITTED, "socket pair": "ok", "event loop": "ok", "packet socket": NOT_PERMITTED}

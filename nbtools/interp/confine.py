@@ -17,7 +17,8 @@ How a run is confined (`Confinement`):
   Landlock does not cover, leaving the process group the child made, so what the code starts is
   killed with the run, and without `run=True` running programs); every capability is dropped
   (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
-  things Landlock does not cover); then every descriptor but the standard streams and the result
+  things Landlock does not cover); sockets can be made for IPv4, IPv6 and netlink only (a UNIX
+  socket by path is out of Landlock's reach here); then every descriptor but the standard streams and the result
   pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
   Landlock checks opening, not using). Only the forking thread exists in the child, so the
   restriction covers every thread the code starts and every program it runs (both inherit it,
@@ -31,7 +32,7 @@ seccomp) at the system call, whatever route the code takes: open, pathlib, os, s
 
 Not promised (said in README and `python()`'s docstring too): an in-process run (no `allow=`) is not
 contained; reads are allowed unless `read=` lists paths; the environment and the kernel's variables
-are copied into the child; UDP, host names (ports only) and UNIX sockets by path are not filtered;
+are copied into the child; UDP and host names (ports only) are not filtered;
 files' times can still be changed; permissions, owners and extended attributes cannot, in the
 fresh folder either (so `shutil.copy`/`copy2` fail there: `shutil.copyfile` works); Linux only
 (x86_64 and aarch64 for the seccomp program).
@@ -82,6 +83,10 @@ _METADATA = {
 # Leaving the run's process group (setsid, setpgid), refused so that what the code starts is
 # killed with the run.
 _GROUP = {"x86_64": (112, 109), "aarch64": (157, 154)}
+# socket(): only these address families may be made (UNIX sockets by path, which Landlock ABI 7
+# does not cover, and packet, vsock... sockets are refused; socketpair() stays allowed)
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_FAMILIES = (2, 10, 16)  # AF_INET, AF_INET6, AF_NETLINK
 _EPERM = 1
 
 
@@ -277,33 +282,51 @@ def missing() -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 
-def seccomp_program(refused: dict[int, int], machine: str | None = None) -> Any:
+def seccomp_program(refused: dict[int, int], machine: str | None = None,
+                    families: tuple[int, ...] | None = None) -> Any:
     """A BPF program (`sock_fprog`, with its instructions kept alive on it) that answers each
-    syscall number in `refused` with that errno and lets every other through; a call made with
-    another architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
+    syscall number in `refused` with that errno and lets every other through; with `families`,
+    `socket()` of any other address family is refused with EPERM; a call made with another
+    architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
     import ctypes
 
     audit_arch, _, _, _, x32 = _ARCHES[machine or os.uname().machine]
-    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
-    entries = list(refused.items())
-    checks = ([(jge, x32, "deny")] if x32 else []) + [(jeq, number, index) for index, (number, _) in enumerate(entries)]
-    allow_at = 4 + len(checks)                 # after: arch load, arch check, wrong-arch RET, nr load
-    deny_at = allow_at + 1 + len(entries)      # the last RET: EPERM
-    code = [(load, 0, 0, 4),                   # seccomp_data.arch
-            (jeq, 1, 0, audit_arch),
-            (ret, 0, 0, _RET_ERRNO | _EPERM),  # another architecture's numbers
-            (load, 0, 0, 0)]                   # seccomp_data.nr
-    for op, value, goes_to in checks:
-        target = deny_at if goes_to == "deny" else allow_at + 1 + goes_to
-        code.append((op, target - len(code) - 1, 0, value))
-    code.append((ret, 0, 0, _RET_ALLOW))
-    code += [(ret, 0, 0, _RET_ERRNO | (errno & 0xFFFF)) for _, errno in entries]
-    code.append((ret, 0, 0, _RET_ERRNO | _EPERM))
+    # (operation, value, label jumped to when true); a label marks where it stands
+    program: list[tuple] = [("ld", 4), ("jeq", audit_arch, "native"), ("ret", _RET_ERRNO | _EPERM),
+                            ("label", "native"), ("ld", 0)]  # seccomp_data.arch, then .nr
+    if x32:
+        program.append(("jge", x32, "deny"))
+    program += [("jeq", number, f"refuse {number}") for number in refused]
+    if families is not None:
+        program.append(("jeq", _SOCKET[machine or os.uname().machine], "socket"))
+    program.append(("ret", _RET_ALLOW))
+    for number, errno_value in refused.items():
+        program += [("label", f"refuse {number}"), ("ret", _RET_ERRNO | (errno_value & 0xFFFF))]
+    if families is not None:  # seccomp_data.args[0], its low 32 bits (little-endian): the family
+        program += [("label", "socket"), ("ld", 16), *[("jeq", family, "allow") for family in families],
+                    ("ret", _RET_ERRNO | _EPERM), ("label", "allow"), ("ret", _RET_ALLOW)]
+    program += [("label", "deny"), ("ret", _RET_ERRNO | _EPERM)]
+    at: dict[str, int] = {}  # label -> index of the instruction after it
+    count = 0
+    for item in program:
+        if item[0] == "label":
+            at[item[1]] = count
+        else:
+            count += 1
+    opcodes = {"ld": 0x20, "jeq": 0x15, "jge": 0x35, "ret": 0x06}  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
+    code = []
+    for item in program:
+        if item[0] == "label":
+            continue
+        jump = at[item[2]] - len(code) - 1 if item[0] in ("jeq", "jge") else 0
+        if not 0 <= jump < 256:  # a BPF jump offset is one byte
+            raise ValueError(f"seccomp program too long for a jump of {jump}")
+        code.append((opcodes[item[0]], jump, 0, item[1]))
     Instruction = _structs().Instruction
     instructions = (Instruction * len(code))(*[Instruction(*each) for each in code])
-    program = _structs().Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
-    program._keep = instructions  # type: ignore[attr-defined]
-    return program
+    built = _structs().Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
+    built._keep = instructions  # type: ignore[attr-defined]
+    return built
 
 
 def install_seccomp(program: Any) -> None:
@@ -343,7 +366,7 @@ class Confinement:
         refused = dict.fromkeys((*_METADATA[machine], *_GROUP[machine]), _EPERM)
         if not allow.run:
             refused.update({_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM})
-        self.program = seccomp_program(refused, machine)
+        self.program = seccomp_program(refused, machine, _FAMILIES)
         self._restrict = (_c().syscall, ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(self.ruleset), ctypes.c_uint32(0))
 
     def _ruleset(self, allow: Allow) -> int:

@@ -56,7 +56,7 @@ def python(
             Landlock (ABI 6) or seccomp is missing, nothing runs and the answer says what is missing.
             Not promised: a run without `allow=` is not contained; reads are allowed unless `read=`
             lists paths; the environment and the namespace's variables are copied into the child;
-            UDP, host names (TCP ports only) and UNIX sockets by path are not filtered; permissions,
+            UDP and host names (TCP ports only) are not filtered; permissions,
             owners and extended attributes cannot be changed, in the fresh folder either; Linux only.
     """
     return (_execute or _import_execute()).run_for_model(code, glb, loc, timeout, isolated,
