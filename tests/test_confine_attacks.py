@@ -444,12 +444,17 @@ def test_links_and_proc_do_not_lead_outside(tmp_path):
         attempt("the parent's open files", lambda: [open(f"{{parent}}/fd/{{fd}}", "w") for fd in os.listdir(f"{{parent}}/fd")])
         attempt("the parent's root", lambda: open(f"{{parent}}/root{{victim}}", "w"))
         attempt("the parent's memory", lambda: open(f"{{parent}}/mem", "wb"))
+        def steal():  # pidfd_getfd (438 on every architecture): a copy of the parent's descriptor 0
+            if libc.syscall(438, os.pidfd_open(os.getppid()), 0, 0) < 0:
+                raise OSError(ctypes.get_errno(), "pidfd_getfd")
+        attempt("the parent's descriptor", steal)
         outcome
         """)
     outcome = confined(code)["answer"]
     assert outcome == {"hard link into the folder": "OSError: 18",  # Landlock's answer to a reparenting: EXDEV
                        "symlink, then write through it": REFUSED, "the parent's open files": REFUSED,
-                       "the parent's root": REFUSED, "the parent's memory": REFUSED}, outcome
+                       "the parent's root": REFUSED, "the parent's memory": REFUSED,
+                       "the parent's descriptor": "OSError: 1"}, outcome
     assert victim.read_text() == "original"
 
 
