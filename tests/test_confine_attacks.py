@@ -1,8 +1,9 @@
 """`python(code, allow=Allow(...))` under attack (DESIGN.md "What model code may touch").
 
-Each attack is model code trying to do what its policy does not allow, by every route it has (open,
-pathlib, os, shutil, a shell, ctypes, links, /proc, root's capabilities, file metadata), run through `python(..., allow=...)` in a child process
-with a memory and a wall-clock limit, in this real kernel (Linux, Landlock, seccomp): the
+Each attack is model code trying to do what its policy does not allow, by every route it has
+(open, pathlib, os, shutil, a shell, ctypes, links, /proc, pidfd, root's capabilities, file
+metadata, UNIX sockets, processes left behind), run through `python(..., allow=...)` in a child
+process with a memory and a wall-clock limit, in this real kernel (Linux, Landlock, seccomp): the
 promise is the ordinary PermissionError at the system call and nothing changed outside. The
 parent's freedom is checked too (after a time-out, and in a real Jupyter kernel while a
 restricted run waits), and the fail-closed refusal where the kernel lacks what is needed (hidden

@@ -43,10 +43,10 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..errors import NbtoolsError
+from ..ir import _Frozen
 
 # Landlock (include/uapi/linux/landlock.h)
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -94,8 +94,7 @@ class ConfinementUnavailable(NbtoolsError, RuntimeError):
     """`allow=` cannot be enforced here (no Landlock of the ABI needed, no seccomp, not Linux)."""
 
 
-@dataclass(frozen=True)
-class Allow:
+class Allow(_Frozen):
     """What the code of a `python(code, allow=Allow(...))` run may touch (a frozen record).
 
     - `write`: folders or files it may create, change and remove things in, besides a fresh
@@ -108,18 +107,36 @@ class Allow:
     - `run`: whether it may run programs (`execve`); the rules above hold for them too.
     """
 
-    write: tuple[str, ...] = ()
-    read: tuple[str, ...] | None = None
-    connect: tuple[tuple[str, int], ...] = ()
-    run: bool = False
+    __slots__ = ("write", "read", "connect", "run")
+    write: tuple[str, ...]
+    read: tuple[str, ...] | None
+    connect: tuple[tuple[str, int], ...]
+    run: bool
 
-    def __post_init__(self) -> None:
+    # A plain class, not a dataclass: generating one cost a millisecond of `from nbtools import python`.
+    def __init__(self, write: Iterable[str | os.PathLike] = (), read: Iterable[str | os.PathLike] | None = None,
+                 connect: Iterable[tuple[str, int]] = (), run: bool = False) -> None:
+        if type(run) is not bool:
+            raise TypeError(f"Allow(run=...) takes True or False, got {run!r}")
         set_ = object.__setattr__
-        set_(self, "write", _paths("write", self.write))
-        set_(self, "read", None if self.read is None else _paths("read", self.read))
-        set_(self, "connect", _endpoints(self.connect))
-        if type(self.run) is not bool:
-            raise TypeError(f"Allow(run=...) takes True or False, got {self.run!r}")
+        set_(self, "write", _paths("write", write))
+        set_(self, "read", None if read is None else _paths("read", read))
+        set_(self, "connect", _endpoints(connect))
+        set_(self, "run", run)
+
+    def _fields(self) -> tuple:
+        return self.write, self.read, self.connect, self.run
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Allow(write={self.write!r}, read={self.read!r}, connect={self.connect!r}, run={self.run!r})"
 
     def __str__(self) -> str:
         """One line a person approving a run reads."""

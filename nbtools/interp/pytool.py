@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from .confine import Allow
+if TYPE_CHECKING:  # `confine.py` is imported at the first run given a policy
+    from .confine import Allow
 
 _execute: ModuleType | None = None  # `execute.py` once the first call imported it
 
