@@ -168,8 +168,68 @@ def test_progress_keeps_a_long_call_alive_and_silence_ends_one(served):
         began = time.monotonic()
         assert conn.call("steady", steps=6, pause=0.5) == "done"
         assert len(arrived) == 6 and arrived[-1] - began > 1.5  # it did outlive one time-out
-        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s"):
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
             conn.call("silent", seconds=4)
+
+
+@pytest.fixture(scope="module")
+def reporting():
+    """The SDK's own MCPServer over HTTP, with tools that report progress in three ways."""
+    app = MCPServer("reporting")
+
+    @app.tool()
+    async def advancing(steps: int, pause: float, ctx: Context) -> str:
+        for step in range(steps):
+            await asyncio.sleep(pause)
+            await ctx.report_progress(step + 1, steps, message=f"step {step + 1}")
+        return "done"
+
+    @app.tool()
+    async def stuck(steps: int, pause: float, ctx: Context) -> str:
+        for _ in range(steps):  # the same value again and again: no progress (the spec: it MUST increase)
+            await asyncio.sleep(pause)
+            await ctx.report_progress(1, 10)
+        return "done"
+
+    with uvicorn_app(app.streamable_http_app()) as base:
+        yield base + "/mcp"
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_progress_restarts_the_silence_time_out_at_both_revisions_against_the_sdks_server(reporting, protocol):
+    arrived: list[float] = []
+    with connect(reporting, protocol=protocol, timeout=1.5,
+                 on_progress=lambda event: arrived.append(event.progress)) as conn:
+        assert conn.protocol_version == protocol
+        began = time.monotonic()
+        # 2.5 s in all, progress every 0.5 s: never 1.5 s of silence
+        assert conn.call("advancing", steps=5, pause=0.5) == "done"
+        assert arrived == [1, 2, 3, 4, 5] and time.monotonic() - began > 1.5
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
+            conn.call("advancing", steps=1, pause=4)
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_progress_that_never_advances_does_not_keep_a_call_alive(reporting, protocol):
+    seen: list[float] = []
+    with connect(reporting, protocol=protocol, timeout=1.5, on_progress=lambda event: seen.append(event.progress)) as conn:
+        began = time.monotonic()
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
+            conn.call("stuck", steps=30, pause=0.3)  # 9 s of "1 of 10" every 0.3 s
+        assert time.monotonic() - began < 8 and seen and set(seen) == {1}  # shown, but not taken as progress
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_max_time_caps_a_call_that_keeps_advancing(reporting, protocol):
+    with pytest.raises(ValueError, match="max_time must be a positive number of seconds or None"):
+        Connection(reporting, max_time=0)
+    with connect(reporting, protocol=protocol, timeout=1.5, max_time=2.5, on_progress=lambda event: None) as conn:
+        assert conn.max_time == 2.5
+        began = time.monotonic()
+        with pytest.raises(ToolCallError, match=r"took more than max_time=2.5 s in all"):
+            conn.call("advancing", steps=40, pause=0.3)  # 12 s, advancing every 0.3 s
+        assert time.monotonic() - began < 10
+        assert conn.call("advancing", steps=2, pause=0.3) == "done"  # a call within the cap
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
