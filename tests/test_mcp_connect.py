@@ -3,7 +3,7 @@
 
 What it proves: both protocol revisions negotiated, tools found by name, the tool list followed on
 `tools/list_changed`, a long call kept alive by its progress, one new session after a server
-restart, SSE servers reached, and `$NBTOOLS_MCP_TOKEN` sent to loopback only.
+restart, SSE servers reached, and `$NBTOOLS_MCP_TOKEN` sent only to this user's nbtools servers on loopback.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def recorder():
         listener.server_close()
 
 
-def test_the_environment_token_goes_to_loopback_only(recorder, monkeypatch):
+def test_the_environment_token_goes_to_this_users_nbtools_servers_only(recorder, monkeypatch):
     monkeypatch.setenv("NBTOOLS_MCP_TOKEN", "secret-from-env")
     alias = socket.gethostname()  # this machine under a name that is not a loopback address
     try:
@@ -297,14 +297,20 @@ def test_the_environment_token_goes_to_loopback_only(recorder, monkeypatch):
         assert Recorder.seen, f"nothing reached the listener at {url}"
         return Recorder.seen
 
-    elsewhere = headers_sent(f"http://{alias}:{recorder}/mcp")
-    assert all("authorization" not in headers for headers in elsewhere)
-    assert all("secret-from-env" not in str(headers) for headers in elsewhere)
-    loopback = headers_sent(f"http://127.0.0.1:{recorder}/mcp")
-    assert {headers.get("authorization") for headers in loopback} == {"Bearer secret-from-env"}
+    # neither another host nor a loopback listener nbtools did not start (see test_client_attacks.py)
+    for url in (f"http://{alias}:{recorder}/mcp", f"http://127.0.0.1:{recorder}/mcp"):
+        sent = headers_sent(url)
+        assert all("authorization" not in headers and "secret-from-env" not in str(headers) for headers in sent)
     # what the person passes goes where they point it
     given = headers_sent(f"http://{alias}:{recorder}/mcp", token="given", headers={"X-Trace": "7"})
     assert {(headers.get("authorization"), headers.get("x-trace")) for headers in given} == {("Bearer given", "7")}
+    # an nbtools server of this user on loopback gets it
+    server = nbmcp.start(Registry([add]), port=0, token="secret-from-env")
+    try:
+        with connect(server.url, timeout=10) as conn:
+            assert conn.add.fn(a=1, b=1) == 2
+    finally:
+        server.stop()
 
 
 def test_a_401_elsewhere_says_the_environment_token_was_kept_back(served, monkeypatch):
@@ -312,8 +318,9 @@ def test_a_401_elsewhere_says_the_environment_token_was_kept_back(served, monkey
     alias = socket.gethostname()
     other = nbmcp.start(Registry([add]), host="0.0.0.0", port=0, token=TOKEN, allow_hosts=[alias])
     try:
-        with pytest.raises(ConnectionError, match=rf"\$NBTOOLS_MCP_TOKEN is set but is sent only to servers on "
-                                                  rf"this machine .* not to {alias}; pass connect\(url, token=...\)"):
+        with pytest.raises(ConnectionError, match=rf"\$NBTOOLS_MCP_TOKEN is set but is sent only to an MCP server this "
+                                                  rf"user's nbtools started on this machine .* and {alias}:{other.port} "
+                                                  rf"is not one; pass connect\(url, token=...\)"):
             connect(f"http://{alias}:{other.port}/mcp", timeout=10)
         with connect(f"http://{alias}:{other.port}/mcp", token=TOKEN, timeout=10) as conn:
             assert conn.add.fn(a=1, b=1) == 2

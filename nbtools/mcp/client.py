@@ -479,8 +479,10 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, proto
     comes (None: no cap; the TypeScript SDK's `maxTotalTimeout`).
 
     HTTP only: `token` is sent as `Authorization: Bearer <token>`; without it `$NBTOOLS_MCP_TOKEN`
-    (the token nbtools servers require) is sent, but only to a loopback address (`127.0.0.1`,
-    `localhost`, `::1`), never to another host. `headers` adds HTTP headers to every request (an
+    (the token nbtools servers require) is sent, but only to a server this user's nbtools started
+    on this machine (a loopback address, `127.0.0.1`, `localhost` or `::1`, recorded by that server
+    in an owner-only runtime folder: see `nbtools.mcp.ownservers`), never to another user's server on
+    the same host nor to another host. `headers` adds HTTP headers to every request (an
     `Authorization` given there wins over `token`).
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
