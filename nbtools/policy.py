@@ -428,7 +428,7 @@ def bind(tool: Tool, source: ToolSource) -> Tool:
     bound = object.__new__(type(tool))
     bound.__dict__.update(tool.__dict__)
     bound.__dict__["source"] = source
-    bound.__dict__["_origin"] = tool.__dict__.get("_origin", tool)
+    bound.__dict__["_origin"] = origin_of(tool)  # a declared field of Tool (`Tool._origin`)
     return bound
 
 
@@ -479,7 +479,8 @@ def layers_of(tool: Tool, first: ToolSource | None) -> list[Layer]:
 
 def origin_of(tool: Tool) -> Tool:
     """The Tool that `bind` copied (`tool` itself when it is not a bound copy)."""
-    return tool.__dict__.get("_origin", tool)
+    origin = tool._origin
+    return tool if origin is None else origin
 
 
 _default: list[ToolSource] = []  # one element once nbtools.registry is imported (nbtools/__init__ does)
