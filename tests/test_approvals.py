@@ -614,6 +614,32 @@ def test_the_log_keeps_the_arguments_that_ran_not_the_callers_dict():
         assert ran == ["a"] and [d.arguments for d in reg.decisions] == [{"folder": "a", "force": False}], how
 
 
+def test_an_approval_prompt_and_its_registry_go_once_dropped():
+    """The issue-31 note on `call/asking._TRAITS` (a module cache of up to 64 callbacks): no such
+    cache is left; what dispatch reads of a callback is kept by its registry, so a real
+    `ApprovalPrompt` (its widgets) and the registry it asks for are freed with the last reference,
+    after sync and async calls through every path that reads the callback."""
+    import gc
+    import weakref
+
+    from nbtools.approval import ApprovalPrompt
+    from nbtools.call import asking
+
+    assert not hasattr(asking, "_TRAITS")
+    prompt = ApprovalPrompt(timeout=1)
+    reg, ran = make(approve=prompt)
+    for attempt in (lambda: reg.call("wipe", {"folder": "a"}), lambda: reg.get("wipe").call({"folder": "b"}),
+                    lambda: asyncio.run(reg.acall("wipe", {"folder": "c"})),
+                    lambda: call_func("wipe", {"folder": "d"}, ns=reg.select())):
+        with pytest.raises(ToolCallError, match="approval check failed"):  # no kernel here: nobody to click
+            attempt()
+    assert ran == [] and reg._asker[0] is prompt  # read once, kept by the registry
+    gone_prompt, gone_registry = weakref.ref(prompt), weakref.ref(reg)
+    del prompt, reg, attempt
+    gc.collect()
+    assert gone_prompt() is None and gone_registry() is None
+
+
 def test_dispatch_keeps_no_approval_callback_alive():
     """What dispatch reads of a callback (whether it takes `origin=`, whether a person answers) is
     kept by its registry: a callback (a prompt and its widgets) goes with its registry, and a new
