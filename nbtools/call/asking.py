@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of, yes_or_no
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -237,20 +237,18 @@ def is_pending(answer: Any) -> bool:
 
 
 def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
-    """(allow, edited arguments or None, remember, reason) of a callback's answer. Only a yes runs
-    the tool: True (or 1, a numpy True) or an allowing Decision; a non-boolean answer such as "no"
-    or a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
-    if isinstance(answer, Decision):
-        allow = answer.allow is True or (type(answer.allow).__name__ == "bool_" and answer.allow == 1)
+    """(allow, edited arguments or None, remember, reason) of a callback's answer. One rule for a
+    yes, plain or in a Decision (`policy.yes_or_no`): True or 1 (numpy's too) runs the tool, False,
+    0 or None refuses it; any other answer ("no", 2, a dict) is a refusal saying what came back,
+    not a truthy value (a callback that returns the wrong thing fails closed)."""
+    if isinstance(answer, Decision):  # its `allow` is a bool already (checked when it was made)
+        allow = answer.allow
         return allow, answer.args if allow else None, answer.remember == "tool", answer.reason
-    if answer is True:
-        return True, None, False, None
-    if answer is False or answer is None:
-        return False, None, False, None
-    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
-        return answer == 1, None, False, None
-    raise refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
-                         "True or False, which counts as a denial (or answer with a Decision)")
+    verdict = False if answer is None else yes_or_no(answer)
+    if verdict is None:
+        raise refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
+                             "True or False, which counts as a denial (or answer with a Decision)")
+    return verdict, None, False, None
 
 
 def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str, tuple]:
