@@ -58,6 +58,8 @@ class Tool(ir._Frozen):
             entry (name, "default") marks an optional parameter whose default dispatch passes itself
             when it is left out (its Python default is a pydantic `Field(...)`, or it has none).
         is_async: whether calling `fn` returns an awaitable.
+        task: how an MCP server runs the tool as a task (`@tool(task=...)`): "optional", "required" or
+            "forbidden"; None: the server's default (`mcp.tasks.task_support`).
         source: the registry whose approval policy this Tool carries (set on the Tools a registry
             hands out; None for a Tool no registry handed out). Every copy keeps it (`replace`,
             `dataclasses.replace`, `copy.copy`), so a copy never runs without that policy.
@@ -75,6 +77,7 @@ class Tool(ir._Frozen):
     args: ir.Object | None = None
     passing: tuple[tuple[str, str], ...] = ()
     is_async: bool = False
+    task: str | None = None
     source: Any = field(default=None, repr=False, compare=False)
     # Renders and the compiled dispatch (see `call.plan`). Not an `__init__` argument, so
     # `dataclasses.replace` (like `replace`) starts a copy with its own: a changed field is never
@@ -84,17 +87,19 @@ class Tool(ir._Frozen):
     def __init__(self, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None = None,
                  returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
                  hints: frozenset[str] = frozenset(), strict: bool = False, args: ir.Object | None = None,
-                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None) -> None:
+                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None,
+                 task: str | None = None) -> None:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
-                             args=args, passing=passing, is_async=is_async, source=source, _cache={})
+                             args=args, passing=passing, is_async=is_async, source=source,
+                             task=check_task(task), _cache={})
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def from_function(cls, fn: Callable[..., Any], **overrides: Any) -> "Tool":
         """Describe `fn` (any callable kind; a Tool is returned as it is, or with `overrides` applied).
 
-        `overrides`: name, description, group, hints, strict (None means "not given"). Without
+        `overrides`: name, description, group, hints, strict, task (None means "not given"). Without
         `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
         `SchemaError` naming the function, parameter and reason when `fn` has no faithful definition.
         """
@@ -131,6 +136,7 @@ class Tool(ir._Frozen):
             args=spec.args,
             passing=spec.passing,
             is_async=spec.is_async,
+            task=overrides.get("task"),
         )
         if shares_cache:  # the same definition as every Tool of this function: one cache for all
             object.__setattr__(built, "_cache", spec.render_cache)
@@ -277,6 +283,17 @@ def normalise_hints(hints: Any) -> frozenset[str]:
             raise ValueError(f"contradictory tool hints {first!r} and {second!r}: a {first} tool changes nothing, "
                              f"so it cannot be {second}; keep one of them")
     return frozenset(out)
+
+
+TASK_SUPPORT = ("optional", "required", "forbidden")
+
+
+def check_task(task: Any) -> str | None:
+    """`task=` of a Tool: None or one of TASK_SUPPORT (ValueError naming them otherwise)."""
+    if task is not None and task not in TASK_SUPPORT:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(map(repr, TASK_SUPPORT))} (how an MCP "
+                         "server may run the tool as a task), or None for the server's default")
+    return task
 
 
 # Hint pairs no tool can carry together (MCP: destructiveHint only means something when not read-only).
