@@ -225,3 +225,20 @@ def test_the_activity_log_shows_task_states(server, client):
     from nbtools.mcp.activity import render
 
     assert "completed" in render(server.activity) and "cancelled" in render(server.activity)
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_the_nbtools_client_runs_calls_as_tasks(server, protocol):
+    """`conn.call(name, args, task=True)` at either revision; a task-required tool runs as one unasked."""
+    import nbtools.mcp as nbmcp
+    from nbtools.errors import ToolCallError
+
+    with nbmcp.connect(server.url, token=server.token, protocol=protocol) as conn:
+        assert conn.call("slow", {"seconds": 0.5, "label": protocol}, task=True) == f"slept 0.5 s {protocol}"
+        assert conn.call("only_task") == "done as a task"
+        with pytest.raises(ToolCallError) as failed:
+            conn.call("broken", task=True)
+        assert "broken on purpose" in str(failed.value)
+    tasks = [record for record in server.activity.records if record.kind == "task"
+             and record.arguments == {"seconds": 0.5, "label": protocol}]
+    assert [record.status for record in tasks] == ["completed"]
