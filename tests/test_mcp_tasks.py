@@ -7,6 +7,7 @@ client side (`conn.call(..., task=True)`) and a kernel's tasks are tested in tes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -14,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from nbtools import Registry, tool
+from nbtools import Registry, ToolContext, tool
 
 VERSION = "2025-11-25"
 
@@ -68,6 +69,25 @@ class PlainClient:
         assert "error" in answer, answer
         return answer["error"]
 
+    def listen(self) -> list:
+        """Open the session's GET stream (server-sent messages outside any request) and collect its
+        messages into the returned list, from a daemon thread."""
+        import threading
+
+        heard: list = []
+        headers = {"MCP-Protocol-Version": VERSION, "Authorization": f"Bearer {self.token}",
+                   "Accept": "text/event-stream", "Mcp-Session-Id": self.session}
+        stream = urllib.request.urlopen(urllib.request.Request(self.url, headers=headers, method="GET"), timeout=60)
+
+        def read() -> None:
+            with contextlib.suppress(Exception), stream:
+                for line in stream:
+                    if line.startswith(b"data:"):
+                        heard.append(json.loads(line[5:]))
+
+        threading.Thread(target=read, daemon=True).start()
+        return heard
+
     def close(self) -> None:
         pass
 
@@ -93,6 +113,12 @@ def server():
     def plain(x: int) -> int:
         "A plain function: in a worker thread, never a task."
         return x + 1
+
+    @tool(registry=tools)
+    async def ask_name(ctx: ToolContext) -> str:
+        "Asks the user's name."
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"hello {answer.content['name']}"
 
     @tool(registry=tools)
     async def broken() -> str:
@@ -124,7 +150,8 @@ def test_capabilities_and_each_tools_task_support(client):
     assert client.initialized["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     listed = {entry["name"]: entry.get("execution") for entry in client.request("tools/list")["tools"]}
     assert listed == {"slow": {"taskSupport": "optional"}, "only_task": {"taskSupport": "required"},
-                      "plain": None, "broken": {"taskSupport": "optional"}}  # absent means forbidden
+                      "plain": None, "broken": {"taskSupport": "optional"},
+                      "ask_name": {"taskSupport": "optional"}}  # absent means forbidden
 
 
 def test_a_task_answers_at_once_then_polls_then_gives_the_result(client):
@@ -233,8 +260,10 @@ def test_the_nbtools_client_runs_calls_as_tasks(server, protocol):
     import nbtools.mcp as nbmcp
     from nbtools.errors import ToolCallError
 
-    with nbmcp.connect(server.url, token=server.token, protocol=protocol) as conn:
+    with nbmcp.connect(server.url, token=server.token, protocol=protocol, on_elicit=lambda _: {"name": "Bo"}) as conn:
         assert conn.call("slow", {"seconds": 0.5, "label": protocol}, task=True) == f"slept 0.5 s {protocol}"
+        # its question: at 2026-07-28 in the task's inputRequests, answered with tasks/update
+        assert conn.call("ask_name", task=True) == "hello Bo"
         assert conn.call("only_task") == "done as a task"
         with pytest.raises(ToolCallError) as failed:
             conn.call("broken", task=True)
@@ -242,3 +271,35 @@ def test_the_nbtools_client_runs_calls_as_tasks(server, protocol):
     tasks = [record for record in server.activity.records if record.kind == "task"
              and record.arguments == {"seconds": 0.5, "label": protocol}]
     assert [record.status for record in tasks] == ["completed"]
+
+
+def test_status_notifications_reach_the_creating_session(client):
+    heard = client.listen()
+    task = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}})["task"]
+    client.request("tasks/result", {"taskId": task["taskId"]})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(message.get("method") == "notifications/tasks/status"
+                                                  for message in heard):
+        time.sleep(0.05)
+    statuses = [message["params"] for message in heard if message.get("method") == "notifications/tasks/status"]
+    assert statuses and statuses[-1]["taskId"] == task["taskId"] and statuses[-1]["status"] == "completed"
+    assert set(statuses[-1]) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"}
+
+
+def test_a_question_inside_a_2025_task_goes_to_the_client_and_the_task_waits_for_it(server):
+    """The tool's ctx.elicit reaches the client on the session's stream, tagged with the task; the task is
+    input_required until the answer (nbtools' client answers through `on_elicit`)."""
+    import nbtools.mcp as nbmcp
+
+    seen = []
+
+    def on_elicit(question):
+        record = next(record for record in reversed(server.activity.records) if record.tool == "ask_name")
+        seen.append((question.message, record.status))
+        return {"name": "Ann"}
+
+    with nbmcp.connect(server.url, token=server.token, protocol="2025-11-25", on_elicit=on_elicit) as conn:
+        assert conn.call("ask_name", task=True) == "hello Ann"
+    assert seen == [("Your name?", "input required")]
+    record = next(record for record in reversed(server.activity.records) if record.tool == "ask_name")
+    assert (record.kind, record.status) == ("task", "completed")

@@ -196,6 +196,17 @@ class ServedContext(ToolContext):
                                          f"`{capability}` capability); {instead}", capability)
         raise self.missing
 
+    async def _ask_client(self, request: Any, result_type: Any) -> Any:
+        """Send `request` to the client (2025-11-25) and return its typed answer: related to this call's
+        request, or, in a task (whose request has been answered), through the task (`tasks.TaskRun`)."""
+        from .tasks import in_task
+
+        run = in_task.get()
+        if run is not None:
+            return await self._on_transport(lambda: run.ask(self._session, request, result_type))
+        return await self._on_transport(lambda: self._session.send_request(request, result_type,
+                                                                          metadata=self._related()))
+
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
 
@@ -233,8 +244,7 @@ class ServedContext(ToolContext):
             except ValueError as error:
                 raise ContextUnavailable(f"ctx.sample(): the client's answer is not a sampling result ({error})") from None
         else:
-            result = await self._on_transport(lambda: self._session.send_request(
-                types.CreateMessageRequest(params=params), types.CreateMessageResult, metadata=self._related()))
+            result = await self._ask_client(types.CreateMessageRequest(params=params), types.CreateMessageResult)
         return _reply_value(result.content)
 
     async def elicit(self, message: str, schema: dict, *, key: str | None = None) -> Elicitation:
@@ -249,8 +259,10 @@ class ServedContext(ToolContext):
                 raise ContextUnavailable(f"ctx.elicit(): the client's answer is not an elicitation result: {answer!r}")
             content = answer.get("content")
             return Elicitation(answer["action"], dict(content) if isinstance(content, dict) else None)
-        result = await self._on_transport(lambda: self._session.elicit_form(str(message), dict(schema),
-                                                                            self._request.request_id))
+        import mcp_types as types
+
+        result = await self._ask_client(types.ElicitRequest(params=types.ElicitRequestFormParams(
+            message=str(message), requested_schema=dict(schema))), types.ElicitResult)
         return Elicitation(result.action, dict(result.content) if result.content is not None else None)
 
     async def roots(self, *, key: str | None = None) -> list[dict]:
@@ -262,8 +274,7 @@ class ServedContext(ToolContext):
             answer = self._ask("roots", key, types.ListRootsRequest())
             result = types.ListRootsResult.model_validate(answer)
         else:
-            result = await self._on_transport(lambda: self._session.send_request(
-                types.ListRootsRequest(), types.ListRootsResult, metadata=self._related()))
+            result = await self._ask_client(types.ListRootsRequest(), types.ListRootsResult)
         return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
 
     # -- cancellation -----------------------------------------------------------------------------------

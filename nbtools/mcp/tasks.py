@@ -57,8 +57,35 @@ PRELUDE = 0.5  # seconds a task-required tool may take to ask its first question
 PAGE = 50  # tasks per tasks/list page
 MAX_TASKS = 1000  # tasks kept per server (finished ones are dropped first)
 
-# True inside a task's run: the tools/call handler then leaves the activity log to the task
-in_task: contextvars.ContextVar[bool] = contextvars.ContextVar("nbtools_in_task", default=False)
+
+class TaskRun:
+    """What a task's run knows of its task (`in_task`): the task (None until created) and its store."""
+
+    __slots__ = ("task", "store")
+
+    def __init__(self, store: "TaskStore") -> None:
+        self.task: Task | None = None
+        self.store = store
+
+    async def ask(self, session: Any, request: Any, result_type: Any) -> Any:
+        """2025-11-25: a question the task's tool asks the client. The request that started the task has
+        been answered, so it goes on the session's own stream, tagged with the task (`related-task`);
+        the task is `input_required` until the answer comes."""
+        task = self.task
+        if task is not None:
+            meta = {**(request.params.meta or {}), RELATED_TASK: {"taskId": task.task_id}}
+            request = request.model_copy(update={"params": request.params.model_copy(update={"meta": meta})})
+            self.store.change(task, "input_required")
+        try:
+            return await session.send_request(request, result_type)
+        finally:
+            if task is not None and task.status == "input_required":
+                self.store.change(task, "working")
+
+
+# Set inside a task's run: the tools/call handler then leaves the activity log to the task, and the
+# served context sends a 2025-11-25 task's questions through `TaskRun.ask`
+in_task: contextvars.ContextVar[TaskRun | None] = contextvars.ContextVar("nbtools_in_task", default=None)
 
 
 def task_support(tool: Any, kernel: bool) -> str:
@@ -312,8 +339,10 @@ class TaskCalls:
         loop = asyncio.get_running_loop()
         base = replace(ctx, meta=_quiet(ctx.meta)) if modern else ctx
 
+        run = TaskRun(self.store)
+
         async def attempt(run_ctx: Any) -> Any:
-            in_task.set(True)  # this asyncio task's own context: the handler logs nothing of its own
+            in_task.set(run)  # this asyncio task's own context (see `in_task`)
             return await call_next(run_ctx)
 
         job = loop.create_task(attempt(base))
@@ -323,6 +352,7 @@ class TaskCalls:
                 return job.result()
         task = self.store.create(owner_of(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
                                  ttl_ms=ttl_ms)
+        run.task = task
         if not modern:
             from .served import connection_of
 
@@ -479,4 +509,5 @@ def capability() -> Any:
     return types.ServerTasksCapability.model_validate({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 
 
-__all__ = ["EXTENSION", "Task", "TaskStore", "TaskCalls", "add_tasks", "task_support", "capability", "in_task"]
+__all__ = ["EXTENSION", "Task", "TaskStore", "TaskCalls", "TaskRun", "add_tasks", "task_support", "capability",
+           "in_task"]
