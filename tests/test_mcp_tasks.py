@@ -89,7 +89,14 @@ class PlainClient:
         return heard
 
     def close(self) -> None:
-        pass
+        """End the session (DELETE), as a client that leaves does."""
+        if self.session:
+            headers = {"MCP-Protocol-Version": VERSION, "Authorization": f"Bearer {self.token}",
+                       "Mcp-Session-Id": self.session}
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(urllib.request.Request(self.url, headers=headers, method="DELETE"),
+                                       timeout=30).close()
+            self.session = None
 
 
 @pytest.fixture(scope="module")

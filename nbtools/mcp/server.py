@@ -248,7 +248,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
     # long calls as tasks (both revisions); after the boundary, so a task's input rounds are its own
-    add_tasks(server, tools, activity=activity, kernel=calls is not None)
+    add_tasks(server, tools, activity=activity, kernel=calls is not None, client_name=_client_name,
+              connection_of=connection_of)
     return server
 
 
@@ -265,6 +266,9 @@ def client_name(request_ctx: Any) -> str:
         given = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta, dict) else None
         name = given.get("name") if isinstance(given, dict) else None
     return str(name)[:80] if name else "unnamed client"
+
+
+_client_name = client_name  # for build_server, where `client_name` names served's (the activity log's)
 
 
 async def _in_worker_thread(call: Any) -> Any:

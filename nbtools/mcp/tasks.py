@@ -55,7 +55,7 @@ MAX_TTL_MS = 24 * 60 * 60 * 1000  # a day
 POLL_INTERVAL_MS = 500
 PRELUDE = 0.5  # seconds a task-required tool may take to ask its first questions as an input round
 PAGE = 50  # tasks per tasks/list page
-MAX_TASKS = 1000  # tasks kept per server (finished ones are dropped first)
+MAX_TASKS = 1000  # tasks kept per server: more are refused until some expire
 
 
 class TaskRun:
@@ -102,10 +102,8 @@ def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def owner_of(ctx: Any) -> tuple[str, str]:
-    """(fingerprint of the request's bearer token, the client's name) of a request."""
-    from .server import client_name
-
+def owner_of(ctx: Any, client_name: Callable[[Any], str]) -> tuple[str, str]:
+    """(fingerprint of the request's bearer token, `client_name(ctx)`) of a request."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
     auth = headers.get("authorization", "") if headers is not None else ""
     return (hashlib.sha256(auth.encode()).hexdigest()[:32] if auth else "", client_name(ctx))
@@ -301,10 +299,16 @@ class TaskCalls:
     """`Server.middleware` that turns a `tools/call` into a task when the revision and the tool say so,
     and the `tasks/*` request handlers (see the module docs)."""
 
-    def __init__(self, tools: Any, store: TaskStore, *, kernel: bool) -> None:
+    def __init__(self, tools: Any, store: TaskStore, *, kernel: bool, client_name: Callable[[Any], str],
+                 connection_of: Callable[[Any], Any]) -> None:
         self.tools = tools
         self.store = store
         self.kernel = kernel
+        self.client_name = client_name  # the server's (server.client_name, served.connection_of): not
+        self.connection_of = connection_of  # imported here, which would tie these modules in a cycle
+
+    def owner(self, ctx: Any) -> tuple[str, str]:
+        return owner_of(ctx, self.client_name)
 
     # -- tools/call ------------------------------------------------------------------------------
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
@@ -350,13 +354,11 @@ class TaskCalls:
             await asyncio.wait({job}, timeout=PRELUDE)
             if job.done() and not job.cancelled() and job.exception() is None and _asks(job.result()):
                 return job.result()
-        task = self.store.create(owner_of(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
+        task = self.store.create(self.owner(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
                                  ttl_ms=ttl_ms)
         run.task = task
         if not modern:
-            from .served import connection_of
-
-            task.connection = connection_of(ctx)
+            task.connection = self.connection_of(ctx)
 
         def again(answers: dict) -> "asyncio.Task[Any]":
             params = {key: value for key, value in ctx.params.items() if key != "requestState"}
@@ -409,7 +411,7 @@ class TaskCalls:
 
                 if decode_header_value(headers.get("mcp-name")) != params.task_id:
                     raise _error(-32020, f"the Mcp-Name header must equal params.taskId on {method}")
-        return self.store.find(params.task_id, owner_of(ctx))
+        return self.store.find(params.task_id, self.owner(ctx))
 
     async def get(self, ctx: Any, params: Any) -> dict:
         task = self._task(ctx, params, "tasks/get")
@@ -460,7 +462,7 @@ class TaskCalls:
     async def list(self, ctx: Any, params: Any) -> dict:
         if _modern(ctx):
             raise _error(-32601, "tasks/list does not exist at 2026-07-28")
-        owned = self.store.owned(owner_of(ctx))
+        owned = self.store.owned(self.owner(ctx))
         cursor = getattr(params, "cursor", None)
         start = 0
         if cursor is not None:
@@ -477,8 +479,10 @@ def _asks(result: Any) -> bool:
     return isinstance(result, dict) and result.get("resultType") == "input_required"
 
 
-def add_tasks(server: Any, tools: Any, *, activity: Any = None, kernel: bool = False) -> TaskCalls:
-    """Serve tasks on `server` (an mcp low-level Server): the middleware and the `tasks/*` methods."""
+def add_tasks(server: Any, tools: Any, *, client_name: Callable[[Any], str], connection_of: Callable[[Any], Any],
+              activity: Any = None, kernel: bool = False) -> TaskCalls:
+    """Serve tasks on `server` (an mcp low-level Server): the middleware and the `tasks/*` methods.
+    `client_name(ctx)`, `connection_of(ctx)`: a request's client name and its SDK connection."""
     from pydantic import ConfigDict, Field
 
     import mcp_types as types
@@ -492,7 +496,7 @@ def add_tasks(server: Any, tools: Any, *, activity: Any = None, kernel: bool = F
         model_config = ConfigDict(extra="allow")
         cursor: Any = None
 
-    calls = TaskCalls(tools, TaskStore(activity), kernel=kernel)
+    calls = TaskCalls(tools, TaskStore(activity), kernel=kernel, client_name=client_name, connection_of=connection_of)
     server.middleware.append(calls)
     server.extensions[EXTENSION] = {}
     for method, params, handler in (("tasks/get", TaskParams, calls.get), ("tasks/update", TaskParams, calls.update),
