@@ -56,6 +56,7 @@ POLL_INTERVAL_MS = 500
 PRELUDE = 0.5  # seconds a task-required tool may take to ask its first questions as an input round
 PAGE = 50  # tasks per tasks/list page
 MAX_TASKS = 1000  # tasks kept per server: more are refused until some expire
+MAX_RUNNING_PER_CLIENT = 100  # unfinished tasks one owner may have: each holds a run (and maybe a thread)
 
 
 class TaskRun:
@@ -183,6 +184,10 @@ class TaskStore:
         ttl = min(asked or DEFAULT_TTL_MS, MAX_TTL_MS)
         message = (f"ttl shortened from {asked} ms to {ttl} ms: this server keeps a task at most "
                    f"{MAX_TTL_MS // 3_600_000} hours") if asked is not None and asked > ttl else None
+        running = sum(1 for task in self.tasks.values() if task.owner == owner and task.status not in TERMINAL)
+        if running >= MAX_RUNNING_PER_CLIENT:
+            raise _error(-32600, f"this client already has {running} unfinished tasks on this server: wait for some "
+                                 "to end, or stop them with tasks/cancel, then call again")
         task = Task(secrets.token_urlsafe(16), owner, tool, modern, ttl, message)
         task.expires = time.monotonic() + ttl / 1000
         if len(self.tasks) >= MAX_TASKS:
@@ -351,11 +356,19 @@ class TaskCalls:
 
         job = loop.create_task(attempt(base))
         if modern and support == "required":  # questions at its very start: an input round, no task yet
-            await asyncio.wait({job}, timeout=PRELUDE)
+            try:
+                await asyncio.wait({job}, timeout=PRELUDE)
+            except asyncio.CancelledError:  # the client gave up before any task existed: stop its run
+                job.cancel()
+                raise
             if job.done() and not job.cancelled() and job.exception() is None and _asks(job.result()):
                 return job.result()
-        task = self.store.create(self.owner(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
-                                 ttl_ms=ttl_ms)
+        try:
+            task = self.store.create(self.owner(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
+                                     ttl_ms=ttl_ms)
+        except BaseException:  # refused (too many tasks): its run must not go on unseen
+            job.cancel()
+            raise
         run.task = task
         if not modern:
             task.connection = self.connection_of(ctx)
