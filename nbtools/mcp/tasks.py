@@ -179,20 +179,13 @@ class TaskStore:
 
     def create(self, owner: tuple[str, str], tool: str, arguments: Any, *, modern: bool,
                ttl_ms: Any = None) -> Task:
-        self.purge()
+        self.admit(owner)
         asked = ttl_ms if isinstance(ttl_ms, int) and not isinstance(ttl_ms, bool) and ttl_ms > 0 else None
         ttl = min(asked or DEFAULT_TTL_MS, MAX_TTL_MS)
         message = (f"ttl shortened from {asked} ms to {ttl} ms: this server keeps a task at most "
                    f"{MAX_TTL_MS // 3_600_000} hours") if asked is not None and asked > ttl else None
-        running = sum(1 for task in self.tasks.values() if task.owner == owner and task.status not in TERMINAL)
-        if running >= MAX_RUNNING_PER_CLIENT:
-            raise _error(-32600, f"this client already has {running} unfinished tasks on this server: wait for some "
-                                 "to end, or stop them with tasks/cancel, then call again")
         task = Task(secrets.token_urlsafe(16), owner, tool, modern, ttl, message)
         task.expires = time.monotonic() + ttl / 1000
-        if len(self.tasks) >= MAX_TASKS:
-            raise _error(-32603, f"this server already keeps {MAX_TASKS} tasks; wait for some to end or expire "
-                                 "(or cancel them), then call again")
         self.tasks[task.task_id] = task
         with contextlib.suppress(RuntimeError):  # removed (and stopped) once its ttl is over
             asyncio.get_running_loop().call_later(ttl / 1000 + 0.05, self.purge)
@@ -200,6 +193,17 @@ class TaskStore:
             task.record = self.activity.begin(owner[1], tool, arguments, kind="task")
             self.activity.state(task.record, "working")
         return task
+
+    def admit(self, owner: tuple[str, str]) -> None:
+        """Refuse a new task (before anything of it runs) when the server or this owner has too many."""
+        self.purge()
+        if len(self.tasks) >= MAX_TASKS:
+            raise _error(-32600, f"this server already keeps {MAX_TASKS} tasks: wait for some to end and expire "
+                                 "(or cancel them), then call again")
+        running = sum(1 for task in self.tasks.values() if task.owner == owner and task.status not in TERMINAL)
+        if running >= MAX_RUNNING_PER_CLIENT:
+            raise _error(-32600, f"this client already has {running} unfinished tasks on this server: wait for some "
+                                 "to end, or stop them with tasks/cancel, then call again")
 
     def find(self, task_id: Any, owner: tuple[str, str]) -> Task:
         """The caller's task, else -32602 (also for another owner's task: its existence is not told)."""
@@ -348,6 +352,7 @@ class TaskCalls:
         loop = asyncio.get_running_loop()
         base = replace(ctx, meta=_quiet(ctx.meta)) if modern else ctx
 
+        self.store.admit(self.owner(ctx))  # before anything of the call runs
         run = TaskRun(self.store)
 
         async def attempt(run_ctx: Any) -> Any:
