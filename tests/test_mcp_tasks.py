@@ -128,6 +128,14 @@ def server():
         return f"hello {answer.content['name']}"
 
     @tool(registry=tools)
+    async def counted(ctx: ToolContext) -> str:
+        "Reports progress 1, 2, 3 of 3."
+        for step in (1, 2, 3):
+            ctx.progress(step, 3, f"step {step}")
+            await asyncio.sleep(0.05)
+        return "counted"
+
+    @tool(registry=tools)
     async def broken() -> str:
         "Always fails."
         raise RuntimeError("broken on purpose")
@@ -158,7 +166,8 @@ def test_capabilities_and_each_tools_task_support(client):
     listed = {entry["name"]: entry.get("execution") for entry in client.request("tools/list")["tools"]}
     assert listed == {"slow": {"taskSupport": "optional"}, "only_task": {"taskSupport": "required"},
                       "plain": None, "broken": {"taskSupport": "optional"},
-                      "ask_name": {"taskSupport": "optional"}}  # absent means forbidden
+                      "ask_name": {"taskSupport": "optional"},
+                      "counted": {"taskSupport": "optional"}}  # absent means forbidden
 
 
 def test_a_task_answers_at_once_then_polls_then_gives_the_result(client):
@@ -291,6 +300,20 @@ def test_status_notifications_reach_the_creating_session(client):
     statuses = [message["params"] for message in heard if message.get("method") == "notifications/tasks/status"]
     assert statuses and statuses[-1]["taskId"] == task["taskId"] and statuses[-1]["status"] == "completed"
     assert set(statuses[-1]) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"}
+
+
+def test_a_tasks_progress_token_stays_valid_after_its_request_was_answered(client):
+    heard = client.listen()
+    task = client.request("tools/call", {"name": "counted", "arguments": {}, "task": {},
+                                         "_meta": {"progressToken": "tok-7"}})["task"]
+    assert client.request("tasks/result", {"taskId": task["taskId"]})["content"][0]["text"] == "counted"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len([m for m in heard if m.get("method") == "notifications/progress"]) < 3:
+        time.sleep(0.05)
+    progress = [message["params"] for message in heard if message.get("method") == "notifications/progress"]
+    assert [(note["progressToken"], note["progress"], note["total"], note["message"]) for note in progress] == \
+        [("tok-7", 1.0, 3.0, "step 1"), ("tok-7", 2.0, 3.0, "step 2"), ("tok-7", 3.0, 3.0, "step 3")]
+    assert progress[0]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
 
 
 def test_a_question_inside_a_2025_task_goes_to_the_client_and_the_task_waits_for_it(server):

@@ -17,7 +17,7 @@ from test_mcp_tasks import PlainClient, wait_for
 SETUP = """
 import time, pathlib
 import nbtools.mcp as nbmcp
-from nbtools import tool
+from nbtools import ToolContext, tool
 
 marks = []
 
@@ -32,6 +32,12 @@ def long_fit(seconds: float, marker: str = "") -> str:
         time.sleep(0.05)
     marks.append(("finished", seconds))
     return f"fitted in {seconds} s"
+
+@tool
+async def ask_name(ctx: "ToolContext") -> str:
+    "Asks the user's name (on the kernel's main thread)."
+    answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    return f"hello {answer.content['name']}"
 
 server = nbmcp.start(port=0)
 print(server.url)
@@ -117,3 +123,12 @@ def test_the_nbtools_client_runs_a_kernel_call_as_a_task_at_2026(served):
     assert states[-1] == ["long_fit", {"seconds": 1}, "completed"]
     activity = served.kernel.value("__import__('nbtools.mcp.activity').mcp.activity.render(server.activity)")
     assert "task <code>long_fit</code>" in activity and "completed" in activity
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_a_kernel_tasks_question_reaches_the_client(served, protocol):
+    import nbtools.mcp as nbmcp
+
+    with nbmcp.connect(served.url, token=served.token, protocol=protocol, on_elicit=lambda _: {"name": "Kim"}) as conn:
+        assert conn.call("ask_name", task=True) == "hello Kim"
+    assert task_states(served.kernel)[-1] == ["ask_name", {}, "completed"]

@@ -106,14 +106,22 @@ class ServedContext(ToolContext):
             self._answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True) \
                 if hasattr(answer, "model_dump") else answer
         self.questions: dict[str, Any] = {}  # key -> InputRequest not answered yet
+        from .tasks import in_task
+
+        # the task this call runs as (read here, on the transport's loop: the tool may run on another thread)
+        self._task_run = in_task.get()
         self.missing: MissingCapability | None = None
         self._asked = 0
 
     # -- notifications (progress, log) ---------------------------------------------------------------
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         meta = self._request.meta or {}
-        if meta.get("progress_token", meta.get("progressToken")) is None:
+        token = meta.get("progress_token", meta.get("progressToken"))
+        if token is None:
             return  # the client did not ask for progress
+        if self._task_run is not None:  # 2025-11-25: the token lives as long as the task (its request is answered)
+            self._send(lambda: self._task_run.progress(self._session, token, float(done), total, message))
+            return
         self._send(lambda: self._session.report_progress(float(done), None if total is None else float(total),
                                                          None if message is None else str(message)))
 
@@ -199,9 +207,7 @@ class ServedContext(ToolContext):
     async def _ask_client(self, request: Any, result_type: Any) -> Any:
         """Send `request` to the client (2025-11-25) and return its typed answer: related to this call's
         request, or, in a task (whose request has been answered), through the task (`tasks.TaskRun`)."""
-        from .tasks import in_task
-
-        run = in_task.get()
+        run = self._task_run
         if run is not None:
             return await self._on_transport(lambda: run.ask(self._session, request, result_type))
         return await self._on_transport(lambda: self._session.send_request(request, result_type,

@@ -84,6 +84,18 @@ class TaskRun:
                 self.store.change(task, "working")
 
 
+    async def progress(self, session: Any, token: Any, done: float, total: Any, message: Any) -> None:
+        """2025-11-25: a progress notification of the task's call, on the session's own stream."""
+        params: dict[str, Any] = {"progressToken": token, "progress": done}
+        if total is not None:
+            params["total"] = float(total)
+        if message is not None:
+            params["message"] = str(message)
+        if self.task is not None:
+            params["_meta"] = {RELATED_TASK: {"taskId": self.task.task_id}}
+        await session._connection.outbound.notify("notifications/progress", params)
+
+
 # Set inside a task's run: the tools/call handler then leaves the activity log to the task, and the
 # served context sends a 2025-11-25 task's questions through `TaskRun.ask`
 in_task: contextvars.ContextVar[TaskRun | None] = contextvars.ContextVar("nbtools_in_task", default=None)
@@ -413,7 +425,8 @@ class TaskCalls:
             task.questions = dict(result.get("inputRequests") or {})
             self.store.change(task, "input_required")
             return
-        result.pop("resultType", None) if task.modern else None
+        if task.modern:
+            result.pop("resultType", None)  # the inlined result is a CallToolResult
         task.result = result
         # 2025-11-25: "failed" also covers a tool call whose result has isError (2026-07-28: completed)
         self.store.change(task, "failed" if result.get("isError") and not task.modern else "completed")
