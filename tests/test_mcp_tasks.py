@@ -162,7 +162,8 @@ def wait_for(client: PlainClient, task_id: str, statuses: set[str], limit: float
 
 
 def test_capabilities_and_each_tools_task_support(client):
-    assert client.initialized["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert client.initialized["capabilities"]["tasks"] == {"list": {}, "cancel": {},
+                                                           "requests": {"tools": {"call": {}}}}
     listed = {entry["name"]: entry.get("execution") for entry in client.request("tools/list")["tools"]}
     assert listed == {"slow": {"taskSupport": "optional"}, "only_task": {"taskSupport": "required"},
                       "plain": None, "broken": {"taskSupport": "optional"},

@@ -225,14 +225,16 @@ class ServedContext(ToolContext):
                                          f"`{capability}` capability); {instead}", capability)
         raise self.missing
 
-    async def _ask_client(self, request: Any, result_type: Any) -> Any:
+    async def _ask_client(self, request: Any, result_type: Any,
+                          plain: Callable[[], Awaitable[Any]] | None = None) -> Any:
         """Send `request` to the client (2025-11-25) and return its typed answer: related to this call's
-        request, or, in a task (whose request has been answered), through the task (`tasks.TaskRun`)."""
+        request (`plain()` when given), or, in a task (whose request has been answered), through the
+        task (`tasks.TaskRun`)."""
         run = self._task_run
         if run is not None:
             return await self._on_transport(lambda: run.ask(self._session, request, result_type))
-        return await self._on_transport(lambda: self._session.send_request(request, result_type,
-                                                                          metadata=self._related()))
+        return await self._on_transport(plain or (lambda: self._session.send_request(request, result_type,
+                                                                                    metadata=self._related())))
 
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
@@ -288,8 +290,10 @@ class ServedContext(ToolContext):
             return Elicitation(answer["action"], dict(content) if isinstance(content, dict) else None)
         import mcp_types as types
 
-        result = await self._ask_client(types.ElicitRequest(params=types.ElicitRequestFormParams(
-            message=str(message), requested_schema=dict(schema))), types.ElicitResult)
+        result = await self._ask_client(
+            types.ElicitRequest(params=types.ElicitRequestFormParams(message=str(message),
+                                                                     requested_schema=dict(schema))),
+            types.ElicitResult, lambda: self._session.elicit_form(str(message), dict(schema), self._request.request_id))
         return Elicitation(result.action, dict(result.content) if result.content is not None else None)
 
     async def roots(self, *, key: str | None = None) -> list[dict]:

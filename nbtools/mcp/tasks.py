@@ -530,8 +530,10 @@ def add_tasks(server: Any, tools: Any, *, client_name: Callable[[Any], str], con
     calls = TaskCalls(tools, TaskStore(activity), kernel=kernel, client_name=client_name, connection_of=connection_of)
     server.middleware.append(calls)
     server.extensions[EXTENSION] = {}
-    for method, params, handler in (("tasks/get", TaskParams, calls.get), ("tasks/update", TaskParams, calls.update),
-                                    ("tasks/cancel", TaskParams, calls.cancel), ("tasks/result", TaskParams, calls.result),
+    for method, params, handler in (("tasks/get", TaskParams, calls.get),
+                                    ("tasks/update", TaskParams, calls.update),
+                                    ("tasks/cancel", TaskParams, calls.cancel),
+                                    ("tasks/result", TaskParams, calls.result),
                                     ("tasks/list", ListParams, calls.list)):
         server.add_request_handler(method, params, handler)
     return calls
