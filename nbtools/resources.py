@@ -16,6 +16,7 @@ here imports mcp: the catalog deals in plain values, the server turns them into 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import weakref
@@ -27,6 +28,7 @@ from .errors import NbtoolsError, ToolCallError
 __all__ = ["resource", "prompt", "Catalog", "catalog_of", "ServedResource", "ServedPrompt", "ResourceError"]
 
 MAX_COMPLETIONS = 100  # the MCP spec's limit on `completion.values`
+MAX_URI_CHARS = 8192  # a longer resource URI, or completion value, is refused
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -45,7 +47,7 @@ class ServedResource:
     mime_type: str | None = None
     complete: Callable[[str, str], Iterable[str]] | None = None
     variables: tuple[str, ...] = ()
-    _pattern: re.Pattern | None = field(default=None, repr=False)
+    _pattern: Any = field(default=None, repr=False)  # the template as an RE2 pattern
     _tool: Any = field(default=None, repr=False)
 
     @property
@@ -57,15 +59,33 @@ class ServedResource:
         if not self.is_template:
             return {} if uri == self.uri else None
         if self._pattern is None:
-            parts, last = [], 0
-            for found in _VARIABLE.finditer(self.uri):
-                parts.append(re.escape(self.uri[last:found.start()]))
-                parts.append(f"(?P<{found.group(1)}>[^/?#]+)")
-                last = found.end()
-            parts.append(re.escape(self.uri[last:]))
-            self._pattern = re.compile("".join(parts))
+            self._pattern = _template_pattern(self.uri)
         found = self._pattern.fullmatch(uri)
         return None if found is None else found.groupdict()
+
+
+def _template_pattern(template: str) -> Any:
+    """The URI template as an RE2 pattern (each `{variable}` one path segment's worth of text:
+    `[^/?#]+`), matched in time linear in the URI whatever the template."""
+    import re2  # google-re2 (a base dependency), loaded with the first template
+
+    parts, last = [], 0
+    for found in _VARIABLE.finditer(template):
+        parts.append(re.escape(template[last:found.start()]))
+        parts.append(f"(?P<{found.group(1)}>[^/?#]+)")
+        last = found.end()
+    parts.append(re.escape(template[last:]))
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 64 << 20  # a template's automaton is small; a huge one fails here, not later
+    return re2.compile("".join(parts), options)
+
+
+def check_length(what: str, text: str) -> None:
+    """Refuse a URI or completion value longer than `MAX_URI_CHARS` (a ResourceError naming the limit)."""
+    if len(text) > MAX_URI_CHARS:
+        raise ResourceError(f"the {what} is {len(text):,} characters long, longer than the {MAX_URI_CHARS:,} "
+                            "this server reads; send a shorter one")
 
 
 @dataclass
@@ -150,6 +170,7 @@ class Catalog:
 
     # -- reading ----------------------------------------------------------------------------------------
     def find(self, uri: str) -> tuple[ServedResource, dict[str, str]]:
+        check_length("resource URI", uri)
         entry = self.resources.get(uri)
         if entry is not None and not entry.is_template:
             return entry, {}
@@ -176,7 +197,10 @@ class Catalog:
 
     def completions(self, kind: str, key: str, argument: str, value: str) -> list[str]:
         """Completion values for `argument` of the prompt named `key` (kind "prompt") or of the
-        resource template `key` (kind "resource"), starting with `value`."""
+        resource template `key` (kind "resource"), starting with `value`: at most `MAX_COMPLETIONS`
+        and one more (which says there are more)."""
+        check_length("completion value", value)
+        check_length("resource URI" if kind == "resource" else "prompt name", key)
         if kind == "prompt":
             entry: Any = self.prompts.get(key)
         else:
@@ -184,11 +208,17 @@ class Catalog:
         if entry is None:
             raise ResourceError(f"Unknown {kind} {key!r} for completion")
         if entry.complete is not None:
-            found = [str(item) for item in entry.complete(argument, value)]
+            offered: Iterable[Any] = entry.complete(argument, value)
         else:
             prop = _tool_of(entry).parameters.get("properties", {}).get(argument, {})
-            found = [str(item) for item in _enum_values(prop) if str(item).startswith(value)]
-        return found
+            offered = (item for item in _enum_values(prop) if str(item).startswith(value))
+        # an iterable may be lazy and endless: take no more than is sent, and one to tell there is more
+        return [_completion_text(item) for item in itertools.islice(offered, MAX_COMPLETIONS + 1)]
+
+
+def _completion_text(item: Any) -> str:
+    text = item if isinstance(item, str) else str(item)
+    return text if len(text) <= MAX_URI_CHARS else text[:MAX_URI_CHARS]
 
 
 def _enum_values(prop: dict) -> list[Any]:

@@ -1,5 +1,5 @@
-"""`nbtools serve` under attack (issue 25): one served call, or a neighbour without the token, must
-not kill or starve the server. The server runs as a child process with limits on its memory
+"""`nbtools serve` under attack (issues 25 and 37): one served call, one resource read, or a
+neighbour without the token, must not kill, freeze or starve the server. The server runs as a child process with limits on its memory
 (`RLIMIT_AS`) and file descriptors (`RLIMIT_NOFILE`, a common default of 1024); every wait has a
 deadline, so a regression fails a test instead of hanging the suite.
 """
@@ -35,11 +35,23 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
            "Authorization": f"Bearer {TOKEN}"}
 
 TOOLS = textwrap.dedent("""
+    import itertools
+    from nbtools import resource
     from nbtools.interp import python
 
     def add(a: int, b: int) -> int:
         'Add.'
         return a + b
+
+    # A natural template: several variables with separators (a regex would backtrack on them).
+    @resource("files://{owner}-{repo}-{branch}-{name}")
+    def file(owner: str, repo: str, branch: str, name: str) -> str:
+        return f"{owner}/{repo}@{branch}:{name}"
+
+    # Completion values made lazily: the callback never ends by itself.
+    @resource("words://{word}", complete=lambda argument, value: (f"{value}{n}" for n in itertools.count()))
+    def word(word: str) -> str:
+        return word
 
     __all__ = ["python", "add"]
 """)
@@ -172,3 +184,69 @@ def test_half_open_connections_do_not_starve_the_token_holder(server):
     finally:
         neighbour.kill()
         neighbour.wait()
+
+
+# -- one resource read (issue 37) ---------------------------------------------------------------------
+
+
+def _session(url: str) -> dict:
+    """The headers of a fresh MCP session (initialize, then notifications/initialized)."""
+    reply = httpx2.post(url, headers=HEADERS, content=json.dumps(INIT).encode(), timeout=DEADLINE)
+    assert reply.status_code == 200, reply.text
+    headers = {**HEADERS, "Mcp-Session-Id": reply.headers["mcp-session-id"],
+               "Mcp-Protocol-Version": "2025-06-18"}
+    done = httpx2.post(url, headers=headers, timeout=DEADLINE,
+                       content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+    assert done.status_code == 202, done.text
+    return headers
+
+
+def _ask(url: str, headers: dict, method: str, params: dict, seconds: float) -> dict:
+    """One JSON-RPC request's answer (`result` or `error`); fails when none came within `seconds`."""
+    body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
+    try:
+        reply = httpx2.post(url, headers=headers, content=json.dumps(body).encode(), timeout=seconds)
+    except httpx2.TimeoutException:
+        pytest.fail(f"{method} got no answer within {seconds} s: the server is frozen")
+    assert reply.status_code == 200, reply.text
+    text = reply.text
+    if reply.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:") and '"id"' in line)
+    return json.loads(text)
+
+
+def test_a_long_uri_against_a_template_with_separators_does_not_freeze_the_server(server):
+    # Before: `files://{owner}-{repo}-{branch}-{name}` was a backtracking regex; 3,000 dashes and a
+    # slash took it hours (seconds already at 200), holding the GIL on the transport's thread.
+    process, url = server
+    headers = _session(url)
+    found = _ask(url, headers, "resources/read", {"uri": "files://ada-nbtools-main-README.md"}, DEADLINE)
+    assert found["result"]["contents"][0]["text"] == "ada/nbtools@main:README.md"
+    started = time.monotonic()
+    missing = _ask(url, headers, "resources/read", {"uri": "files://" + "-" * 3000 + "/"}, DEADLINE)
+    assert missing["error"]["code"] == -32002 and "Unknown resource" in missing["error"]["message"]
+    # far longer: refused by its length, before any matching
+    huge = _ask(url, headers, "resources/read", {"uri": "files://" + "a-" * 100_000}, DEADLINE)
+    assert huge["error"]["code"] == -32602 and "longer than" in huge["error"]["message"], huge
+    took = time.monotonic() - started
+    print(f"both refused in {took:.2f} s")
+    assert answered_within(url, 5) < 5
+    assert process.poll() is None
+
+
+def test_completion_of_an_endless_callback_or_a_huge_value_stays_bounded(server):
+    # Before: the callback's values were all collected: a lazy, endless one froze the server.
+    process, url = server
+    headers = _session(url)
+    ref = {"type": "ref/resource", "uri": "words://{word}"}
+    answer = _ask(url, headers, "completion/complete", {"ref": ref, "argument": {"name": "word", "value": "ab"}},
+                  DEADLINE)
+    assert "result" in answer, answer
+    completion = answer["result"]["completion"]
+    assert completion["values"][:3] == ["ab0", "ab1", "ab2"] and len(completion["values"]) == 100
+    assert completion["hasMore"] is True
+    huge = _ask(url, headers, "completion/complete",
+                {"ref": ref, "argument": {"name": "word", "value": "x" * 1_000_000}}, DEADLINE)
+    assert huge["error"]["code"] == -32602 and "longer than" in huge["error"]["message"], huge
+    assert answered_within(url, 5) < 5
+    assert process.poll() is None

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..context import reset_context, use_context
 from ..errors import ToolCallError
-from ..resources import Catalog, ResourceError
+from ..resources import MAX_COMPLETIONS, Catalog, ResourceError, check_length
 
 SUBSCRIPTIONS_KEY = "nbtools/subscriptions"  # a connection's subscribed URIs, in its `state`
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
@@ -105,6 +105,10 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
         try:
+            check_length("resource URI", uri)
+        except ResourceError as error:
+            raise failure(error) from None
+        try:
             catalog.find(uri)
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
@@ -149,10 +153,9 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
             values = catalog.completions(kind, key, params.argument.name, params.argument.value)
         except Exception as error:
             raise failure(error) from None
-        from ..resources import MAX_COMPLETIONS
-
+        more = len(values) > MAX_COMPLETIONS  # `completions` takes one value past the limit, no more
         return types.CompleteResult(completion=types.Completion(
-            values=values[:MAX_COMPLETIONS], total=len(values), has_more=len(values) > MAX_COMPLETIONS))
+            values=values[:MAX_COMPLETIONS], total=None if more else len(values), has_more=more))
 
     for method, params_type, handler in (
         ("resources/list", types.PaginatedRequestParams, list_resources),
