@@ -65,9 +65,20 @@ def _limits() -> None:
 @pytest.fixture
 def server(tmp_path):
     """`nbtools serve tools.py --http 0` in a limited child; yields (process, url)."""
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture
+def quick_body_server(tmp_path):
+    """The same, with a body time-out of 2 s instead of `web.BODY_TIMEOUT` (set in the child)."""
+    yield from _serve(tmp_path, "import nbtools.mcp.web as web; web.BODY_TIMEOUT = 2.0")
+
+
+def _serve(tmp_path, setup: str = ""):
     (tmp_path / "attack_tools.py").write_text(TOOLS)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    process = subprocess.Popen([sys.executable, "-m", "nbtools.cli", "serve", str(tmp_path / "attack_tools.py"),
+    start = f"{setup}\nimport sys\nfrom nbtools.cli import main\nsys.exit(main())"
+    process = subprocess.Popen([sys.executable, "-c", start, "serve", str(tmp_path / "attack_tools.py"),
                                 "--http", "0", "--token", TOKEN],
                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
                                cwd=tmp_path, preexec_fn=_limits)
@@ -184,6 +195,80 @@ def test_half_open_connections_do_not_starve_the_token_holder(server):
     finally:
         neighbour.kill()
         neighbour.wait()
+
+
+TRICKLE = textwrap.dedent("""
+    import resource, socket, sys, time
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    host, port, count, seconds, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    token = sys.argv[6] if len(sys.argv) > 6 else ""
+    auth = f"Authorization: Bearer {token}\\r\\n".encode() if token else b""
+    head = (f"POST {path} HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Type: application/json\\r\\n"
+            "Accept: application/json, text/event-stream\\r\\nContent-Length: 1000000\\r\\n").encode()
+    held = []
+    for _ in range(count):
+        try:
+            sock = socket.create_connection((host, port), timeout=2)
+            # a whole request head, then a body that never ends arriving
+            sock.sendall(head + auth + b"\\r\\n{")
+            sock.setblocking(False)
+            held.append(sock)
+        except OSError:
+            pass
+    print(len(held), flush=True)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:  # one byte each, every second: never idle long enough to be dropped
+        for sock in list(held):
+            try:
+                sock.send(b" ")
+            except OSError:  # the server closed it
+                held.remove(sock)
+        time.sleep(1)
+    print(len(held), flush=True)
+""")
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/elsewhere"])
+def test_connections_answered_while_their_body_trickles_do_not_starve_the_token_holder(server, path):
+    # Before: 300 connections without the token, answered at once (401 at /mcp, 404 elsewhere) but
+    # still sending their body a byte a second, counted as requests in progress: they filled the 200
+    # connections the server keeps, and it closed every new one, the token holder's too.
+    process, url = server
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    quiet = answered_within(url, DEADLINE)
+    neighbour = subprocess.Popen([sys.executable, "-c", TRICKLE, host, port, "300", "25", path],
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        opened = neighbour.stdout.readline()
+        assert opened.strip(), "the neighbour could not connect at all"
+        time.sleep(2)  # the trickle is under way
+        took = []
+        for _ in range(3):
+            try:
+                took.append(answered_within(url, 8))
+            except httpx2.TransportError as error:
+                pytest.fail(f"the token holder was turned away: {type(error).__name__}: {error}")
+        print(f"token holder answered in {max(took):.2f} s at most with {opened.strip()} trickling connections "
+              f"({quiet:.2f} s before they were opened)")
+        assert max(took) < 5, f"the token holder waited {max(took):.1f} s"
+        assert process.poll() is None
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+
+
+def test_a_body_must_arrive_within_the_body_time_out(quick_body_server):
+    # Before: a request whose body trickled in (here the token holder's own: past the token check,
+    # the SDK waits for the body) kept its connection, and its place among the 200, for as long as
+    # the bytes kept coming.
+    process, url = quick_body_server
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    slow = subprocess.run([sys.executable, "-c", TRICKLE, host, port, "20", "8", "/mcp", TOKEN],
+                          capture_output=True, text=True, timeout=DEADLINE)
+    opened, left = slow.stdout.split()
+    assert opened == "20" and left == "0", f"{left} of {opened} trickling bodies were still open after 8 s"
+    assert answered_within(url, 5) < 5
+    assert process.poll() is None
 
 
 # -- one resource read (issue 37) ---------------------------------------------------------------------
