@@ -6,7 +6,8 @@ a catalog change sends: `notifications/resources/list_changed`, `notifications/p
 (to every connected client) and `notifications/resources/updated` (to the clients subscribed to that
 URI). Unknown resources, prompts and bad arguments are JSON-RPC errors (-32602, with the resource's
 URI in `data` for an unknown resource, as the spec asks); a function that raises is an internal error
-(-32603) whose message says what went wrong.
+(-32603) whose message says what went wrong. A read or render is stopped as a tool call is: by the
+person's Interrupt (an error naming it) and by the client's cancellation (no answer, as the spec says).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from ..context import reset_context, use_context
 from ..errors import ToolCallError
 from ..resources import MAX_COMPLETIONS, Catalog, ResourceError, check_length
+from .stopping import interruptible
 
 SUBSCRIPTIONS_KEY = "nbtools/subscriptions"  # a connection's subscribed URIs, in its `state`
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
@@ -34,6 +36,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     from .served import ServedContext, client_name, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
+        if isinstance(error, MCPError):
+            return error
         if isinstance(error, ResourceError):
             return MCPError(types.INVALID_PARAMS, str(error))
         if isinstance(error, ToolCallError):
@@ -52,13 +56,22 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         async def call() -> Any:
             token = use_context(served)
             try:
-                return await make()
+                # stopped like a tool call: a person's Interrupt, or the client's cancellation
+                # (`stopping.cancel_served` interrupts what holds the kernel's main thread)
+                async with interruptible():
+                    return await make()
+            except KeyboardInterrupt:
+                raise MCPError(types.INTERNAL_ERROR, f"the {what[0]} {what[1]!r} was interrupted by the person "
+                                                     "running the server") from None
             finally:
                 reset_context(token)
 
+        def note() -> str:
+            return "; ".join(served.notes)
+
         def stopped() -> None:
             if record is not None:
-                activity.end(record, cancelled=True)
+                activity.end(record, cancelled=True, note=note())
 
         try:
             try:
@@ -79,14 +92,14 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
             raise
         except MCPError as error:
             if record is not None:
-                activity.end(record, error=error)
+                activity.end(record, error=error, note=note())
             raise
         except Exception as error:
             if record is not None:
-                activity.end(record, error=error)
+                activity.end(record, error=error, note=note())
             raise failure(error) from None
         if record is not None:
-            activity.end(record, result)
+            activity.end(record, result, note=note())
         return result
 
     async def list_resources(ctx: Any, params: Any) -> Any:
