@@ -36,7 +36,7 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 
 TOOLS = textwrap.dedent("""
     import itertools
-    from nbtools import resource
+    from nbtools import resource, share
     from nbtools.interp import python
 
     def add(a: int, b: int) -> int:
@@ -52,6 +52,14 @@ TOOLS = textwrap.dedent("""
     @resource("words://{word}", complete=lambda argument, value: (f"{value}{n}" for n in itertools.count()))
     def word(word: str) -> str:
         return word
+
+    class Endless:
+        def __repr__(self):
+            while True:
+                pass
+
+    endless = Endless()
+    share("endless")
 
     __all__ = ["python", "add"]
 """)
@@ -333,5 +341,17 @@ def test_completion_of_an_endless_callback_or_a_huge_value_stays_bounded(server)
     huge = _ask(url, headers, "completion/complete",
                 {"ref": ref, "argument": {"name": "word", "value": "x" * 1_000_000}}, DEADLINE)
     assert huge["error"]["code"] == -32602 and "longer than" in huge["error"]["message"], huge
+    assert answered_within(url, 5) < 5
+    assert process.poll() is None
+
+
+def test_a_shared_variable_whose_preview_never_ends_is_stopped_at_its_deadline(server):
+    # Before: the read ran `repr(endless)` on the server's loop for good: nothing else was answered.
+    process, url = server
+    headers = _session(url)
+    answer = _ask(url, headers, "resources/read", {"uri": "kernel://variables/endless"}, DEADLINE)
+    assert "result" in answer, answer
+    text = answer["result"]["contents"][0]["text"]
+    assert "the preview of this Endless stopped at its 2 s deadline" in text, text
     assert answered_within(url, 5) < 5
     assert process.poll() is None
