@@ -29,6 +29,7 @@ __all__ = ["resource", "prompt", "Catalog", "catalog_of", "ServedResource", "Ser
 
 MAX_COMPLETIONS = 100  # the MCP spec's limit on `completion.values`
 MAX_URI_CHARS = 8192  # a longer resource URI, or completion value, is refused
+COMPLETION_SECONDS = 2.0  # a completion still being made after this is stopped
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -207,13 +208,27 @@ class Catalog:
             entry = self.resources.get(key)
         if entry is None:
             raise ResourceError(f"Unknown {kind} {key!r} for completion")
-        if entry.complete is not None:
-            offered: Iterable[Any] = entry.complete(argument, value)
-        else:
-            prop = _tool_of(entry).parameters.get("properties", {}).get(argument, {})
-            offered = (item for item in _enum_values(prop) if str(item).startswith(value))
-        # an iterable may be lazy and endless: take no more than is sent, and one to tell there is more
-        return [_completion_text(item) for item in itertools.islice(offered, MAX_COMPLETIONS + 1)]
+
+        def collect() -> list[str]:
+            if entry.complete is not None:
+                offered: Iterable[Any] = entry.complete(argument, value)
+            else:
+                prop = _tool_of(entry).parameters.get("properties", {}).get(argument, {})
+                offered = (item for item in _enum_values(prop) if str(item).startswith(value))
+            # an iterable may be lazy and endless: take no more than is sent, and one to tell there is more
+            return [_completion_text(item) for item in itertools.islice(offered, MAX_COMPLETIONS + 1)]
+
+        # Completion answers as a person types, on the transport's thread: a callback that does not
+        # finish is stopped (`interp.timeouts`), not left holding the server.
+        from .interp.result import TimeoutInterrupt
+        from .interp.timeouts import call_with_deadline
+
+        try:
+            return call_with_deadline(COMPLETION_SECONDS, collect)
+        except TimeoutInterrupt:
+            raise ResourceError(f"completing {argument!r} of the {kind} {key!r} took longer than "
+                                f"{COMPLETION_SECONDS:g} s and was stopped; its complete= callback must "
+                                "answer quickly") from None
 
 
 def _completion_text(item: Any) -> str:

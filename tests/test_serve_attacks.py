@@ -53,6 +53,14 @@ TOOLS = textwrap.dedent("""
     def word(word: str) -> str:
         return word
 
+    def spin(argument, value):
+        while True:
+            pass
+
+    @resource("slow://{word}", complete=spin)
+    def slow(word: str) -> str:
+        return word
+
     class Endless:
         def __repr__(self):
             while True:
@@ -341,6 +349,11 @@ def test_completion_of_an_endless_callback_or_a_huge_value_stays_bounded(server)
     huge = _ask(url, headers, "completion/complete",
                 {"ref": ref, "argument": {"name": "word", "value": "x" * 1_000_000}}, DEADLINE)
     assert huge["error"]["code"] == -32602 and "longer than" in huge["error"]["message"], huge
+    # a callback that never ends is stopped
+    slow = _ask(url, headers, "completion/complete",
+                {"ref": {"type": "ref/resource", "uri": "slow://{word}"}, "argument": {"name": "word", "value": "a"}},
+                DEADLINE)
+    assert "took longer than 2 s and was stopped" in slow["error"]["message"], slow
     assert answered_within(url, 5) < 5
     assert process.poll() is None
 
