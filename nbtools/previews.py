@@ -146,7 +146,8 @@ def _table(value: Any) -> tuple[Any, Any]:
     text = head.to_csv()
     text = text if isinstance(text, str) else str(text)
     if len(text) <= MAX_TEXT:
-        return Resource("table", text=text, mime="text/csv"), "columns cut" if wide else None
+        return Resource("table", text=text, mime="text/csv"), (f"preview shows the first {TABLE_COLUMNS} columns"
+                                                               if wide else None)
     start = text[:MAX_TEXT]
     line_end = start.rfind("\n")
     return _marked(start[:line_end + 1] if line_end > 0 else start, "CSV"), True

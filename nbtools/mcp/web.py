@@ -25,7 +25,7 @@ MCP_PATH = "/mcp"
 # A connection answered before its request body has arrived (a 401 without the token: the SDK's
 # check answers at the headers) would stay open while the body trickles in, a byte every few seconds,
 # counted as a request in progress (issue 37): 200 of them took every place and the token holder was
-# turned away. So a refusal (401, 403) closes its connection once sent, a connection answered while
+# turned away. So a refusal (401, 403, 421) closes its connection once sent, a connection answered while
 # its body still arrives is closed, and a body must arrive whole within `BODY_TIMEOUT`.
 MOST_CONNECTIONS = 200
 """Open connections at most; a new one past that closes the oldest connection that has no request in
@@ -119,7 +119,7 @@ def _uvicorn_class(embedded: bool) -> type:
     return McpUvicorn
 
 
-REFUSED = (401, 403)
+REFUSED = (401, 403, 421)
 """Statuses after which the connection is closed: who was refused gets no connection to keep."""
 
 
