@@ -21,7 +21,7 @@ import json
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from .errors import NbtoolsError, ToolCallError
 
@@ -31,6 +31,9 @@ MAX_COMPLETIONS = 100  # the MCP spec's limit on `completion.values`
 MAX_URI_CHARS = 8192  # a longer resource URI, or completion value, is refused
 COMPLETION_SECONDS = 2.0  # a completion still being made after this is stopped
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]  # runs a plain function elsewhere (a worker thread)
 
 
 class ResourceError(NbtoolsError, LookupError):
@@ -182,18 +185,21 @@ class Catalog:
         raise ResourceError(f"Unknown resource {uri!r}: resources/list and resources/templates/list name "
                             "the resources this server has")
 
-    async def read(self, uri: str) -> tuple[Any, str | None]:
-        """The value behind `uri` (str, bytes, or a JSON value; or an Image/Audio record) and its MIME type."""
+    async def read(self, uri: str, *, run_sync: RunSync | None = None) -> tuple[Any, str | None]:
+        """The value behind `uri` (str, bytes, or a JSON value; or an Image/Audio record) and its MIME type.
+        `run_sync`: where a plain function runs (see `call_func_async`; None: here)."""
         entry, values = self.find(uri)
-        value = await _run(entry, values)
+        value = await _run(entry, values, run_sync)
         return value, entry.mime_type
 
-    async def render_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[list[dict], str | None]:
-        """The prompt's messages as `[{"role", "content"}]` (content: str or a content record) and its description."""
+    async def render_prompt(self, name: str, arguments: dict[str, str] | None, *,
+                            run_sync: RunSync | None = None) -> tuple[list[dict], str | None]:
+        """The prompt's messages as `[{"role", "content"}]` (content: str or a content record) and its
+        description. `run_sync`: as for `read`."""
         entry = self.prompts.get(name)
         if entry is None:
             raise ResourceError(f"Unknown prompt {name!r}: prompts/list names the prompts this server has")
-        value = await _run(entry, dict(arguments or {}))
+        value = await _run(entry, dict(arguments or {}), run_sync)
         return prompt_messages(name, value), entry.description
 
     def completions(self, kind: str, key: str, argument: str, value: str) -> list[str]:
@@ -247,7 +253,7 @@ def _enum_values(prop: dict) -> list[Any]:
     return []
 
 
-async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str]) -> Any:
+async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str], run_sync: RunSync | None = None) -> Any:
     """Call the entry's function with arguments that arrive as text (URI variables, prompt arguments):
     a parameter declared as something other than a string takes the text read as JSON (`"3"` -> 3)."""
     tool = _tool_of(entry)
@@ -257,7 +263,11 @@ async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str]) -> A
         raise ResourceError(f"{entry.name!r} takes no argument {unknown[0]!r}; it takes: "
                             f"{', '.join(properties) or 'none'}")
     arguments = {name: _from_text(text, properties[name]) for name, text in texts.items()}
-    return await tool.acall(arguments)
+    if run_sync is None:
+        return await tool.acall(arguments)
+    from .call import call_func_async
+
+    return await call_func_async(tool.name, arguments, ns={tool.name: tool}, run_sync=run_sync)
 
 
 def _from_text(text: Any, schema: dict) -> Any:

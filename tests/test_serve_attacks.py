@@ -6,6 +6,7 @@ deadline, so a regression fails a test instead of hanging the suite.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -52,6 +53,12 @@ TOOLS = textwrap.dedent("""
     @resource("words://{word}", complete=lambda argument, value: (f"{value}{n}" for n in itertools.count()))
     def word(word: str) -> str:
         return word
+
+    @resource("slow://sleeping")
+    def sleeping() -> str:
+        import time
+        time.sleep(20)
+        return "woke"
 
     def spin(argument, value):
         while True:
@@ -302,9 +309,12 @@ def _session(url: str) -> dict:
     return headers
 
 
+_IDS = itertools.count(2)  # request ids: requests in flight together need their own
+
+
 def _ask(url: str, headers: dict, method: str, params: dict, seconds: float) -> dict:
     """One JSON-RPC request's answer (`result` or `error`); fails when none came within `seconds`."""
-    body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
+    body = {"jsonrpc": "2.0", "id": next(_IDS), "method": method, "params": params}
     try:
         reply = httpx2.post(url, headers=headers, content=json.dumps(body).encode(), timeout=seconds)
     except httpx2.TimeoutException:
@@ -367,4 +377,28 @@ def test_a_shared_variable_whose_preview_never_ends_is_stopped_at_its_deadline(s
     text = answer["result"]["contents"][0]["text"]
     assert "the preview of this Endless stopped at its 2 s deadline" in text, text
     assert answered_within(url, 5) < 5
+    assert process.poll() is None
+
+
+def test_a_slow_resource_function_does_not_hold_up_the_server(server):
+    # Before: resource and prompt functions ran on the server's loop even under `nbtools serve`, where
+    # plain tools run in worker threads: one slow read held up every other client and request.
+    process, url = server
+    headers = _session(url)
+    slow: list = []
+    def read() -> None:
+        try:
+            slow.append(_ask(url, headers, "resources/read", {"uri": "slow://sleeping"}, DEADLINE))
+        except BaseException as error:  # pytest.fail's Failed too: the assertion below shows it
+            slow.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(1)  # the read has begun
+    assert answered_within(url, 5) < 5
+    found = _ask(url, headers, "resources/read", {"uri": "files://ada-nbtools-main-README.md"}, 5)
+    assert found["result"]["contents"][0]["text"] == "ada/nbtools@main:README.md"
+    reader.join(DEADLINE)
+    assert slow and isinstance(slow[0], dict), slow
+    assert slow[0]["result"]["contents"][0]["text"] == "woke"
     assert process.poll() is None

@@ -27,9 +27,12 @@ SUBSCRIPTIONS_KEY = "nbtools/subscriptions"  # a connection's subscribed URIs, i
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
 
 
-def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: Any = None, calls: Any = None) -> None:
+def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: Any = None, calls: Any = None,
+                  run_sync: Any = None) -> None:
     """Register the handlers on `server`; `connections` is the server's `_Clients` (see `server.py`);
-    `activity` records each `resources/read` and `prompts/get`; `calls`: see `server.build_server`."""
+    `activity` records each `resources/read` and `prompts/get`; `calls`: see `server.build_server`;
+    `run_sync`: where plain resource and prompt functions run (worker threads under `nbtools serve`,
+    as plain tools do)."""
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
@@ -125,7 +128,7 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
             catalog.find(uri)
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
-        return await run(ctx, params, lambda: catalog.read(uri),
+        return await run(ctx, params, lambda: catalog.read(uri, run_sync=run_sync),
                          lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]),
                          ("resource", uri, None))
 
@@ -156,7 +159,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
                 types.PromptMessage(role=message["role"], content=prompt_content(message["content"]))
                 for message in messages])
 
-        return await run(ctx, params, lambda: catalog.render_prompt(params.name, params.arguments), build,
+        return await run(ctx, params,
+                         lambda: catalog.render_prompt(params.name, params.arguments, run_sync=run_sync), build,
                          ("prompt", params.name, params.arguments))
 
     async def complete(ctx: Any, params: Any) -> Any:

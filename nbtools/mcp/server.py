@@ -227,7 +227,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-    add_offerings(server, catalog, clients, activity=activity, calls=calls)  # resources, prompts, completion: nbtools.resources
+    # resources, prompts, completion (nbtools.resources); plain functions where plain tools run
+    add_offerings(server, catalog, clients, activity=activity, calls=calls,
+                  run_sync=_in_worker_thread if threads else None)
     # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
     # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
     listen = ListenHandler(clients.bus)
