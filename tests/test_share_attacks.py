@@ -11,7 +11,6 @@ and by the person's Interrupt, exactly like a tool call.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
