@@ -339,6 +339,8 @@ def test_a_long_uri_against_a_template_with_separators_does_not_freeze_the_serve
     # far longer: refused by its length, before any matching
     huge = _ask(url, headers, "resources/read", {"uri": "files://" + "a-" * 100_000}, DEADLINE)
     assert huge["error"]["code"] == -32602 and "longer than" in huge["error"]["message"], huge
+    kept = _ask(url, headers, "resources/subscribe", {"uri": "files://" + "a-" * 100_000}, DEADLINE)
+    assert kept["error"]["code"] == -32602 and "longer than" in kept["error"]["message"], kept
     took = time.monotonic() - started
     print(f"both refused in {took:.2f} s")
     assert answered_within(url, 5) < 5

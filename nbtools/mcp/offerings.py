@@ -133,6 +133,10 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
                          ("resource", uri, None))
 
     async def subscribe(ctx: Any, params: Any) -> Any:
+        try:
+            check_length("resource URI", str(params.uri))  # kept per connection: no unbounded keys
+        except ResourceError as error:
+            raise failure(error) from None
         connection = connection_of(ctx)
         connections.add(connection)
         if connection is not None:
