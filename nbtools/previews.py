@@ -86,7 +86,8 @@ def _typed(value: Any) -> tuple[Any, Any]:
         return _table(value)
     if value is None or isinstance(value, (bool, int, float, dict, list, tuple)):
         try:
-            text, cut = _json_text(value, MAX_TEXT)
+            # small (the usual case): `json.dumps` in C, ~15x faster; else piece by piece to the limit
+            text, cut = _json_dumps(value) if _json_size(value, MAX_TEXT) <= MAX_TEXT else _json_text(value, MAX_TEXT)
         except _NotJson:
             pass  # not plain JSON (a set inside, NaN, objects): its repr
         else:
@@ -94,6 +95,46 @@ def _typed(value: Any) -> tuple[Any, Any]:
                 return _marked(text, "JSON"), True
             return Resource("json", text=text, mime="application/json"), None
     return _repr_text(value)
+
+
+def _json_dumps(value: Any) -> tuple[str, bool]:
+    import json
+
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        raise _NotJson from None
+    return (text[:MAX_TEXT], True) if len(text) > MAX_TEXT else (text, False)
+
+
+def _json_size(value: Any, budget: int) -> int:
+    """About how long `value`'s JSON text is (escapes aside), counted only until it passes `budget`
+    (then `budget + 1`): nothing is built, so a huge value costs no more than a small one."""
+    size = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, (list, tuple, dict)):
+            if depth >= _MOST_DEPTH:
+                raise _NotJson
+            size += 2 + 2 * len(item)
+            if size > budget:
+                return budget + 1
+            if isinstance(item, dict):
+                for key, inner in dict.items(item):
+                    stack.append((key, depth + 1))
+                    stack.append((inner, depth + 1))
+            else:
+                stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            size += item.bit_length() // 3 + 2  # a decimal digit holds ~3.3 bits
+        else:
+            size += 5  # None, a bool, a float (its repr: up to ~24), or what is not JSON: json.dumps says
+        if size > budget:
+            return budget + 1
+    return size
 
 
 def _blob(made: Any, size: int, what: str) -> tuple[Any, Any]:
