@@ -63,7 +63,7 @@ def preview(value: Any, *, seconds: float = PREVIEW_SECONDS) -> Any:
                 "(its repr, JSON, table or image took longer); share a smaller or simpler value]")
     took = time.monotonic() - started
     if took >= SLOW:
-        _note(f"preview took {took:.1f} s of the kernel's time")
+        _note(f"preview took {took:.1f} s")
     if cut is True:
         _note(f"preview cut to {MAX_TEXT:,} characters")
     elif cut:

@@ -122,6 +122,31 @@ async def test_the_activity_log_records_resource_reads_and_prompts_with_their_ou
     assert "reader &lt;x&gt;" in shown and "reader <x>" not in shown  # escaped
 
 
+class _SlowRepr:
+    def __repr__(self):
+        import time
+
+        time.sleep(0.6)
+        return "<slow>"
+
+
+SLOW_VALUE = _SlowRepr()
+
+
+async def test_the_activity_log_says_what_a_slow_preview_cost():
+    from nbtools.mcp.activity import Activity, render
+
+    reg = Registry()
+    share("SLOW_VALUE", registry=reg)
+    activity = Activity()
+    async with session_for(reg, activity=activity) as session:
+        read = await session.read_resource("kernel://variables/SLOW_VALUE")
+    assert read.contents[0].text == "<slow>"
+    note = activity.records[0].note
+    assert note.startswith("preview took ") and float(note.split()[2]) >= 0.6, note
+    assert f"<b>{note}</b>" in render(activity)
+
+
 async def test_a_template_converts_its_variables_and_gets_a_context(served):
     logged = []
 

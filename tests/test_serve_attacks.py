@@ -57,7 +57,7 @@ TOOLS = textwrap.dedent("""
     @resource("slow://sleeping")
     def sleeping() -> str:
         import time
-        time.sleep(20)
+        time.sleep(10)  # longer than the checks below may wait (5 s)
         return "woke"
 
     def spin(argument, value):
