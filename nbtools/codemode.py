@@ -1,0 +1,471 @@
+"""Code mode: `Registry.code_tool`, a Tool that runs a model's Python code in Monty (`pydantic-monty`,
+extra `[codemode]`), where the registry's tools are plain functions.
+
+Why a separate interpreter: code run in the kernel could reach the raw functions, the registry and
+its policy. Monty is a Python interpreter in a worker subprocess with no way out but the calls it
+hands back to the host: files, the environment and imports come back as OS calls, which are
+refused; the tools come back as external calls, each of which runs here through the registry
+exactly as a direct call does (`registry.call`: validated and converted, a destructive tool asked
+for once per call with origin `<origin of the run>/code`, edits, Always answers,
+`refuse_destructive`, the decisions log). Disabled tools, and tools whose `callers` leave out
+"code", are not defined in the code. Results cross back as JSON values, never host objects.
+
+A refused call raises `PermissionError` in the code, invalid arguments `TypeError`, a tool's own
+failure `RuntimeError`, each with the text a direct call would give; the code may catch them, and
+uncaught the run stops there and the answer names it. The answer (`CodeRun`) is the last
+expression's value, the printed text, every call (tool, arguments as run, outcome) and `error`.
+
+Limits stop a run with one line and leave the process and later runs as they were:
+`max_tool_calls` (counted here; Monty's own cap on host round trips is raised to fit),
+`memory` (Monty's heap limit) and `timeout`, wall clock including the time spent in tool calls
+(Monty's own limit counts only the time inside the sandbox): at the deadline the worker is killed
+and the pool starts another. A tool call still running then finishes (it is never cut in half);
+the run stops when it returns.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import keyword
+import os
+import re
+import signal
+import threading
+import time
+from typing import Annotated, Any, TypedDict
+
+from .errors import CallRefused, ToolCallError
+from .policy import asking_as, current_origin
+from .shortening import short
+from .tool import Tool
+
+__all__ = ["code_tool", "CodeRun", "CodeCall", "parse_memory"]
+
+
+class CodeCall(TypedDict):
+    """One tool call the code made: the tool's name, its arguments as run (converted, defaults
+    filled, edits applied), whether it returned, and what it returned or the error's text."""
+
+    tool: str
+    arguments: dict
+    ok: bool
+    outcome: Any
+
+
+class CodeRun(TypedDict):
+    """What a run of code mode answers: the value of the code's last expression (JSON; None when
+    it ends with a statement), what it printed, its tool calls in order, and None or the one line
+    saying why the run stopped (an exception the code did not catch, or a limit)."""
+
+    value: Any
+    printed: str
+    calls: list[CodeCall]
+    error: str | None
+
+
+# -- the Tool -----------------------------------------------------------------------------------------
+def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_tool_calls: int = 100,
+              timeout: float = 30, memory: int | str = "256MiB") -> Tool:
+    """A Tool with one string parameter `code` that runs in Monty with `registry`'s chosen tools
+    as functions (see the module docs). `tools`: a glob or a list of globs/names ("*": every
+    enabled tool). Its description lists them as Python stubs written from their schemas; its
+    hints are the union of theirs, `read-only` and `idempotent` only when all have them."""
+    if not isinstance(max_tool_calls, int) or isinstance(max_tool_calls, bool) or max_tool_calls < 0:
+        raise ValueError(f"max_tool_calls must be a whole number >= 0; got {max_tool_calls!r}")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    limit = parse_memory(memory)
+    globs = [tools] if isinstance(tools, str) else list(tools)
+    if not all(isinstance(glob, str) for glob in globs):
+        raise TypeError(f"tools=: a glob or a list of tool names/globs; got {tools!r}")
+    chosen = _chosen(registry, globs, name)
+    runner = _Runner(registry, name, globs, max_tool_calls, float(timeout), limit)
+
+    def run_code(code: Annotated[str, "Python code; the value of its last expression is the answer's value"]) \
+            -> CodeRun:
+        return runner.run(code)
+
+    description = _description(chosen, max_tool_calls, timeout, memory)
+    return Tool.from_function(run_code, name=name, description=description, hints=_union_hints(chosen))
+
+
+def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
+    """The tools the code may call now, by the Python name it calls them by: enabled, matching
+    `globs`, not the code tool itself, and not refused to code by their `callers`."""
+    from .registry import glob_matches
+
+    found: dict[str, Tool] = {}
+    for tool in registry.enabled():
+        if tool.name == own_name or tool.fn is None:
+            continue
+        if tool.callers is not None and "code" not in tool.callers:
+            continue
+        if not any(glob_matches(tool.name, glob) for glob in globs):
+            continue
+        identifier = python_name(tool.name)
+        if identifier not in found:  # two tools made the same name: the first keeps it
+            found[identifier] = tool
+    return found
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins)) | frozenset(("json", "re", "math", "asyncio", "datetime", "collections",
+                                                       "itertools", "functools", "typing", "os", "sys", "time"))
+
+
+def python_name(tool_name: str) -> str:
+    """The name code calls `tool_name` by: itself when it is an identifier, else with `_` for
+    each other character (`math.add` -> `math_add`); `_tool` appended to a keyword or a builtin's
+    name (which would hide the tool)."""
+    identifier = re.sub(r"\W", "_", tool_name, flags=re.ASCII) or "_"
+    if identifier[0].isdigit():
+        identifier = "_" + identifier
+    if keyword.iskeyword(identifier) or identifier in _BUILTIN_NAMES:
+        identifier += "_tool"
+    return identifier
+
+
+_GUARANTEES = ("read-only", "idempotent")  # hold for the code only when they hold for every tool
+
+
+def _union_hints(tools: dict[str, Tool]) -> frozenset[str]:
+    """What the code may do is what its tools may do: `destructive` and `open-world` when any tool
+    is; `read-only`, `idempotent` and a `not-` hint only when every tool says so."""
+    every = list(tools.values())
+    hints: set[str] = set()
+    for tool in every:
+        hints |= {hint for hint in tool.hints if hint not in _GUARANTEES and not hint.startswith("not-")}
+    for hint in (*_GUARANTEES, *(f"not-{each}" for each in ("destructive", "open-world"))):
+        if all(hint in tool.hints for tool in every) and hint.removeprefix("not-") not in hints:
+            hints.add(hint)
+    if "destructive" in hints:
+        hints.discard("read-only")
+    return frozenset(hints)
+
+
+def _description(tools: dict[str, Tool], max_tool_calls: int, timeout: float, memory: Any) -> str:
+    from .stubs import stubs
+
+    listed = stubs(tools) if tools else "# (no tools: the code can only compute)"
+    return (
+        "Run Python code in a sandbox (no files, network, environment or imports besides json, re, math, "
+        "datetime, collections, itertools and asyncio). The functions below call tools; each call is checked "
+        "and approved like a direct call. A refused call raises PermissionError, invalid arguments TypeError, "
+        "a failing tool RuntimeError (catch them with `except Exception as error:`). The answer has the value "
+        "of the last expression, the printed text and every tool call. Use it to make many calls in one step "
+        "(loops, filtering, aggregation) and print or return only what matters. "
+        f"Limits: {max_tool_calls} tool calls, {timeout:g} s, {memory} of memory.\n\n"
+        f"```python\n{listed}\n```")
+
+
+# -- memory sizes -------------------------------------------------------------------------------------
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_memory(memory: int | str) -> int:
+    """Bytes from an int or a text like "256MiB", "1.5 GB", "500k"."""
+    if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        return memory
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", memory) if isinstance(memory, str) else None
+    unit = found.group(2).lower() if found else None
+    if found is None or unit not in _UNITS or float(found.group(1)) <= 0:
+        raise ValueError(f"memory={memory!r}: expected a positive number of bytes or a size like '256MiB', '1GB'")
+    return int(float(found.group(1)) * _UNITS[unit])
+
+
+# -- Monty: imported when a run starts, one pool of workers per process ----------------------------------
+_POOL: list[Any] = []  # [pool, the pid that started it]
+_POOL_LOCK = threading.Lock()
+
+
+def _monty() -> Any:
+    try:
+        import pydantic_monty
+    except ImportError:
+        from .extras import MissingExtra, install_line
+
+        raise MissingExtra("code mode runs the model's code in Monty, which a plain install leaves out; install "
+                           f"it with: {install_line('codemode')}", name="pydantic_monty") from None
+    return pydantic_monty
+
+
+def _pool(monty: Any) -> Any:
+    """The process's pool of Monty workers, started on first use (a forked child starts its own)."""
+    with _POOL_LOCK:
+        if _POOL and _POOL[1] == os.getpid():
+            return _POOL[0]
+        pool = monty.Monty(min_processes=1)
+        pool.__enter__()
+        _POOL[:] = [pool, os.getpid()]
+        if len(_POOL) == 2 and not getattr(_pool, "registered", False):
+            atexit.register(_close_pool)
+            _pool.registered = True  # type: ignore[attr-defined]
+        return pool
+
+
+def _close_pool() -> None:
+    with _POOL_LOCK:
+        if _POOL and _POOL[1] == os.getpid():
+            pool = _POOL[0]
+            _POOL.clear()
+            try:
+                pool.__exit__(None, None, None)
+            except Exception:  # exiting anyway
+                pass
+
+
+class _Watchdog:
+    """Kills the session's worker at the deadline (wall clock: host calls included). Stopped under
+    the same lock before the session is handed back, so it never kills a worker another run holds."""
+
+    def __init__(self, pid: int | None, seconds: float):
+        self.pid, self.fired, self.live = pid, False, True
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self.timer.daemon = True
+        if pid is not None:
+            self.timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:
+            if self.live and self.pid is not None:
+                self.fired = True
+                try:
+                    os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+                except OSError:  # gone already
+                    pass
+
+    def stop(self) -> None:
+        with self.lock:
+            self.live = False
+        self.timer.cancel()
+
+
+class _Stop(Exception):
+    """A limit reached between two steps of the run: the run ends with this line."""
+
+
+# -- a run ------------------------------------------------------------------------------------------------
+class _Runner:
+    """Runs code for one code Tool: its registry, its choice of tools and its limits."""
+
+    def __init__(self, registry: Any, name: str, globs: list[str], max_tool_calls: int, timeout: float,
+                 memory: int):
+        self.registry, self.name, self.globs = registry, name, globs
+        self.max_tool_calls, self.timeout, self.memory = max_tool_calls, timeout, memory
+
+    def run(self, code: str) -> CodeRun:
+        monty = _monty()
+        if not isinstance(code, str):
+            raise TypeError(f"code must be text; got a {type(code).__name__}")
+        run = _Run(self, monty, f"{current_origin()}/code", _chosen(self.registry, self.globs, self.name))
+        return run.go(code)
+
+
+class _Run:
+    """One run: the tools as they are now, the calls made, what was printed, the deadline."""
+
+    def __init__(self, runner: _Runner, monty: Any, origin: str, tools: dict[str, Tool]):
+        self.runner, self.monty, self.origin, self.tools = runner, monty, origin, tools
+        self.calls: list[CodeCall] = []
+        self.pending: dict[int, tuple[Tool, tuple, dict]] = {}  # async tools' calls, run when awaited
+        self.deadline = time.monotonic() + runner.timeout
+
+    def go(self, code: str) -> CodeRun:
+        monty, runner = self.monty, self.runner
+        printed = monty.CollectString()
+        limits = {"max_feed_duration_secs": runner.timeout, "max_memory": runner.memory,
+                  # every call, name lookup and awaited result is a round trip: Monty's cap (1,000 by
+                  # default) must not stop a run before `max_tool_calls` does
+                  "max_suspensions": max(1000, 3 * runner.max_tool_calls + 100)}
+        value: Any = None
+        error: str | None = None
+        watchdog = None
+        try:
+            with _pool(monty).checkout(limits=limits) as session:
+                watchdog = _Watchdog(session.worker_pid, self.deadline - time.monotonic())
+                try:
+                    value = self._drive(session.feed_start(code, print_callback=printed,
+                                                           external_lookup=dict.fromkeys(self.tools, _host_only)))
+                finally:
+                    watchdog.stop()
+        except _Stop as stop:
+            error = str(stop)
+        except monty.MontySyntaxError as failure:
+            error = f"the code does not parse: {failure.display('type-msg')}"
+        except monty.MontyRuntimeError as failure:
+            error = self._failure_line(failure)
+        except monty.MontyCrashedError as failure:
+            error = self._time_line() if (watchdog is not None and watchdog.fired) or self._late() else \
+                f"stopped: the sandbox's worker ended ({failure}); nothing else was affected, run the code again"
+        except monty.MontyError as failure:  # conversion of a value, a typing error...
+            error = f"{type(failure).__name__}: {short(str(failure), 500)}"
+        return {"value": _plain(value), "printed": _text(printed), "calls": self.calls, "error": error}
+
+    # -- driving the sandbox: each suspension answered here ------------------------------------------------
+    def _drive(self, snapshot: Any) -> Any:
+        monty = self.monty
+        complete, function, lookup, future = (monty.MontyComplete, monty.FunctionSnapshot,
+                                              monty.NameLookupSnapshot, monty.FutureSnapshot)
+        while not isinstance(snapshot, complete):
+            if self._late():
+                raise _Stop(self._time_line())
+            if isinstance(snapshot, function):
+                snapshot = self._answer_call(snapshot)
+            elif isinstance(snapshot, lookup):  # `f = add`: the name bound to the host function
+                snapshot = snapshot.resume_auto() if snapshot.variable_name in self.tools else snapshot.resume()
+            elif isinstance(snapshot, future):  # async tools' calls, awaited: run them now, in order
+                results = {}
+                for call_id in snapshot.pending_call_ids:
+                    tool, args, kwargs = self.pending.pop(call_id)
+                    results[call_id] = self._call(tool, args, kwargs)
+                    if self._late():
+                        raise _Stop(self._time_line())
+                snapshot = snapshot.resume(results)
+            else:  # a kind of suspension this version does not know: refuse it rather than guess
+                raise _Stop(f"stopped: the sandbox asked for something code mode does not answer "
+                            f"({type(snapshot).__name__})")
+        return snapshot.output
+
+    def _answer_call(self, snapshot: Any) -> Any:
+        if snapshot.is_os_function:  # files, the environment, imports: refused (Monty's answer without a host)
+            return snapshot.resume_not_handled()
+        tool = self.tools.get(snapshot.function_name)
+        if tool is None:
+            return snapshot.resume({"exception": NameError(f"name {snapshot.function_name!r} is not defined")})
+        made = len(self.calls) + len(self.pending)
+        if made >= self.runner.max_tool_calls:
+            raise _Stop(f"stopped: the code tried to make more than {self.runner.max_tool_calls} tool calls "
+                        f"(max_tool_calls={self.runner.max_tool_calls}); the calls made are listed")
+        if tool.is_async:  # an awaitable in the code; run when awaited (FutureSnapshot)
+            self.pending[snapshot.call_id] = (tool, snapshot.args, snapshot.kwargs)
+            return snapshot.resume({"future": ...})
+        result = self._call(tool, snapshot.args, snapshot.kwargs)
+        if self._late():
+            raise _Stop(self._time_line())
+        return snapshot.resume(result)
+
+    # -- one tool call, through the registry ----------------------------------------------------------------
+    def _call(self, tool: Tool, args: tuple, kwargs: dict) -> dict:
+        registry = self.runner.registry
+        try:
+            arguments = bind_arguments(tool, python_name(tool.name), args, kwargs)
+        except TypeError as error:
+            self._record(tool, _plain({"args": list(args), **kwargs}), False, str(error))
+            return {"exception": error}
+        asked = "destructive" in tool.hints
+        before = len(registry.decisions) if asked else 0
+        try:
+            with asking_as(self.origin):
+                value = registry.call(tool.name, arguments)
+        except ToolCallError as error:
+            line = str(error).splitlines()[0]
+            kind = PermissionError if isinstance(error, CallRefused) else \
+                RuntimeError if error.problem.startswith("the tool raised") else TypeError
+            self._record(tool, self._as_run(tool, arguments, asked, before), False, line)
+            return {"exception": kind(line)}
+        result = _plain(value)
+        self._record(tool, self._as_run(tool, arguments, asked, before), True, result)
+        return {"return_value": result}
+
+    def _as_run(self, tool: Tool, arguments: dict, asked: bool, before: int) -> dict:
+        """The arguments as the call ran them: from the decision recorded for it (edits included),
+        else converted with the tool's defaults filled in, else as the code gave them."""
+        if asked:
+            decisions = self.runner.registry.decisions
+            count = len(decisions)
+            for index in range(count - 1, max(before, count - 8) - 1, -1):
+                record = decisions[index]
+                if record.tool == tool.name and record.origin == self.origin:
+                    return _plain(record.arguments)
+        try:
+            from .call.asking import arguments_as_run
+            from .call.plan import prepare
+
+            positional, kwargs, raw = prepare(tool, arguments, self.runner.registry.limits)
+            return _plain(arguments_as_run(tool, positional, kwargs, raw))
+        except Exception:  # refused before it could be converted: as given
+            return _plain(arguments)
+
+    def _record(self, tool: Tool, arguments: Any, ok: bool, outcome: Any) -> None:
+        self.calls.append({"tool": tool.name, "arguments": arguments if isinstance(arguments, dict) else {},
+                           "ok": ok, "outcome": outcome})
+
+    # -- how a run ends --------------------------------------------------------------------------------------
+    def _late(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def _time_line(self) -> str:
+        return (f"stopped: the run took longer than its time limit of {self.runner.timeout:g} s (wall clock, "
+                "tool calls included)")
+
+    def _failure_line(self, failure: Any) -> str:
+        error = failure.exception()
+        message = str(error)
+        if isinstance(error, MemoryError) and message.startswith("memory limit exceeded"):
+            return f"stopped: the code used more memory than its limit of {self.runner.memory} bytes"
+        if isinstance(error, TimeoutError) and ("time limit exceeded" in message or self._late()):
+            return self._time_line()
+        if isinstance(error, RuntimeError) and message.startswith("suspension limit"):
+            return (f"stopped: the code made more round trips to the host than allowed ({message}); "
+                    f"max_tool_calls={self.runner.max_tool_calls}")
+        line = short(failure.display("type-msg"), 1000)
+        try:
+            frames = failure.traceback()
+            where = f" (line {frames[-1].line})" if frames else ""
+        except Exception:  # no traceback for this error
+            where = ""
+        return f"{line}{where}"
+
+
+def _host_only(*_args: Any, **_kwargs: Any) -> Any:
+    """What the code's tool names are bound to in Monty: every call is answered by `_Run`, never here."""
+    raise RuntimeError("code mode answers tool calls itself")
+
+
+def bind_arguments(tool: Tool, called_as: str, args: tuple, kwargs: dict) -> dict:
+    """The arguments object of a call made as `called_as(*args, **kwargs)`, by the tool's own
+    parameters (`Tool.passing`: positional slots, `*args`, `**kwargs`); TypeError as Python words it."""
+    passing = [(name, kind) for name, kind in tool.passing if kind not in ("context", "default")] or \
+        [(name, "keyword") for name in (tool.parameters.get("properties") or {})]
+    slots = []
+    for name, kind in passing:
+        if kind == "varargs":
+            break
+        if kind in ("positional", "keyword"):
+            slots.append(name)
+    varargs = next((name for name, kind in passing if kind == "varargs"), None)
+    varkw = next((name for name, kind in passing if kind == "varkw"), None)
+    if len(args) > len(slots) and varargs is None:
+        raise TypeError(f"{called_as}() takes {len(slots)} positional argument{'s' * (len(slots) != 1)} "
+                        f"but {len(args)} were given")
+    arguments: dict[str, Any] = dict(zip(slots, args))
+    if varargs is not None and len(args) > len(slots):
+        arguments[varargs] = list(args[len(slots):])
+    named = {name for name, kind in passing if kind in ("positional", "keyword")}
+    positional_only = {name for name, kind in passing if kind == "positional"}
+    for key, item in kwargs.items():
+        if key in arguments:
+            raise TypeError(f"{called_as}() got multiple values for argument {key!r}")
+        if key in positional_only:
+            raise TypeError(f"{called_as}() got a positional-only argument passed as keyword: {key!r}")
+        if key not in named and varkw is None and tool.passing:
+            raise TypeError(f"{called_as}() got an unexpected keyword argument {key!r}")
+        arguments[key] = item
+    return arguments
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON data (what crosses between the code and the host, and what the answer holds)."""
+    from .values import to_json
+
+    return to_json(value)
+
+
+def _text(printed: Any) -> str:
+    try:
+        return printed.output
+    except Exception:  # the collector refused more output
+        return ""
+
