@@ -93,15 +93,11 @@ def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_to
 def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
     """The tools the code may call now, by the Python name it calls them by: enabled, matching
     `globs`, not the code tool itself, and not refused to code by their `callers`."""
-    from .registry import glob_matches
-
     found: dict[str, Tool] = {}
-    for tool in registry.enabled():
+    for tool in registry.select(allow=globs).enabled():  # the registry's own rule for globs
         if tool.name == own_name or tool.fn is None:
             continue
         if tool.callers is not None and "code" not in tool.callers:
-            continue
-        if not any(glob_matches(tool.name, glob) for glob in globs):
             continue
         identifier = python_name(tool.name)
         if identifier not in found:  # two tools made the same name: the first keeps it

@@ -32,13 +32,12 @@ _CODE_EXECUTION = re.compile(r"code_execution_\d{8}")
 def anthropic_code_version() -> str:
     """The code-execution tool version Anthropic's `allowed_callers` names for code (see the module
     docs): read from the installed SDK's types, newest first."""
+    from typing import get_type_hints
+
     try:
-        from typing import get_args, get_type_hints
-
         from anthropic.types import ToolParam, ToolUseBlock
-    except Exception:  # the SDK is an extra the renderers do not need
+    except ImportError:  # the SDK is not something rendering needs
         return _ANTHROPIC_FALLBACK
-
     try:
         allowed = _literals(get_type_hints(ToolParam)["allowed_callers"])
         readable = _literals(ToolUseBlock.model_fields["caller"].annotation)
