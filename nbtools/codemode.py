@@ -313,7 +313,7 @@ class _Run:
                 snapshot = snapshot.resume_auto() if snapshot.variable_name in self.tools else snapshot.resume()
             elif isinstance(snapshot, future):  # async tools' calls, awaited: run them now, in order
                 results = {}
-                for call_id in snapshot.pending_call_ids:
+                for call_id in sorted(snapshot.pending_call_ids):  # in the order the code made them
                     tool, args, kwargs = self.pending.pop(call_id)
                     results[call_id] = self._call(tool, args, kwargs)
                     if self._late():
