@@ -40,7 +40,7 @@ from .policy import asking_as, current_origin
 from .shortening import short
 from .tool import Tool
 
-__all__ = ["code_tool", "CodeRun", "CodeCall", "parse_memory"]
+__all__ = ["code_tool", "CodeRun", "CodeCall", "parse_memory", "python_name", "bind_arguments", "Shape"]
 
 
 class CodeCall(TypedDict):
@@ -266,6 +266,7 @@ class _Run:
         self.runner, self.monty, self.origin, self.tools = runner, monty, origin, tools
         self.calls: list[CodeCall] = []
         self.pending: dict[int, tuple[Tool, tuple, dict]] = {}  # async tools' calls, run when awaited
+        self.shapes: dict[str, Shape] = {}  # tool name -> how its calls bind, read at its first call
         self.deadline = time.monotonic() + runner.timeout
 
     def go(self, code: str) -> CodeRun:
@@ -345,8 +346,11 @@ class _Run:
     # -- one tool call, through the registry ----------------------------------------------------------------
     def _call(self, tool: Tool, args: tuple, kwargs: dict) -> dict:
         registry = self.runner.registry
+        shape = self.shapes.get(tool.name)
+        if shape is None:
+            shape = self.shapes[tool.name] = Shape(tool, python_name(tool.name))
         try:
-            arguments = bind_arguments(tool, python_name(tool.name), args, kwargs)
+            arguments = shape.bind(args, kwargs)
         except TypeError as error:
             self._record(tool, _plain({"args": list(args), **kwargs}), False, str(error))
             return {"exception": error}
@@ -359,15 +363,16 @@ class _Run:
             line = str(error).splitlines()[0]
             kind = PermissionError if isinstance(error, CallRefused) else \
                 RuntimeError if error.problem.startswith("the tool raised") else TypeError
-            self._record(tool, self._as_run(tool, arguments, asked, before), False, line)
+            self._record(tool, self._as_run(tool, shape, arguments, asked, before), False, line)
             return {"exception": kind(line)}
         result = _plain(value)
-        self._record(tool, self._as_run(tool, arguments, asked, before), True, result)
+        self._record(tool, self._as_run(tool, shape, arguments, asked, before), True, result)
         return {"return_value": result}
 
-    def _as_run(self, tool: Tool, arguments: dict, asked: bool, before: int) -> dict:
+    def _as_run(self, tool: Tool, shape: Shape, arguments: dict, asked: bool, before: int) -> dict:
         """The arguments as the call ran them: from the decision recorded for it (edits included),
-        else converted with the tool's defaults filled in, else as the code gave them."""
+        else as the code gave them with the tool's defaults filled in (JSON: the values before
+        conversion, which a validated call ran converted)."""
         if asked:
             decisions = self.runner.registry.decisions
             count = len(decisions)
@@ -375,14 +380,7 @@ class _Run:
                 record = decisions[index]
                 if record.tool == tool.name and record.origin == self.origin:
                     return _plain(record.arguments)
-        try:
-            from .call.asking import arguments_as_run
-            from .call.plan import prepare
-
-            positional, kwargs, raw = prepare(tool, arguments, self.runner.registry.limits)
-            return _plain(arguments_as_run(tool, positional, kwargs, raw))
-        except Exception:  # refused before it could be converted: as given
-            return _plain(arguments)
+        return _plain({**shape.defaults, **arguments} if shape.defaults else arguments)
 
     def _record(self, tool: Tool, arguments: Any, ok: bool, outcome: Any) -> None:
         self.calls.append({"tool": tool.name, "arguments": arguments if isinstance(arguments, dict) else {},
@@ -420,40 +418,67 @@ def _host_only(*_args: Any, **_kwargs: Any) -> Any:
     raise RuntimeError("code mode answers tool calls itself")
 
 
+class Shape:
+    """How a call in the code maps onto a tool's arguments object, read once per tool and run from
+    `Tool.passing` (positional slots, `*args`, `**kwargs`) and its schema (the JSON defaults)."""
+
+    __slots__ = ("called_as", "slots", "varargs", "varkw", "named", "positional_only", "open", "defaults")
+
+    def __init__(self, tool: Tool, called_as: str):
+        passing = [(name, kind) for name, kind in tool.passing if kind not in ("context", "default")] or \
+            [(name, "keyword") for name in (tool.parameters.get("properties") or {})]
+        self.called_as = called_as
+        self.slots: list[str] = []
+        for name, kind in passing:
+            if kind == "varargs":
+                break
+            if kind in ("positional", "keyword"):
+                self.slots.append(name)
+        self.varargs = next((name for name, kind in passing if kind == "varargs"), None)
+        self.varkw = next((name for name, kind in passing if kind == "varkw"), None)
+        self.named = frozenset(name for name, kind in passing if kind in ("positional", "keyword"))
+        self.positional_only = frozenset(name for name, kind in passing if kind == "positional")
+        self.open = not tool.passing  # a Tool made from a schema: its schema decides which keys it takes
+        properties = tool.parameters.get("properties") or {}
+        self.defaults = {name: schema["default"] for name, schema in properties.items()
+                         if isinstance(schema, dict) and "default" in schema}
+
+    def bind(self, args: tuple, kwargs: dict) -> dict:
+        """The arguments object of `called_as(*args, **kwargs)`; TypeError as Python words it."""
+        slots, called_as = self.slots, self.called_as
+        if len(args) > len(slots) and self.varargs is None:
+            raise TypeError(f"{called_as}() takes {len(slots)} positional argument{'s' * (len(slots) != 1)} "
+                            f"but {len(args)} were given")
+        arguments: dict[str, Any] = dict(zip(slots, args))
+        if self.varargs is not None and len(args) > len(slots):
+            arguments[self.varargs] = list(args[len(slots):])
+        for key, item in kwargs.items():
+            if key in arguments:
+                raise TypeError(f"{called_as}() got multiple values for argument {key!r}")
+            if key in self.positional_only:
+                raise TypeError(f"{called_as}() got a positional-only argument passed as keyword: {key!r}")
+            if key not in self.named and self.varkw is None and not self.open:
+                raise TypeError(f"{called_as}() got an unexpected keyword argument {key!r}")
+            arguments[key] = item
+        return arguments
+
+
 def bind_arguments(tool: Tool, called_as: str, args: tuple, kwargs: dict) -> dict:
-    """The arguments object of a call made as `called_as(*args, **kwargs)`, by the tool's own
-    parameters (`Tool.passing`: positional slots, `*args`, `**kwargs`); TypeError as Python words it."""
-    passing = [(name, kind) for name, kind in tool.passing if kind not in ("context", "default")] or \
-        [(name, "keyword") for name in (tool.parameters.get("properties") or {})]
-    slots = []
-    for name, kind in passing:
-        if kind == "varargs":
-            break
-        if kind in ("positional", "keyword"):
-            slots.append(name)
-    varargs = next((name for name, kind in passing if kind == "varargs"), None)
-    varkw = next((name for name, kind in passing if kind == "varkw"), None)
-    if len(args) > len(slots) and varargs is None:
-        raise TypeError(f"{called_as}() takes {len(slots)} positional argument{'s' * (len(slots) != 1)} "
-                        f"but {len(args)} were given")
-    arguments: dict[str, Any] = dict(zip(slots, args))
-    if varargs is not None and len(args) > len(slots):
-        arguments[varargs] = list(args[len(slots):])
-    named = {name for name, kind in passing if kind in ("positional", "keyword")}
-    positional_only = {name for name, kind in passing if kind == "positional"}
-    for key, item in kwargs.items():
-        if key in arguments:
-            raise TypeError(f"{called_as}() got multiple values for argument {key!r}")
-        if key in positional_only:
-            raise TypeError(f"{called_as}() got a positional-only argument passed as keyword: {key!r}")
-        if key not in named and varkw is None and tool.passing:
-            raise TypeError(f"{called_as}() got an unexpected keyword argument {key!r}")
-        arguments[key] = item
-    return arguments
+    """The arguments object of a call made as `called_as(*args, **kwargs)` (see `Shape`)."""
+    return Shape(tool, called_as).bind(args, kwargs)
+
+
+_SIMPLE = frozenset((str, int, float, bool, type(None)))
 
 
 def _plain(value: Any) -> Any:
-    """A value as JSON data (what crosses between the code and the host, and what the answer holds)."""
+    """A value as JSON data (what crosses between the code and the host, and what the answer holds);
+    a new container, never the tool's own."""
+    kind = type(value)
+    if kind in _SIMPLE:
+        return value
+    if kind is dict and all(type(key) is str and type(item) in _SIMPLE for key, item in value.items()):
+        return dict(value)
     from .values import to_json
 
     return to_json(value)
