@@ -149,7 +149,8 @@ def _description(tools: dict[str, Tool], max_tool_calls: int, timeout: float, me
         "and approved like a direct call. A refused call raises PermissionError, invalid arguments TypeError, "
         "a failing tool RuntimeError (catch them with `except Exception as error:`). The answer has the value "
         "of the last expression, the printed text and every tool call. Use it to make many calls in one step "
-        "(loops, filtering, aggregation) and print or return only what matters. "
+        "(loops, filtering, aggregation) and print or return only what matters. Call the functions in your "
+        "own code, not as a callback of a builtin (`max(xs, key=tool)` cannot call out): collect results first. "
         f"Limits: {max_tool_calls} tool calls, {timeout:g} s, {memory} of memory.\n\n"
         f"```python\n{listed}\n```")
 
