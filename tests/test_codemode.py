@@ -312,3 +312,18 @@ def test_without_pydantic_monty_the_tool_is_made_and_calling_it_says_what_to_ins
     assert done.returncode == 0, done.stderr
     line = done.stdout.strip()
     assert "code mode runs the model's code in Monty" in line and "pip install" in line and "codemode" in line
+
+
+def test_notebook_08_replays_the_cassette_record_08_makes(tmp_path):
+    """The committed cassette is what notebooks/record_08.py records (nbval checks the notebook
+    against it), so re-recording after a change to the notebook's chats is one command."""
+    import importlib.util
+    import json
+
+    notebooks = ROOT / "notebooks"
+    spec = importlib.util.spec_from_file_location("record_08", notebooks / "record_08.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(tmp_path)
+    name = "08_codemode.cassette.json"
+    assert json.loads((tmp_path / name).read_text()) == json.loads((notebooks / name).read_text())
