@@ -238,6 +238,15 @@ class _Watchdog:
             self.live = False
         self.timer.cancel()
 
+    def kill(self) -> None:
+        """Kill the worker now (a person's interrupt), if the session is still this run's."""
+        with self.lock:
+            if self.live and self.pid is not None:
+                try:
+                    os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+                except OSError:
+                    pass
+
 
 class _Stop(Exception):
     """A limit reached between two steps of the run: the run ends with this line."""
@@ -269,6 +278,14 @@ class _Run:
         self.pending: dict[int, tuple[Tool, tuple, dict]] = {}  # async tools' calls, run when awaited
         self.shapes: dict[str, Shape] = {}  # tool name -> how its calls bind, read at its first call
         self.deadline = time.monotonic() + runner.timeout
+        self.watchdog: _Watchdog | None = None
+        # Monty's calls block in native code, where a person's interrupt (SIGINT, handled by the main
+        # thread between bytecodes) waits for them: on the main thread they run on a helper thread
+        self.helper: Any = None
+        if threading.current_thread() is threading.main_thread():
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.helper = ThreadPoolExecutor(1, thread_name_prefix="nbtools-codemode")
 
     def go(self, code: str) -> CodeRun:
         monty, runner = self.monty, self.runner
@@ -284,10 +301,13 @@ class _Run:
             with _pool(monty).checkout(limits=limits) as session:
                 watchdog = _Watchdog(session.worker_pid, self.deadline - time.monotonic())
                 try:
-                    value = self._drive(session.feed_start(code, print_callback=printed,
-                                                           external_lookup=dict.fromkeys(self.tools, _host_only)))
+                    self.watchdog = watchdog
+                    value = self._drive(self._sandbox(session.feed_start, code, print_callback=printed,
+                                                      external_lookup=dict.fromkeys(self.tools, _host_only)))
                 finally:
                     watchdog.stop()
+                    if self.helper is not None:
+                        self.helper.shutdown(wait=False)
         except _Stop as stop:
             error = str(stop)
         except monty.MontySyntaxError as failure:
@@ -301,6 +321,24 @@ class _Run:
             error = f"{type(failure).__name__}: {short(str(failure), 500)}"
         return {"value": _plain(value), "printed": _text(printed), "calls": self.calls, "error": error}
 
+    def _sandbox(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """One of Monty's blocking calls (start the code, answer a suspension). Through the helper
+        thread when there is one: an interrupt then stops the run at once, killing the worker (the
+        pool starts another), and goes on up; the tools themselves always run on this thread."""
+        if self.helper is None:
+            return call(*args, **kwargs)
+        future = self.helper.submit(call, *args, **kwargs)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            if self.watchdog is not None:
+                self.watchdog.kill()
+            try:
+                future.result(timeout=10)
+            except BaseException:  # the worker's end, as expected
+                pass
+            raise
+
     # -- driving the sandbox: each suspension answered here ------------------------------------------------
     def _drive(self, snapshot: Any) -> Any:
         monty = self.monty
@@ -312,7 +350,8 @@ class _Run:
             if isinstance(snapshot, function):
                 snapshot = self._answer_call(snapshot)
             elif isinstance(snapshot, lookup):  # `f = add`: the name bound to the host function
-                snapshot = snapshot.resume_auto() if snapshot.variable_name in self.tools else snapshot.resume()
+                snapshot = self._sandbox(snapshot.resume_auto if snapshot.variable_name in self.tools
+                                         else snapshot.resume)
             elif isinstance(snapshot, future):  # async tools' calls, awaited: run them now, in order
                 results = {}
                 for call_id in sorted(snapshot.pending_call_ids):  # in the order the code made them
@@ -320,7 +359,7 @@ class _Run:
                     results[call_id] = self._call(tool, args, kwargs)
                     if self._late():
                         raise _Stop(self._time_line())
-                snapshot = snapshot.resume(results)
+                snapshot = self._sandbox(snapshot.resume, results)
             else:  # a kind of suspension this version does not know: refuse it rather than guess
                 raise _Stop(f"stopped: the sandbox asked for something code mode does not answer "
                             f"({type(snapshot).__name__})")
@@ -328,21 +367,22 @@ class _Run:
 
     def _answer_call(self, snapshot: Any) -> Any:
         if snapshot.is_os_function:  # files, the environment, imports: refused (Monty's answer without a host)
-            return snapshot.resume_not_handled()
+            return self._sandbox(snapshot.resume_not_handled)
         tool = self.tools.get(snapshot.function_name)
         if tool is None:
-            return snapshot.resume({"exception": NameError(f"name {snapshot.function_name!r} is not defined")})
+            return self._sandbox(snapshot.resume, {"exception": NameError(
+                f"name {snapshot.function_name!r} is not defined")})
         made = len(self.calls) + len(self.pending)
         if made >= self.runner.max_tool_calls:
             raise _Stop(f"stopped: the code tried to make more than {self.runner.max_tool_calls} tool calls "
                         f"(max_tool_calls={self.runner.max_tool_calls}); the calls made are listed")
         if tool.is_async:  # an awaitable in the code; run when awaited (FutureSnapshot)
             self.pending[snapshot.call_id] = (tool, snapshot.args, snapshot.kwargs)
-            return snapshot.resume({"future": ...})
+            return self._sandbox(snapshot.resume, {"future": ...})
         result = self._call(tool, snapshot.args, snapshot.kwargs)
         if self._late():
             raise _Stop(self._time_line())
-        return snapshot.resume(result)
+        return self._sandbox(snapshot.resume, result)
 
     # -- one tool call, through the registry ----------------------------------------------------------------
     def _call(self, tool: Tool, args: tuple, kwargs: dict) -> dict:

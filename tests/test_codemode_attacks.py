@@ -189,3 +189,34 @@ def test_printing_without_end_is_bounded():
     result = report["result"]
     assert result["error"] is not None
     assert len(result["printed"]) <= 11 * 1024 * 1024 and report["rss_mb"] < 500
+
+
+def test_a_persons_interrupt_stops_a_run_at_once_and_later_runs_work():
+    # Monty's calls block in native code; the interrupt must not wait for the run's own time limit
+    script = textwrap.dedent("""\
+        import json, os, resource, signal, threading, time
+        resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+        from nbtools import Registry
+
+        def add(a: int) -> int:
+            "Add one."
+            return a + 1
+
+        registry = Registry([add])
+        run = registry.code_tool(timeout=40)
+        threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+        try:
+            run.call({{"code": "while True:\\n    pass"}})
+            outcome = "not interrupted"
+        except KeyboardInterrupt as stop:
+            outcome = f"{{type(stop).__name__}}: {{stop}}"
+        elapsed = time.monotonic() - started
+        later = run.call({{"code": "add(41)"}})
+        print(json.dumps({{"outcome": outcome, "elapsed": elapsed, "later": later["value"]}}))
+        """).format(limit=MEMORY_LIMIT)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WALL_LIMIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["outcome"] == "Interrupted: tool 'run_code' was interrupted and did not finish"
+    assert report["elapsed"] < 20 and report["later"] == 42
