@@ -327,3 +327,20 @@ def test_notebook_08_replays_the_cassette_record_08_makes(tmp_path):
     module.main(tmp_path)
     name = "08_codemode.cassette.json"
     assert json.loads((tmp_path / name).read_text()) == json.loads((notebooks / name).read_text())
+
+
+async def test_a_served_code_tool_asks_with_the_mcp_clients_origin(registry):
+    pytest.importorskip("mcp")
+    import anyio
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from sessions import session_for
+
+    served = Registry([registry.code_tool()])
+    with anyio.fail_after(60):
+        async with session_for(served, threads=True) as session:
+            result = await session.call_tool("run_code", {"code": "wipe('/served')"})
+    assert not result.is_error, result.content
+    assert result.structured_content["value"] == "wiped /served"
+    origin = registry.asker.asked[-1][2]
+    assert origin.startswith("mcp:") and origin.endswith("/code") and registry.decisions[-1].origin == origin
