@@ -194,10 +194,9 @@ def _pool(monty: Any) -> Any:
             return _POOL[0]
         pool = monty.Monty(min_processes=1)
         pool.__enter__()
-        _POOL[:] = [pool, os.getpid()]
-        if len(_POOL) == 2 and not getattr(_pool, "registered", False):
+        if not _POOL:  # the first pool of this module: closed at exit (a fork's pool is its own)
             atexit.register(_close_pool)
-            _pool.registered = True  # type: ignore[attr-defined]
+        _POOL[:] = [pool, os.getpid()]
         return pool
 
 
@@ -225,26 +224,22 @@ class _Watchdog:
             self.timer.start()
 
     def _fire(self) -> None:
-        with self.lock:
-            if self.live and self.pid is not None:
-                self.fired = True
-                try:
-                    os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-                except OSError:  # gone already
-                    pass
+        self.kill(deadline=True)
 
     def stop(self) -> None:
         with self.lock:
             self.live = False
         self.timer.cancel()
 
-    def kill(self) -> None:
-        """Kill the worker now (a person's interrupt), if the session is still this run's."""
+    def kill(self, deadline: bool = False) -> None:
+        """Kill the worker now (at the deadline, or for a person's interrupt), if the session is
+        still this run's."""
         with self.lock:
             if self.live and self.pid is not None:
+                self.fired = self.fired or deadline
                 try:
                     os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-                except OSError:
+                except OSError:  # gone already
                     pass
 
 
@@ -306,8 +301,6 @@ class _Run:
                                                       external_lookup=dict.fromkeys(self.tools, _host_only)))
                 finally:
                     watchdog.stop()
-                    if self.helper is not None:
-                        self.helper.shutdown(wait=False)
         except _Stop as stop:
             error = str(stop)
         except monty.MontySyntaxError as failure:
@@ -319,6 +312,9 @@ class _Run:
                 f"stopped: the sandbox's worker ended ({failure}); nothing else was affected, run the code again"
         except monty.MontyError as failure:  # conversion of a value, a typing error...
             error = f"{type(failure).__name__}: {short(str(failure), 500)}"
+        finally:
+            if self.helper is not None:
+                self.helper.shutdown(wait=False)
         return {"value": _plain(value), "printed": _text(printed), "calls": self.calls, "error": error}
 
     def _sandbox(self, call: Any, *args: Any, **kwargs: Any) -> Any:
