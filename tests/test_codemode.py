@@ -344,3 +344,20 @@ async def test_a_served_code_tool_asks_with_the_mcp_clients_origin(registry):
     assert result.structured_content["value"] == "wiped /served"
     origin = registry.asker.asked[-1][2]
     assert origin.startswith("mcp:") and origin.endswith("/code") and registry.decisions[-1].origin == origin
+
+
+def test_every_kind_of_parameter_in_the_stub_and_in_a_call():
+    registry = Registry()
+
+    @tool(registry=registry)
+    def mixed(a: int, /, b: str = "x", *rest: int, flag: bool, **extra: float) -> list:
+        """Every kind of parameter."""
+        return [a, b, list(rest), flag, extra]
+
+    run = registry.code_tool()
+    assert "def mixed(a: int, /, b: str = 'x', *rest: int, flag: bool, **extra: float) -> list:" in run.description
+    result = run.call({"code": "mixed(1, 'y', 2, 3, flag=True, z=1.5)"})
+    assert result["value"] == [1, "y", [2, 3], True, {"z": 1.5}]
+    assert result["calls"][0]["arguments"] == {"a": 1, "b": "y", "rest": [2, 3], "flag": True, "z": 1.5}
+    assert run.call({"code": "mixed(a=1, flag=True)"})["error"] == (
+        "TypeError: mixed() got a positional-only argument passed as keyword: 'a' (line 1)")
