@@ -81,6 +81,7 @@ def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_to
         raise TypeError(f"tools=: a glob or a list of tool names/globs; got {tools!r}")
     chosen = _chosen(registry, globs, name)
     runner = _Runner(registry, name, globs, max_tool_calls, float(timeout), limit)
+    runner.memory_text = memory if isinstance(memory, str) else f"{limit} bytes"
 
     def run_code(code: Annotated[str, "Python code; the value of its last expression is the answer's value"]) \
             -> CodeRun:
@@ -255,6 +256,7 @@ class _Runner:
                  memory: int):
         self.registry, self.name, self.globs = registry, name, globs
         self.max_tool_calls, self.timeout, self.memory = max_tool_calls, timeout, memory
+        self.memory_text = f"{memory} bytes"  # as the limit was given
 
     def run(self, code: str) -> CodeRun:
         monty = _monty()
@@ -435,7 +437,7 @@ class _Run:
         error = failure.exception()
         message = str(error)
         if isinstance(error, MemoryError) and message.startswith("memory limit exceeded"):
-            return f"stopped: the code used more memory than its limit of {self.runner.memory} bytes"
+            return f"stopped: the code used more memory than its limit of {self.runner.memory_text}"
         if isinstance(error, TimeoutError) and ("time limit exceeded" in message or self._late()):
             return self._time_line()
         if isinstance(error, RuntimeError) and message.startswith("suspension limit"):
