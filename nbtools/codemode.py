@@ -174,6 +174,7 @@ def parse_memory(memory: int | str) -> int:
 
 # -- Monty: imported when a run starts, one pool of workers per process ----------------------------------
 _POOL: list[Any] = []  # [pool, the pid that started it]
+CHECKOUT_TIMEOUT = 60.0  # seconds a run waits for a free worker
 _POOL_LOCK = threading.Lock()
 
 
@@ -193,7 +194,10 @@ def _pool(monty: Any) -> Any:
     with _POOL_LOCK:
         if _POOL and _POOL[1] == os.getpid():
             return _POOL[0]
-        pool = monty.Monty(min_processes=1)
+        # a worker per run at a time: a few runs side by side (MCP clients, threads) need no free CPU
+        # each, as their time is mostly spent in tool calls; one that finds none free says so
+        pool = monty.Monty(min_processes=1, max_processes=max(4, os.cpu_count() or 1),
+                           checkout_timeout=CHECKOUT_TIMEOUT)
         pool.__enter__()
         if not _POOL:  # the first pool of this module: closed at exit (a fork's pool is its own)
             atexit.register(_close_pool)
@@ -305,6 +309,9 @@ class _Run:
                     watchdog.stop()
         except _Stop as stop:
             error = str(stop)
+        except TimeoutError:  # from the checkout: the code never started
+            error = (f"stopped before it started: no sandbox worker was free within {CHECKOUT_TIMEOUT:g} s "
+                     "(other runs held them all); run the code again")
         except monty.MontySyntaxError as failure:
             error = f"the code does not parse: {failure.display('type-msg')}"
         except monty.MontyRuntimeError as failure:

@@ -361,3 +361,30 @@ def test_every_kind_of_parameter_in_the_stub_and_in_a_call():
     assert result["calls"][0]["arguments"] == {"a": 1, "b": "y", "rest": [2, 3], "flag": True, "z": 1.5}
     assert run.call({"code": "mixed(a=1, flag=True)"})["error"] == (
         "TypeError: mixed() got a positional-only argument passed as keyword: 'a' (line 1)")
+
+
+def test_runs_side_by_side_in_threads_each_get_their_own_sandbox():
+    import threading
+
+    registry = Registry()
+    gate = threading.Barrier(3, timeout=30)
+
+    @tool(registry=registry)
+    def meet(who: str) -> str:
+        """Waits until three runs are in a tool call at once."""
+        gate.wait()
+        return who
+
+    run = registry.code_tool()
+    results: dict[int, dict] = {}
+
+    def one(index: int) -> None:
+        results[index] = run.call({"code": f"x = {index}\nmeet('run {index}') + ' saw ' + str(x)"})
+
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert {index: result["value"] for index, result in results.items()} == {
+        index: f"run {index} saw {index}" for index in range(3)}
