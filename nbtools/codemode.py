@@ -80,14 +80,14 @@ def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_to
     if not all(isinstance(glob, str) for glob in globs):
         raise TypeError(f"tools=: a glob or a list of tool names/globs; got {tools!r}")
     chosen = _chosen(registry, globs, name)
-    runner = _Runner(registry, name, globs, max_tool_calls, float(timeout), limit)
-    runner.memory_text = memory if isinstance(memory, str) else f"{limit} bytes"
+    memory_text = memory.strip() if isinstance(memory, str) else f"{limit} bytes"  # as given, for the model
+    runner = _Runner(registry, name, globs, max_tool_calls, float(timeout), limit, memory_text)
 
     def run_code(code: Annotated[str, "Python code; the value of its last expression is the answer's value"]) \
             -> CodeRun:
         return runner.run(code)
 
-    description = _description(chosen, max_tool_calls, timeout, memory)
+    description = _description(chosen, max_tool_calls, timeout, memory_text)
     return Tool.from_function(run_code, name=name, description=description, hints=_union_hints(chosen))
 
 
@@ -257,10 +257,9 @@ class _Runner:
     """Runs code for one code Tool: its registry, its choice of tools and its limits."""
 
     def __init__(self, registry: Any, name: str, globs: list[str], max_tool_calls: int, timeout: float,
-                 memory: int):
+                 memory: int, memory_text: str):
         self.registry, self.name, self.globs = registry, name, globs
-        self.max_tool_calls, self.timeout, self.memory = max_tool_calls, timeout, memory
-        self.memory_text = f"{memory} bytes"  # as the limit was given
+        self.max_tool_calls, self.timeout, self.memory, self.memory_text = max_tool_calls, timeout, memory, memory_text
 
     def run(self, code: str) -> CodeRun:
         monty = _monty()
