@@ -22,9 +22,9 @@ import functools
 import re
 from typing import Any
 
-# The version used when the anthropic SDK is not installed (or names none): the first that has
-# programmatic tool calling.
-_ANTHROPIC_FALLBACK = "code_execution_20250825"
+# The version used when the anthropic SDK is not installed (or names none): the one Anthropic's
+# programmatic tool calling documents as required.
+_ANTHROPIC_FALLBACK = "code_execution_20260120"
 _CODE_EXECUTION = re.compile(r"code_execution_\d{8}")
 
 
