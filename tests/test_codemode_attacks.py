@@ -63,68 +63,80 @@ CHILD = textwrap.dedent("""\
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    code, options = json.loads(sys.argv[1])
-    run = registry.code_tool(**options)
-    started = time.monotonic()
-    result = run.call({{"code": code}})
-    elapsed = time.monotonic() - started
-    later = registry.code_tool().call({{"code": "add(41)"}})
-    print(json.dumps({{"result": result, "elapsed": elapsed, "asked": asked, "later": later,
-                      "rss_mb": rss_mb(), "secret_seen": SECRET in json.dumps(result)}}))
+    for code, options in json.loads(sys.argv[1]):  # one attack after another, each reported
+        asked.clear()
+        run = registry.code_tool(**options)
+        started = time.monotonic()
+        result = run.call({{"code": code}})
+        elapsed = time.monotonic() - started
+        later = registry.code_tool().call({{"code": "add(41)"}})
+        print(json.dumps({{"result": result, "elapsed": elapsed, "asked": list(asked), "later": later,
+                          "rss_mb": rss_mb(), "secret_seen": SECRET in json.dumps(result)}}), flush=True)
     """)
 
 
-def attack(code: str, **options) -> dict:
-    """Run `code` through a code tool in a limited child process; what it reported."""
+def attacks(runs: list[tuple[str, dict]]) -> list[dict]:
+    """Run each (code, code_tool options) through a code tool, one after another in one limited
+    child process; what it reported for each."""
     script = CHILD.format(limit=MEMORY_LIMIT)
     try:
-        done = subprocess.run([sys.executable, "-c", script, json.dumps([code, options])], capture_output=True,
+        done = subprocess.run([sys.executable, "-c", script, json.dumps(runs)], capture_output=True,
                               text=True, timeout=WALL_LIMIT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the child was still running after {WALL_LIMIT} s: a limit was escaped")
     assert done.returncode == 0, f"the child failed: {done.stderr[-3000:]}"
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["later"]["value"] == 42 and report["later"]["error"] is None, report["later"]  # later runs work
-    assert not report["secret_seen"], "the code reached a value of the host"
-    return report
+    reports = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(runs):]]
+    for report in reports:
+        assert report["later"]["value"] == 42 and report["later"]["error"] is None, report["later"]  # later runs work
+        assert not report["secret_seen"], "the code reached a value of the host"
+    return reports
+
+
+def attack(code: str, **options) -> dict:
+    """Run `code` through a code tool in a limited child process of its own; what it reported."""
+    return attacks([(code, options)])[0]
+
+
+# Attacks on what the code may reach, run together in one child (each is still its own test)
+FILES = ["open('/etc/passwd').read()", "import pathlib\npathlib.Path('/etc/passwd').read_text()",
+         "import os\nos.listdir('/')", "import os\nopen('/tmp/nbtools-codemode-attack', 'w').write('x')"]
+ENVIRONMENT = ["import os\nos.environ['NBTOOLS_TEST_SECRET']", "import os\nos.getenv('NBTOOLS_TEST_SECRET')",
+               "import os\ndict(os.environ)"]
+MODULES = ["socket", "subprocess", "nbtools", "urllib.request", "ctypes", "importlib"]
+HOST = ["registry", "SECRET", "approve", "asked", "globals()['registry']", "__builtins__", "add.__globals__",
+        "getattr(add, '__globals__')", "add.__closure__", "type(add).__subclasses__()", "add.__self__",
+        "().__class__.__bases__[0].__subclasses__()", "__import__('os').environ"]
+
+
+@pytest.fixture(scope="module")
+def reached() -> dict[str, dict]:
+    codes = [*FILES, *ENVIRONMENT, *(f"import {module}\n{module.split('.')[0]}" for module in MODULES), *HOST]
+    return dict(zip(codes, attacks([(code, {}) for code in codes])))
 
 
 # -- what the code cannot reach ---------------------------------------------------------------------------
-@pytest.mark.parametrize("code", [
-    "open('/etc/passwd').read()",
-    "import pathlib\npathlib.Path('/etc/passwd').read_text()",
-    "import os\nos.listdir('/')",
-    "import os\nopen('/tmp/nbtools-codemode-attack', 'w').write('x')",
-])
-def test_files_are_out_of_reach(code):
-    result = attack(code)["result"]
+@pytest.mark.parametrize("code", FILES)
+def test_files_are_out_of_reach(code, reached):
+    result = reached[code]["result"]
     assert result["error"] is not None and result["value"] is None
     assert result["error"].split(":")[0] in ("PermissionError", "RuntimeError", "OSError", "FileNotFoundError")
 
 
-@pytest.mark.parametrize("code", [
-    "import os\nos.environ['NBTOOLS_TEST_SECRET']",
-    "import os\nos.getenv('NBTOOLS_TEST_SECRET')",
-    "import os\ndict(os.environ)",
-])
-def test_the_environment_is_out_of_reach(code):
-    result = attack(code)["result"]
+@pytest.mark.parametrize("code", ENVIRONMENT)
+def test_the_environment_is_out_of_reach(code, reached):
+    result = reached[code]["result"]
     assert result["error"] is not None and result["value"] is None
 
 
-@pytest.mark.parametrize("module", ["socket", "subprocess", "nbtools", "urllib.request", "ctypes", "importlib"])
-def test_imports_beyond_the_sandboxs_own_fail(module):
-    result = attack(f"import {module}\n{module.split('.')[0]}")["result"]
+@pytest.mark.parametrize("module", MODULES)
+def test_imports_beyond_the_sandboxs_own_fail(module, reached):
+    result = reached[f"import {module}\n{module.split('.')[0]}"]["result"]
     assert result["error"].startswith("ModuleNotFoundError"), result["error"]
 
 
-@pytest.mark.parametrize("code", [
-    "registry", "SECRET", "approve", "asked", "globals()['registry']", "__builtins__",
-    "add.__globals__", "getattr(add, '__globals__')", "add.__closure__", "type(add).__subclasses__()",
-    "add.__self__", "().__class__.__bases__[0].__subclasses__()", "__import__('os').environ",
-])
-def test_the_registry_its_policy_and_the_host_objects_are_out_of_reach(code):
-    report = attack(code)
+@pytest.mark.parametrize("code", HOST)
+def test_the_registry_its_policy_and_the_host_objects_are_out_of_reach(code, reached):
+    report = reached[code]
     result = report["result"]
     assert result["error"] is not None or result["value"] in (None, [], {}), result
     assert report["asked"] == [] and result["calls"] == []
