@@ -282,3 +282,23 @@ def test_chat_answers_responses_programmatic_calls_echoing_the_program():
                         "caller": {"type": "program", "caller_id": "call_prog_1"}}
     assert asker.origins == ["chat:gpt-5/code"]
     _adapter("responses-input").validate_python(items)
+
+
+def test_callers_and_defer_on_every_way_a_tool_is_made():
+    from nbtools import Tool
+
+    def ping(x: int) -> int:
+        """Ping."""
+        return x
+
+    made = [Tool.from_function(ping, callers="code", defer=True),
+            Registry().add(ping, callers=["code"], defer=True),
+            Tool.from_schema("ping", "Ping.", {"type": "object", "properties": {"x": {"type": "integer"}}},
+                             lambda x: x, callers=("code",), defer=True),
+            Tool.from_function(ping).replace(callers=("code",), defer=True)]
+    for each in made:
+        assert each.callers == ("code",) and each.defer is True
+        definition = each.schema("responses")
+        assert definition["allowed_callers"] == ["programmatic"] and definition["defer_loading"] is True
+    assert Tool.from_function(ping).callers is None and Tool.from_function(ping).defer is False
+    assert "allowed_callers" not in Tool.from_function(ping).schema("responses")
