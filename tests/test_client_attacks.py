@@ -139,6 +139,8 @@ def test_the_token_reaches_this_users_server_and_not_whoever_takes_its_port_late
         assert ownservers.started_here(server.url)
         with connect(server.url, timeout=10) as conn:  # no token= given: the environment's is sent
             assert conn.call("_add", a=2, b=3) == 5
+        # `localhost` may also mean ::1: believed because the kernel shows no one else listens on the port
+        assert ownservers.started_here(server.url.replace("127.0.0.1", "localhost"))
     finally:
         server.stop()
     assert not ownservers.started_here(server.url) and not list(runtime.glob("mcp-*"))  # the record went with it

@@ -136,14 +136,17 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     server = build_server(tools, name=name, activity=activity, calls=calls)
     secret = resolve_token(token)
     listener = bind_socket(host, port)
+    # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
+    entry = ownservers.record(host, listener.getsockname()[1])
     try:
         url = listener_url(host, listener)
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
                                 allow_hosts=allow_hosts)
         running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
-                                listener, None, activity=activity, _calls_loop=calls_loop)
+                                listener, None, activity=activity, _calls_loop=calls_loop, _record=entry)
         _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
     except BaseException:
+        ownservers.forget(entry)
         listener.close()
         raise
     # 3. Known by port, for `stop(port)` and `%tools --serve` run again.
@@ -151,7 +154,6 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     if previous is not None:  # a port reused after the old server was stopped by hand
         previous.stop()
     _RUNNING[running.port] = running
-    running._record = ownservers.record(host, running.port)  # so connect() may send it $NBTOOLS_MCP_TOKEN
     return running
 
 

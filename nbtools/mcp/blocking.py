@@ -65,12 +65,13 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
     else:
         secret = resolve_token(token)
         listener = bind_socket(host, port)
-        url = listener_url(host, listener)
-        served = uvicorn_server(server, host, log_level=log_level, embedded=False, token=secret, url=url,
-                                allow_hosts=allow_hosts)
-        entry = ownservers.record(host, listener.getsockname()[1])  # connect() may send it $NBTOOLS_MCP_TOKEN
+        # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
+        entry = ownservers.record(host, listener.getsockname()[1])
         try:
             with listener:
+                url = listener_url(host, listener)
+                served = uvicorn_server(server, host, log_level=log_level, embedded=False, token=secret, url=url,
+                                        allow_hosts=allow_hosts)
                 if on_listening is not None:
                     on_listening(url, secret)
                 anyio.run(functools.partial(served.serve, sockets=[listener]))

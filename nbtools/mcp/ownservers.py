@@ -10,8 +10,9 @@ with `token=` goes wherever the person points it).
 A record counts only when all of these hold: the folder and the file are this user's and nobody
 else may write or read them (0700 / 0600, no symbolic link); the process that wrote it still runs
 and is this user's; and, where Linux shows who listens on what (`/proc/net/tcp`, `tcp6`), every
-socket listening on that port belongs to this user. A record is removed when its server stops; one
-left by a process that died is ignored.
+socket listening on that port belongs to this user. `localhost` means 127.0.0.1 or ::1: a record of
+either counts where that table is read (nobody else listens on the port), else only one covering
+both. A record is removed when its server stops; one left by a process that died is ignored.
 
 The folder: `$NBTOOLS_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/nbtools`, else
 `~/.local/share/nbtools/runtime`.
@@ -136,17 +137,21 @@ def started_here(url: str) -> bool:
     folder = _folder(create=False)
     if folder is None:
         return False
-    found = False
+    owners = _listener_owners(port)
+    if owners is not None and not (owners and all(owner == _uid() for owner in owners)):
+        return False  # nobody listens there, or someone else does too (on any address)
     for path in _records(folder, port):
         try:
             entry = json.loads(path.read_bytes())
         except (OSError, ValueError):
             continue
-        if (isinstance(entry, dict) and entry.get("port") == port and _covers(str(entry.get("host", "")), host)
+        # where the listeners are known to be this user's alone, `localhost` may mean either of its
+        # addresses; else the record must cover both (another user could hold the other one)
+        if (isinstance(entry, dict) and entry.get("port") == port
+                and _covers(str(entry.get("host", "")), host, every=owners is None)
                 and _ours_and_alive(entry.get("pid"))):
-            found = True
-            break
-    return found and _listeners_ours(port)
+            return True
+    return False
 
 
 def _records(folder: Path, port: int) -> Iterator[Path]:
@@ -175,13 +180,15 @@ def _addresses(host: str) -> set[ipaddress._BaseAddress]:
         return set()
 
 
-def _covers(bound: str, host: str) -> bool:
-    """Whether a server bound to `bound` is what a client reaching `host` talks to (every address
-    `host` may mean: `localhost` is 127.0.0.1 and ::1)."""
+def _covers(bound: str, host: str, every: bool) -> bool:
+    """Whether a server bound to `bound` is what a client reaching `host` talks to: on every address
+    `host` may mean (`localhost` is 127.0.0.1 and ::1) when `every`, else on one of them."""
     wanted = _addresses(host)
     if bound in _WILDCARDS:  # "::" is dual-stack on Linux; "0.0.0.0" is IPv4 only
-        return bool(wanted) and (bound == "::" or all(address.version == 4 for address in wanted))
-    return bool(wanted) and wanted <= _addresses(bound)
+        served = {address for address in wanted if bound == "::" or address.version == 4}
+    else:
+        served = wanted & _addresses(bound)
+    return bool(served) and (served == wanted or not every)
 
 
 def _ours_and_alive(pid: object) -> bool:
@@ -197,9 +204,9 @@ def _ours_and_alive(pid: object) -> bool:
         return True  # no /proc (not Linux): the signal check is what there is
 
 
-def _listeners_ours(port: int) -> bool:
-    """Where the kernel says who listens (Linux `/proc/net/tcp`, `tcp6`): every socket listening on
-    `port` belongs to this user, and there is at least one. Elsewhere: True (nothing to read)."""
+def _listener_owners(port: int) -> list[int] | None:
+    """The user ids of the sockets listening on `port`, on any address, where the kernel shows them
+    (Linux `/proc/net/tcp`, `tcp6`); None where it does not."""
     owners: list[int] = []
     readable = False
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -214,9 +221,7 @@ def _listeners_ours(port: int) -> bool:
             # local_address is HEXADDR:HEXPORT; state 0A is LISTEN; the uid is the eighth column
             if len(fields) > 7 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
                 owners.append(int(fields[7]))
-    if not readable:
-        return True
-    return bool(owners) and all(owner == _uid() for owner in owners)
+    return owners if readable else None
 
 
 __all__ = ["RUNTIME_ENV", "Record", "runtime_dir", "record", "forget", "started_here"]
