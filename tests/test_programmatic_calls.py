@@ -219,7 +219,8 @@ def _final_anthropic(container: str) -> dict:
                       "cache_read_input_tokens": 0}}
 
 
-def test_chat_answers_anthropic_programmatic_calls_and_carries_the_container():
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_answers_anthropic_programmatic_calls_and_carries_the_container(stream):
     asker = Asker()
     registry = _registry(asker)
     version = _sdk_code_version()
@@ -228,7 +229,7 @@ def test_chat_answers_anthropic_programmatic_calls_and_carries_the_container():
     with RecordedModel(replies) as model:
         chat = Chat(make_client("anthropic", model.url), model="test-model", tools=registry, max_tokens=1024,
                     native_tools=[{"type": version, "name": "code_execution"}], allow_dangerous_native_tools=True,
-                    show=False)
+                    show=False, stream=stream)
         assert chat("Which region sold most?") == "West sold 120."
         assert chat.container == "container_011CVXkq"
         chat("And the East?")
