@@ -10,6 +10,7 @@ of nbtools. Chat runs against a recorded model on loopback with the SDK clients
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -48,7 +49,9 @@ def _sdk_code_version() -> str:
     return both[-1]
 
 
+@functools.lru_cache(maxsize=None)
 def _adapter(kind: str) -> Any:
+    """The SDK's request type for `kind` (built once: slow)."""
     from pydantic import ConfigDict, TypeAdapter
 
     forbid = ConfigDict(extra="forbid")
