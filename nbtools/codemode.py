@@ -106,8 +106,10 @@ def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
     return found
 
 
-_BUILTIN_NAMES = frozenset(dir(builtins)) | frozenset(("json", "re", "math", "asyncio", "datetime", "collections",
-                                                       "itertools", "functools", "typing", "os", "sys", "time"))
+# the builtins and the modules the sandbox has: a tool by such a name would be hidden (or hide them)
+_BUILTIN_NAMES = frozenset(dir(builtins)) | frozenset((
+    "json", "re", "math", "random", "datetime", "time", "collections", "itertools", "functools", "dataclasses",
+    "typing", "asyncio", "os", "sys", "pathlib"))
 
 
 def python_name(tool_name: str) -> str:
@@ -145,8 +147,9 @@ def _description(tools: dict[str, Tool], max_tool_calls: int, timeout: float, me
 
     listed = stubs(tools) if tools else "# (no tools: the code can only compute)"
     return (
-        "Run Python code in a sandbox (no files, network, environment or imports besides json, re, math, "
-        "datetime, collections, itertools and asyncio). The functions below call tools; each call is checked "
+        "Run Python code in a sandbox (no files, network or environment; it can import json, re, math, random, "
+        "datetime, time, collections, itertools, functools, dataclasses, typing and asyncio). The functions "
+        "below call tools; each call is checked "
         "and approved like a direct call. A refused call raises PermissionError, invalid arguments TypeError, "
         "a failing tool RuntimeError (catch them with `except Exception as error:`). The answer has the value "
         "of the last expression, the printed text and every tool call. Use it to make many calls in one step "
