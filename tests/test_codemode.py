@@ -388,3 +388,25 @@ def test_runs_side_by_side_in_threads_each_get_their_own_sandbox():
         thread.join(60)
     assert {index: result["value"] for index, result in results.items()} == {
         index: f"run {index} saw {index}" for index in range(3)}
+
+
+def test_an_async_approval_callback_answers_calls_from_code():
+    asked = []
+
+    async def approve(tool, args, *, origin):
+        await asyncio.sleep(0)
+        asked.append((args["path"], origin))
+        return Decision(args["path"] != "/no", reason="not that one", remember=None)
+
+    registry = Registry(approve=approve)
+    registry.add(wipe, hints="destructive")
+    result = registry.code_tool().call({"code": "wipe('/yes')\ntry:\n    wipe('/no')\nexcept PermissionError:\n    'refused'"})
+    assert result["error"] is None and [call["ok"] for call in result["calls"]] == [True, False]
+    assert asked == [("/yes", "call/code"), ("/no", "call/code")]
+
+
+async def test_a_run_from_an_event_loop_awaits_async_tools_and_callbacks(registry):
+    served = Registry([registry.code_tool()])
+    result = await served.acall("run_code", {"code": "w = await weather('Oslo')\nwipe('/a')\nw['temperature']"})
+    assert result["value"] == 4 and result["error"] is None
+    assert registry.asker.asked == [("wipe", {"path": "/a", "force": False}, "call/code")]
