@@ -120,6 +120,7 @@ class ServedContext(ToolContext):
         self._task_run = in_task.get()
         self.missing: MissingCapability | None = None
         self._asked = 0
+        self.notes: list[str] = []  # what the call's own machinery says it cost (the activity log shows it)
 
     # -- notifications (progress, log) ---------------------------------------------------------------
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
@@ -307,6 +308,11 @@ class ServedContext(ToolContext):
         else:
             result = await self._ask_client(types.ListRootsRequest(), types.ListRootsResult)
         return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
+
+    def note(self, text: str) -> None:
+        """Record a line for this request's activity record (a shared variable's preview: its cost)."""
+        if len(self.notes) < 10:
+            self.notes.append(str(text)[:200])
 
     # -- cancellation -----------------------------------------------------------------------------------
     @property
