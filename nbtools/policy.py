@@ -135,6 +135,48 @@ class DecisionRecord(tuple):
                 f"{extra} {self.arguments!r}")
 
 
+# Values immutable all the way down: a snapshot keeps them as they are. Anything else (lists,
+# dicts, dataclasses, models...) is copied deeply, so that neither a tool that consumes or mutates
+# its arguments nor a callback that edits a nested value in place changes what the log says ran.
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes, complex})
+_atomic = _ATOMIC.issuperset
+
+
+def snapshot(arguments: dict) -> dict:
+    """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
+    what an approval callback is given (its own, to edit in place without effect). Scalars only
+    (the common case): one dict copy; else each value copied deeply (lists and dicts by hand, the
+    rest by `copy.deepcopy`; a value that cannot be copied is kept as its repr, marked as such)."""
+    if _atomic(map(type, arguments.values())):
+        return dict(arguments)
+    return {key: _copied(value, 0) for key, value in arguments.items()}
+
+
+def _copied(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if depth < 200:  # validated arguments nest at most `Limits.max_depth`; deeper: deepcopy's own
+        if kind is list:
+            return [_copied(item, depth + 1) for item in value]
+        if kind is dict:
+            return {key: _copied(item, depth + 1) for key, item in value.items()}
+        if kind is tuple:
+            return tuple(_copied(item, depth + 1) for item in value)
+    import copy
+
+    try:
+        return copy.deepcopy(value)
+    except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
+        from .shortening import short
+
+        try:
+            shown = short(repr(value), 300)
+        except Exception:
+            shown = f"a {kind.__name__}"
+        return f"<not copyable ({type(error).__name__}): {shown}>"
+
+
 class Decisions(Sequence):
     """The audit log of one registry (its `select()` views share it): its DecisionRecords, the
     newest last; it keeps the last `MAX` decisions (a server answering for days stays bounded).
@@ -161,8 +203,8 @@ class Decisions(Sequence):
     @staticmethod
     def _make(fields: Any) -> DecisionRecord:
         timestamp, tool, arguments, origin, defaults, outcome = fields
-        # the reader's own dict: changing a record read changes nothing in the log
-        arguments = dict(arguments) if defaults is None else defaults | arguments
+        # the reader's own arguments: changing a record read (even a nested value) changes nothing in the log
+        arguments = snapshot(arguments if defaults is None else defaults | arguments)
         return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
 
     def _all(self) -> list[DecisionRecord]:
@@ -475,5 +517,5 @@ def default() -> ToolSource:
     return _default[0]
 
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "DecisionRecord", "Decisions", "asking_as",
+__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "DecisionRecord", "Decisions", "snapshot", "asking_as",
            "current_origin", "forget_everywhere", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, layers_of, snapshot
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -61,7 +61,7 @@ class Asking:
             return answer
         tool, source = self.tool, layer.source
         self.source, self.name = source, layer.name
-        self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        self.shown = _kept(arguments_as_run(tool, self.positional, self.kwargs, self.raw))
         remembered = source._memory.remembered.get(layer.name) if source is not None else None
         if remembered is not None:
             self.log("approved" if remembered else "denied", "remembered")
@@ -72,7 +72,7 @@ class Asking:
         if approve is None:
             return SKIP
         _, takes_origin, self.by, _ = _asker(approve, source)
-        given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
+        given = snapshot(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
         except BaseException as error:
@@ -118,7 +118,7 @@ class Asking:
                 raise refused(tool, f"the arguments as edited by the user are invalid"
                                     f"{f' (argument {error.argument!r})' if error.argument else ''}: "
                                     f"{error.problem}") from None
-            self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+            self.shown = _kept(arguments_as_run(tool, self.positional, self.kwargs, self.raw))
         self.log("approved", by, edited=edited is not None)
 
 
@@ -142,7 +142,9 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     (bench/instructions.py wipe_approved against wipe_no_policy): the callback's traits are read
     once (`_asker`); for keyword parameters the log keeps the call's own keyword arguments and
     the plan's defaults (merged when read) and the callback gets them merged, one dict it may
-    edit; the record is one `extend` of a bounded deque (`Decisions`)."""
+    edit; the record is one `extend` of a bounded deque (`Decisions`). Only arguments holding
+    more than scalars (a list, a dict, an object) are copied deeply: for the log and again for
+    the callback (`policy.snapshot`), so neither the tool nor the callback rewrites the record."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -163,9 +165,12 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         # merged when read; the callback gets them merged, its own copy to edit
         defaults, kept = view[0], kwargs
         given = defaults | kwargs
+        if not _atomic(map(type, given.values())):  # a list, a dict...: the log keeps a snapshot
+            defaults, kept = None, snapshot(given)
+            given = snapshot(kept)
     else:
-        defaults, kept = None, arguments_as_run(tool, positional, kwargs, raw)
-        given = dict(kept)  # the callback's own: an edit in place changes neither the call nor its record
+        defaults, kept = None, _kept(arguments_as_run(tool, positional, kwargs, raw))
+        given = snapshot(kept)  # the callback's own: an edit in place changes neither the call nor its record
     origin = _origin()
     try:
         answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
@@ -207,6 +212,13 @@ def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kw
     asking.shown = kept if defaults is None else defaults | kept
     asking.source, asking.origin, asking.by = source, origin, asker[2]
     return asking
+
+
+def _kept(arguments: dict) -> dict:
+    """What the log keeps of `arguments` (a dict of the caller's own): the dict itself when it holds
+    scalars only, else a snapshot (`policy.snapshot`): a tool that consumes or mutates its
+    arguments, or a callback editing a nested value in place, must not rewrite what the log says ran."""
+    return arguments if _atomic(map(type, arguments.values())) else snapshot(arguments)
 
 
 # bound once: `_ORIGIN.get()` built a bound method on every call (~500 instructions of the fast path)
