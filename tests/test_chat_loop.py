@@ -365,6 +365,53 @@ def test_a_sub_agents_tokens_count_in_the_callers_budget():
         assert len(outer.requests) == 1 and main.usage.tokens == 160 + 570
 
 
+def _three_helper_calls(provider: str = "openai") -> dict:
+    return REPLIES[provider]([(f"call_{n}", "helper", {"task": f"part {n}"}) for n in (1, 2, 3)])
+
+
+def test_a_budget_holds_across_the_sub_agent_calls_of_one_reply():
+    # Issue 37: each sub-agent call of one reply started from the same spent amount, so three of
+    # them spent 3 x 570 tokens under a 300-token budget. Each request is checked against the
+    # budgets of the Chats running it as a tool; the calls after the budget is used up are not run.
+    with RecordedModel([(200, REPLIES["anthropic"](text="done"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls())]) as outer:
+        sub = _chat("anthropic", inner.url, [])
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], budget={"tokens": 300})
+        with pytest.raises(BudgetExceeded):
+            main("go")
+        assert len(inner.requests) == 1 and len(outer.requests) == 1
+        assert main.usage.tokens == 160 + 570  # one helper request past the budget's check, no more
+        texts = [call.text for call in main.steps[-1].calls]
+        assert texts[0] == "done" and all("not run" in text and "300" in text for text in texts[1:]), texts
+        assert all(answer is not None for answer in _answered("openai", main.messages).values())
+
+
+def test_a_budget_holds_across_parallel_sub_agent_calls_of_an_async_chat():
+    # The async loop runs the three calls concurrently: without a turn per request all three sent
+    # their request before any reply counted.
+    with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls())]) as outer:
+        sub = _chat("gemini", inner.url, [], asynchronous=True)
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=True, budget={"tokens": 200})
+        with pytest.raises(BudgetExceeded):
+            asyncio.run(main.acall("go"))
+        assert len(inner.requests) == 1
+        assert main.usage.tokens == 160 + 132
+        texts = sorted(call.text for call in main.steps[-1].calls)
+        assert texts[-1] == "sub answer" and all("not run" in text for text in texts[:-1]), texts
+
+
+def test_a_sub_agents_own_budget_holds_across_its_parallel_runs():
+    with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls()), (200, REPLIES["openai"](text="ok"))]) as outer:
+        sub = _chat("gemini", inner.url, [], asynchronous=True, budget={"tokens": 100})
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=True)
+        assert asyncio.run(main.acall("go")) == "ok"
+        assert len(inner.requests) == 1 and sub.usage.tokens == 132
+        texts = sorted(call.text for call in main.steps[0].calls)
+        assert texts[-1] == "sub answer" and all("not run" in text and "100" in text for text in texts[:-1]), texts
+
+
 def test_an_async_sub_agent_is_an_async_tool():
     with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
             RecordedModel([(200, REPLIES["openai"]([("call_1", "ask_test_model", {"task": "x"})])),
