@@ -514,6 +514,28 @@ def test_dangerous_hosted_tools_need_the_loud_opt_in(provider, native):
         assert len(model.requests) == 1  # only the allowed chat made a request
 
 
+@pytest.mark.parametrize("provider, settings", [
+    # another spelling of the same hosted tool: the REST API's camelCase, other case and separators
+    ("gemini", {"native_tools": [{"codeExecution": {}}]}),
+    ("gemini", {"native_tools": [{"google_search": {}, "CODE-EXECUTION": {}}]}),
+    ("anthropic", {"native_tools": [{"type": "Code-Execution-20250825", "name": "code_execution"}]}),
+    ("anthropic", {"native_tools": [{"type": "ｃｏｄｅ＿ｅｘｅｃｕｔｉｏｎ_20250825", "name": "x"}]}),  # full-width letters
+    ("responses", {"native_tools": [{"type": "codeInterpreter", "container": {"type": "auto"}}]}),
+    ("responses", {"native_tools": [{"type": "Local Shell"}]}),
+    # the same tool passed around native_tools=, through the create call's other arguments
+    ("gemini", {"config": {"tools": [{"code_execution": {}}]}}),
+    ("gemini", {"config": {"tools": [{"codeExecution": {}}]}}),
+    ("responses", {"extra_body": {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}}),
+    ("anthropic", {"extra_body": {"tools": [{"type": "bash_20250124", "name": "bash"}]}}),
+])
+def test_a_dangerous_hosted_tool_needs_the_opt_in_whatever_its_spelling_or_route(provider, settings):
+    with RecordedModel([(200, REPLIES[provider](text="ok"))]) as model:
+        with pytest.raises(ValueError, match="allow_dangerous_native_tools=True"):
+            _chat(provider, model.url, [], **settings)
+        _chat(provider, model.url, [], allow_dangerous_native_tools=True, **settings)  # the opt-in still works
+        assert model.requests == []
+
+
 def test_native_tools_must_be_the_providers_shapes():
     with pytest.raises(ValueError, match="google_search"):
         Chat(make_client("gemini", "http://127.0.0.1:9"), model="m", native_tools=["google_search"])

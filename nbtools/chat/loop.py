@@ -174,6 +174,8 @@ class Chat:
         self.prices = check_prices(prices)
         self.budget = check_budget(budget, model, self.prices)
         self.native_tools = turns.native_tools(self.endpoint.dialect, native_tools, allow_dangerous_native_tools)
+        # a hosted tool passed around `native_tools=` (Gemini's config, an SDK's extra_body) is held to the same opt-in
+        turns.check_hosted_options(self.endpoint.dialect, create_kwargs, allow_dangerous_native_tools)
         self.create_kwargs = create_kwargs
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
         self.usage = Usage(cost=0.0 if model in self.prices else None)  # see the property
