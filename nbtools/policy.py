@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import operator
+import sys
 import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -145,14 +146,30 @@ _atomic = _ATOMIC.issuperset
 def snapshot(arguments: dict) -> dict:
     """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
     what an approval callback is given (its own, to edit in place without effect). Scalars only
-    (the common case): one dict copy; else each value copied deeply (lists and dicts by hand, the
-    rest by `copy.deepcopy`; a value that cannot be copied is kept as its repr, marked as such)."""
+    (the common case): one dict copy; else each value copied deeply (`_copied`)."""
     if _atomic(map(type, arguments.values())):
         return dict(arguments)
-    return {key: _copied(value, 0) for key, value in arguments.items()}
+    return {key: _copy_of(value) for key, value in arguments.items()}
+
+
+def _copy_of(value: Any) -> Any:
+    """`value` copied deeply (`_copied`); one that cannot be copied is kept as its repr, marked."""
+    try:
+        return _copied(value, 0)
+    except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
+        from .shortening import short
+
+        try:
+            shown = short(repr(value), 300)
+        except Exception:
+            shown = f"a {type(value).__name__}"
+        return f"<not copyable ({type(error).__name__}): {shown}>"
 
 
 def _copied(value: Any, depth: int) -> Any:
+    """`value` copied deeply: by hand for what converted arguments are made of (lists, dicts,
+    tuples, plain objects and dataclasses; immutable values such as dates, enums and paths kept),
+    by `copy.deepcopy` for the rest (which may raise)."""
     kind = type(value)
     if kind in _ATOMIC:
         return value
@@ -163,18 +180,41 @@ def _copied(value: Any, depth: int) -> Any:
             return {key: _copied(item, depth + 1) for key, item in value.items()}
         if kind is tuple:
             return tuple(_copied(item, depth + 1) for item in value)
+        how = _HOW.get(kind)
+        if how is None:
+            how = _HOW[kind] = _how_to_copy(kind)
+        if how is _KEEP:
+            return value
+        if how is _FIELDS:  # a plain object: a new one of its class with its attributes copied
+            made = object.__new__(kind)
+            made.__dict__.update({name: _copied(item, depth + 1) for name, item in value.__dict__.items()})
+            return made
     import copy
 
-    try:
-        return copy.deepcopy(value)
-    except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
-        from .shortening import short
+    return copy.deepcopy(value)
 
-        try:
-            shown = short(repr(value), 300)
-        except Exception:
-            shown = f"a {kind.__name__}"
-        return f"<not copyable ({type(error).__name__}): {shown}>"
+
+_KEEP, _FIELDS, _DEEPCOPY = "keep", "fields", "deepcopy"
+_HOW: dict[type, str] = {}  # per class met in arguments: how `_copied` copies its values
+# immutable values of the standard library, named (their modules need not be imported here)
+_IMMUTABLE = {"datetime": {"date", "datetime", "time", "timedelta", "timezone"}, "decimal": {"Decimal"},
+              "uuid": {"UUID"}, "fractions": {"Fraction"}, "ipaddress": {"IPv4Address", "IPv6Address"},
+              "pathlib": {"PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"}}
+
+
+def _how_to_copy(kind: type) -> str:
+    if kind.__name__ in _IMMUTABLE.get(kind.__module__, ()) or kind in (frozenset, range):
+        return _KEEP if kind is not frozenset else _DEEPCOPY
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(kind, enum.EnumMeta):
+        return _KEEP  # a member is its own copy (as `copy.deepcopy` answers)
+    plain = (kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
+             and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
+             and not hasattr(kind, "__setstate__") and not hasattr(kind, "__deepcopy__")
+             and kind.__new__ is object.__new__ and "__dict__" in dir(kind)
+             and not any("__slots__" in vars(base) for base in kind.__mro__[:-1]))
+    # such an object is what `copy.deepcopy` would rebuild the same way: its class, its attributes copied
+    return _FIELDS if plain else _DEEPCOPY
 
 
 class Decisions(Sequence):
