@@ -143,20 +143,25 @@ _ATOMIC = frozenset({str, int, float, bool, type(None), bytes, complex})
 _atomic = _ATOMIC.issuperset
 
 
-def snapshot(arguments: dict) -> dict:
+def snapshot(arguments: dict, *, marked: bool = True) -> dict:
     """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
     what an approval callback is given (its own, to edit in place without effect). Scalars only
-    (the common case): one dict copy; else each value copied deeply (`_copied`)."""
+    (the common case): one dict copy; else each value copied deeply (`_copied`). A value that
+    cannot be copied is its marked repr (`marked`: the log's record), else the value itself (the
+    callback's copy: it must see the object it approves)."""
     if _atomic(map(type, arguments.values())):
         return dict(arguments)
-    return {key: _copy_of(value) for key, value in arguments.items()}
+    return {key: _copy_of(value, marked) for key, value in arguments.items()}
 
 
-def _copy_of(value: Any) -> Any:
-    """`value` copied deeply (`_copied`); one that cannot be copied is kept as its repr, marked."""
+def _copy_of(value: Any, marked: bool) -> Any:
+    """`value` copied deeply (`_copied`); one that cannot be copied is kept as its repr, marked
+    (or, not `marked`, as it is)."""
     try:
         return _copied(value, 0)
     except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
+        if not marked:
+            return value
         from .shortening import short
 
         try:

@@ -696,3 +696,28 @@ def test_a_snapshot_of_arguments_shares_nothing_mutable_and_keeps_what_cannot_ch
     assert copied["locked"].startswith("<not copyable (TypeError): Locked()")
     given["box"].items[1]["k"].append(99)  # the original changes: the snapshot does not
     assert copied["box"].items[1]["k"] == [2]
+
+
+class Connection:
+    """A plain class holding a lock: built from validated arguments, it cannot be copied."""
+
+    def __init__(self, host: str):
+        import threading
+
+        self.host, self.lock = host, threading.Lock()
+
+    def __repr__(self):
+        return f"Connection({self.host!r})"
+
+
+def test_a_callback_sees_an_argument_that_cannot_be_copied_as_it_is_and_the_log_a_marked_repr():
+    seen = []
+
+    def use(conn: Connection) -> str:
+        return conn.host
+
+    reg = Registry(approve=lambda tool, args: seen.append(args["conn"]) or True)
+    reg.add(use, hints="destructive")
+    assert call_func("use", {"conn": {"host": "db"}}, ns=reg) == "db"
+    assert type(seen[-1]).__name__ == "Connection" and seen[-1].host == "db"
+    assert reg.decisions[-1].arguments["conn"].startswith("<not copyable (TypeError): Connection('db')")

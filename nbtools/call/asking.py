@@ -61,7 +61,8 @@ class Asking:
             return answer
         tool, source = self.tool, layer.source
         self.source, self.name = source, layer.name
-        self.shown = _kept(arguments_as_run(tool, self.positional, self.kwargs, self.raw))
+        shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        self.shown = _kept(shown)
         remembered = source._memory.remembered.get(layer.name) if source is not None else None
         if remembered is not None:
             self.log("approved" if remembered else "denied", "remembered")
@@ -72,7 +73,7 @@ class Asking:
         if approve is None:
             return SKIP
         _, takes_origin, self.by, _ = _asker(approve, source)
-        given = snapshot(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
+        given = snapshot(shown, marked=False)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
         except BaseException as error:
@@ -167,10 +168,11 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         given = defaults | kwargs
         if not _atomic(map(type, given.values())):  # a list, a dict...: the log keeps a snapshot
             defaults, kept = None, snapshot(given)
-            given = snapshot(kept)
+            given = snapshot(given, marked=False)
     else:
-        defaults, kept = None, _kept(arguments_as_run(tool, positional, kwargs, raw))
-        given = snapshot(kept)  # the callback's own: an edit in place changes neither the call nor its record
+        shown = arguments_as_run(tool, positional, kwargs, raw)
+        defaults, kept = None, _kept(shown)
+        given = snapshot(shown, marked=False)  # the callback's own: an edit in place changes neither the call nor its record
     origin = _origin()
     try:
         answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
