@@ -179,12 +179,14 @@ def _copied(value: Any, depth: int) -> Any:
     if kind in _ATOMIC:
         return value
     if depth < 200:  # validated arguments nest at most `Limits.max_depth`; deeper: deepcopy's own
+        # (scalars inside are taken as they are without a call: most items of arguments are)
+        depth += 1
         if kind is list:
-            return [_copied(item, depth + 1) for item in value]
+            return [item if type(item) in _ATOMIC else _copied(item, depth) for item in value]
         if kind is dict:
-            return {key: _copied(item, depth + 1) for key, item in value.items()}
+            return {key: item if type(item) in _ATOMIC else _copied(item, depth) for key, item in value.items()}
         if kind is tuple:
-            return tuple(_copied(item, depth + 1) for item in value)
+            return tuple([item if type(item) in _ATOMIC else _copied(item, depth) for item in value])
         how = _HOW.get(kind)
         if how is None:
             how = _HOW[kind] = _how_to_copy(kind)
@@ -192,11 +194,23 @@ def _copied(value: Any, depth: int) -> Any:
             return value
         if how is _FIELDS:  # a plain object: a new one of its class with its attributes copied
             made = object.__new__(kind)
-            made.__dict__.update({name: _copied(item, depth + 1) for name, item in value.__dict__.items()})
+            made.__dict__.update({name: item if type(item) in _ATOMIC else _copied(item, depth)
+                                  for name, item in value.__dict__.items()})
             return made
     import copy
 
     return copy.deepcopy(value)
+
+
+def immutable(value: Any) -> bool:
+    """Whether `value` cannot change in place (a scalar, a date, a path, an enum member...)."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return True
+    how = _HOW.get(kind)
+    if how is None:
+        how = _HOW[kind] = _how_to_copy(kind)
+    return how is _KEEP
 
 
 _KEEP, _FIELDS, _DEEPCOPY = "keep", "fields", "deepcopy"

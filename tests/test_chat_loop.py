@@ -386,15 +386,17 @@ def test_a_budget_holds_across_the_sub_agent_calls_of_one_reply():
         assert all(answer is not None for answer in _answered("openai", main.messages).values())
 
 
-def test_a_budget_holds_across_parallel_sub_agent_calls_of_an_async_chat():
-    # The async loop runs the three calls concurrently: without a turn per request all three sent
-    # their request before any reply counted.
+@pytest.mark.parametrize("caller", ["async", "sync"])
+def test_a_budget_holds_across_parallel_sub_agent_calls(caller):
+    # The three async sub-agent calls run concurrently (from a sync Chat too: on one loop): without
+    # a turn per request all three sent their request before any reply counted.
     with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
             RecordedModel([(200, _three_helper_calls())]) as outer:
         sub = _chat("gemini", inner.url, [], asynchronous=True)
-        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=True, budget={"tokens": 200})
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=caller == "async",
+                     budget={"tokens": 200})
         with pytest.raises(BudgetExceeded):
-            asyncio.run(main.acall("go"))
+            asyncio.run(main.acall("go")) if caller == "async" else main("go")
         assert len(inner.requests) == 1
         assert main.usage.tokens == 160 + 132
         texts = sorted(call.text for call in main.steps[-1].calls)

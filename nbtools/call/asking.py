@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, layers_of, snapshot
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
+    snapshot
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -166,7 +167,9 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         # merged when read; the callback gets them merged, its own copy to edit
         defaults, kept = view[0], kwargs
         given = defaults | kwargs
-        if not _atomic(map(type, given.values())):  # a list, a dict...: the log keeps a snapshot
+        # a list, a dict...: the log keeps a snapshot (no need to look when the schema admits only
+        # values that cannot change: `_immutable_arguments`, read once per Tool)
+        if not view[2] and not _atomic(map(type, given.values())):
             defaults, kept = None, snapshot(given)
             given = snapshot(given, marked=False)
     else:
@@ -281,9 +284,10 @@ def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> d
     shape = plan.view if plan is not None else None
     if shape is None:
         shape = _shape(tool.fn, tool.passing)
+        shape = (*shape, shape[0] is not None and _immutable_arguments(tool, shape[0]))
         if plan is not None:
             plan.view = shape
-    template, shape = shape
+    template, shape, _ = shape
     if shape is None:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
@@ -345,6 +349,39 @@ def _shape(fn: Any, passing: tuple) -> tuple:
                  for _, kind, _, hidden in shape)
     template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
     return template, shape
+
+
+_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
+# keywords that do not change what a scalar converts to (anything else: assume it may be an object)
+_SCALAR_KEYWORDS = frozenset({"type", "enum", "const", "default", "description", "title", "format", "minLength",
+                              "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                              "multipleOf", "examples", "deprecated", "anyOf", "oneOf"})
+
+
+def _immutable_arguments(tool: Tool, template: dict) -> bool:
+    """Whether every argument of `tool` is a value that cannot change in place: its schema admits
+    only scalars (converted at most to dates, paths, UUIDs, decimals, enum members: immutable) and
+    its defaults are scalars. Then neither the log nor the callback needs a copy."""
+    parameters = tool.parameters
+    if parameters.get("additionalProperties", False) is not False or "$defs" in parameters:
+        return False
+    return (all(_scalar_schema(each) for each in (parameters.get("properties") or {}).values())
+            and all(immutable(each) for each in template.values() if each is not _EMPTY))  # (required: always passed)
+
+
+def _scalar_schema(schema: Any, depth: int = 0) -> bool:
+    if not isinstance(schema, dict) or depth > 4 or not _SCALAR_KEYWORDS.issuperset(schema):
+        return False
+    for key in ("anyOf", "oneOf"):
+        if key in schema and not all(_scalar_schema(each, depth + 1) for each in schema[key]):
+            return False
+    kind = schema.get("type")
+    if kind is None:
+        values = schema["enum"] if "enum" in schema else [schema["const"]] if "const" in schema else None
+        if values is None:
+            return "anyOf" in schema or "oneOf" in schema
+        return _atomic(map(type, values))
+    return all(each in _SCALAR_TYPES for each in ([kind] if isinstance(kind, str) else kind))
 
 
 def approval_failed(tool: Tool, error: Exception) -> ToolCallError:
