@@ -165,13 +165,11 @@ _atomic = _ATOMIC.issuperset
 
 def snapshot(arguments: dict, *, marked: bool = True) -> dict:
     """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
-    what an approval callback is given (its own, to edit in place without effect). Scalars only
-    (the common case): one dict copy; else each value copied deeply (`_copied`). A value that
+    what an approval callback is given (its own, to edit in place without effect): scalars as they
+    are, every other value copied deeply (`_copied`). A value that
     cannot be copied is its marked repr (`marked`: the log's record), else the value itself (the
     callback's copy: it must see the object it approves)."""
-    if _atomic(map(type, arguments.values())):
-        return dict(arguments)
-    return {key: _copy_of(value, marked) for key, value in arguments.items()}
+    return {key: value if type(value) in _ATOMIC else _copy_of(value, marked) for key, value in arguments.items()}
 
 
 def _copy_of(value: Any, marked: bool) -> Any:

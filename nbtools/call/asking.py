@@ -172,7 +172,7 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         given = defaults | kwargs
         # a list, a dict...: the log keeps a snapshot (no need to look when the schema admits only
         # values that cannot change: `_immutable_arguments`, read once per Tool)
-        if not view[2] and not _atomic(map(type, given.values())):
+        if not view[2]:  # (copying at once costs about what looking through the values first did)
             defaults, kept = None, snapshot(given)
             given = snapshot(given, marked=False)
     else:
@@ -223,10 +223,10 @@ def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kw
 
 
 def _kept(arguments: dict) -> dict:
-    """What the log keeps of `arguments` (a dict of the caller's own): the dict itself when it holds
-    scalars only, else a snapshot (`policy.snapshot`): a tool that consumes or mutates its
-    arguments, or a callback editing a nested value in place, must not rewrite what the log says ran."""
-    return arguments if _atomic(map(type, arguments.values())) else snapshot(arguments)
+    """What the log keeps of `arguments`: a snapshot (`policy.snapshot`), since a tool that consumes
+    or mutates its arguments, or a callback editing a nested value in place, must not rewrite what
+    the log says ran."""
+    return snapshot(arguments)
 
 
 def with_python_allow(tool: Tool, first: ToolSource | None, kwargs: dict) -> dict:
