@@ -132,6 +132,9 @@ def test_the_registry_confines_every_python_call_and_the_approval_shows_and_reco
     assert not target.exists()
     assert [shown["allow"] for shown in seen] == [Allow(), Allow()]
     assert [record.arguments["allow"] for record in registry.decisions] == [Allow(), Allow()]
+    # another registry given the tool keeps its policy
+    assert Registry([registry["python"]]).call("python", {"code": code, "timeout": 20}).endswith(
+        f"PermissionError: [Errno 13] Permission denied: '{target}'")
     # a view reads its registry's policy live, set after the view was made
     view = registry.select(allow="python")
     registry.python_allow = Allow(write=[tmp_path])

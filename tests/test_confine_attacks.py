@@ -1,8 +1,9 @@
 """`python(code, allow=Allow(...))` under attack (DESIGN.md "What model code may touch").
 
-Each attack is model code trying to do what its policy does not allow, by every route it has (open,
-pathlib, os, shutil, a shell, ctypes, links, /proc, root's capabilities, file metadata), run through `python(..., allow=...)` in a child process
-with a memory and a wall-clock limit, in this real kernel (Linux, Landlock, seccomp): the
+Each attack is model code trying to do what its policy does not allow, by every route it has
+(open, pathlib, os, shutil, a shell, ctypes, links, /proc, pidfd, root's capabilities, file
+metadata, UNIX sockets, processes left behind), run through `python(..., allow=...)` in a child
+process with a memory and a wall-clock limit, in this real kernel (Linux, Landlock, seccomp): the
 promise is the ordinary PermissionError at the system call and nothing changed outside. The
 parent's freedom is checked too (after a time-out, and in a real Jupyter kernel while a
 restricted run waits), and the fail-closed refusal where the kernel lacks what is needed (hidden
@@ -444,10 +445,69 @@ def test_links_and_proc_do_not_lead_outside(tmp_path):
         attempt("the parent's open files", lambda: [open(f"{{parent}}/fd/{{fd}}", "w") for fd in os.listdir(f"{{parent}}/fd")])
         attempt("the parent's root", lambda: open(f"{{parent}}/root{{victim}}", "w"))
         attempt("the parent's memory", lambda: open(f"{{parent}}/mem", "wb"))
+        def steal():  # pidfd_getfd (438 on every architecture): a copy of the parent's descriptor 0
+            if libc.syscall(438, os.pidfd_open(os.getppid()), 0, 0) < 0:
+                raise OSError(ctypes.get_errno(), "pidfd_getfd")
+        attempt("the parent's descriptor", steal)
         outcome
         """)
     outcome = confined(code)["answer"]
     assert outcome == {"hard link into the folder": "OSError: 18",  # Landlock's answer to a reparenting: EXDEV
                        "symlink, then write through it": REFUSED, "the parent's open files": REFUSED,
-                       "the parent's root": REFUSED, "the parent's memory": REFUSED}, outcome
+                       "the parent's root": REFUSED, "the parent's memory": REFUSED,
+                       "the parent's descriptor": NOT_PERMITTED}, outcome
     assert victim.read_text() == "original"
+
+
+def test_what_the_code_leaves_running_neither_holds_the_answer_nor_outlives_the_run():
+    """A process the code forks and leaves behind (it holds the result pipe) must not keep
+    `python()` waiting until the time-out, nor go on running restricted after the run."""
+    code = textwrap.dedent("""\
+        import os, time
+        reader, writer = os.pipe()
+        left = os.fork()
+        if left == 0:
+            try:
+                os.setsid()  # leave the run's process group, as a daemon would
+                os.write(writer, b"escaped")
+            except OSError as error:
+                os.write(writer, str(error.errno).encode())
+            time.sleep(60)
+            os._exit(0)
+        [left, os.read(reader, 10).decode()]
+        """)
+    report = confined(code, timeout=20, before="import time\nstarted = time.monotonic()", after="""
+        report["elapsed"] = time.monotonic() - started
+        time.sleep(0.5)
+        try:  # gone, or a zombie nobody reaped yet (in a container without an init)
+            report["state"] = open(f"/proc/{report['answer'][0]}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            report["state"] = "gone"
+        """)
+    assert report["answer"][1] == "1" and report["elapsed"] < 10, report  # setsid: EPERM
+    assert report["state"] in ("gone", "Z"), report
+
+
+def test_unix_sockets_by_path_are_not_reached(tmp_path):
+    """Landlock (ABI 7) does not cover connecting to a UNIX socket by path (a Docker socket there is
+    root on the host): sockets of any family but IPv4, IPv6 and netlink cannot be made. Socket
+    pairs (what asyncio's event loop uses) still work."""
+    path = str(tmp_path / "service.sock")
+    before = f"""
+        service = socket.socket(socket.AF_UNIX)
+        service.bind({path!r})
+        service.listen()
+        """
+    code = TRY + textwrap.dedent(f"""\
+        def reach():
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect({path!r})
+        attempt("unix socket", reach)
+        attempt("socket pair", lambda: [end.close() for end in socket.socketpair()] and None)
+        import asyncio
+        attempt("event loop", lambda: asyncio.run(asyncio.sleep(0)))
+        attempt("packet socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
+        outcome
+        """)
+    assert confined(code, before=before)["answer"] == {
+        "unix socket": NOT_PERMITTED, "socket pair": "ok", "event loop": "ok", "packet socket": NOT_PERMITTED}

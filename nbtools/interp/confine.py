@@ -14,9 +14,11 @@ How a run is confined (`Confinement`):
   while a confined run is in flight.
 - In the child, right after the fork (`Confinement.enter`): `prctl(PR_SET_NO_NEW_PRIVS)`,
   `landlock_restrict_self`, `prctl(PR_SET_SECCOMP)` (refusing a file's metadata changes, which
-  Landlock does not cover, and without `run=True` running programs); every capability is dropped
+  Landlock does not cover, leaving the process group the child made, so what the code starts is
+  killed with the run, and without `run=True` running programs); every capability is dropped
   (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
-  things Landlock does not cover); then every descriptor but the standard streams and the result
+  things Landlock does not cover); sockets can be made for IPv4, IPv6 and netlink only (a UNIX
+  socket by path is out of Landlock's reach here); then every descriptor but the standard streams and the result
   pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
   Landlock checks opening, not using). Only the forking thread exists in the child, so the
   restriction covers every thread the code starts and every program it runs (both inherit it,
@@ -30,7 +32,7 @@ seccomp) at the system call, whatever route the code takes: open, pathlib, os, s
 
 Not promised (said in README and `python()`'s docstring too): an in-process run (no `allow=`) is not
 contained; reads are allowed unless `read=` lists paths; the environment and the kernel's variables
-are copied into the child; UDP, host names (ports only) and UNIX sockets by path are not filtered;
+are copied into the child; UDP and host names (ports only) are not filtered;
 files' times can still be changed; permissions, owners and extended attributes cannot, in the
 fresh folder either (so `shutil.copy`/`copy2` fail there: `shutil.copyfile` works); Linux only
 (x86_64 and aarch64 for the seccomp program).
@@ -41,10 +43,10 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..errors import NbtoolsError
+from ..ir import _Frozen
 
 # Landlock (include/uapi/linux/landlock.h)
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -78,6 +80,13 @@ _METADATA = {
     "x86_64": (90, 91, 268, 452, 92, 93, 94, 260, 188, 189, 190, 197, 198, 199, 463, 466),
     "aarch64": (52, 53, 452, 55, 54, 5, 6, 7, 14, 15, 16, 463, 466),
 }
+# Leaving the run's process group (setsid, setpgid), refused so that what the code starts is
+# killed with the run.
+_GROUP = {"x86_64": (112, 109), "aarch64": (157, 154)}
+# socket(): only these address families may be made (UNIX sockets by path, which Landlock ABI 7
+# does not cover, and packet, vsock... sockets are refused; socketpair() stays allowed)
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_FAMILIES = (2, 10, 16)  # AF_INET, AF_INET6, AF_NETLINK
 _EPERM = 1
 
 
@@ -85,8 +94,7 @@ class ConfinementUnavailable(NbtoolsError, RuntimeError):
     """`allow=` cannot be enforced here (no Landlock of the ABI needed, no seccomp, not Linux)."""
 
 
-@dataclass(frozen=True)
-class Allow:
+class Allow(_Frozen):
     """What the code of a `python(code, allow=Allow(...))` run may touch (a frozen record).
 
     - `write`: folders or files it may create, change and remove things in, besides a fresh
@@ -99,18 +107,36 @@ class Allow:
     - `run`: whether it may run programs (`execve`); the rules above hold for them too.
     """
 
-    write: tuple[str, ...] = ()
-    read: tuple[str, ...] | None = None
-    connect: tuple[tuple[str, int], ...] = ()
-    run: bool = False
+    __slots__ = ("write", "read", "connect", "run")
+    write: tuple[str, ...]
+    read: tuple[str, ...] | None
+    connect: tuple[tuple[str, int], ...]
+    run: bool
 
-    def __post_init__(self) -> None:
+    # A plain class, not a dataclass: generating one cost a millisecond of `from nbtools import python`.
+    def __init__(self, write: Iterable[str | os.PathLike] = (), read: Iterable[str | os.PathLike] | None = None,
+                 connect: Iterable[tuple[str, int]] = (), run: bool = False) -> None:
+        if type(run) is not bool:
+            raise TypeError(f"Allow(run=...) takes True or False, got {run!r}")
         set_ = object.__setattr__
-        set_(self, "write", _paths("write", self.write))
-        set_(self, "read", None if self.read is None else _paths("read", self.read))
-        set_(self, "connect", _endpoints(self.connect))
-        if type(self.run) is not bool:
-            raise TypeError(f"Allow(run=...) takes True or False, got {self.run!r}")
+        set_(self, "write", _paths("write", write))
+        set_(self, "read", None if read is None else _paths("read", read))
+        set_(self, "connect", _endpoints(connect))
+        set_(self, "run", run)
+
+    def _fields(self) -> tuple:
+        return self.write, self.read, self.connect, self.run
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Allow(write={self.write!r}, read={self.read!r}, connect={self.connect!r}, run={self.run!r})"
 
     def __str__(self) -> str:
         """One line a person approving a run reads."""
@@ -273,33 +299,51 @@ def missing() -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 
-def seccomp_program(refused: dict[int, int], machine: str | None = None) -> Any:
+def seccomp_program(refused: dict[int, int], machine: str | None = None,
+                    families: tuple[int, ...] | None = None) -> Any:
     """A BPF program (`sock_fprog`, with its instructions kept alive on it) that answers each
-    syscall number in `refused` with that errno and lets every other through; a call made with
-    another architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
+    syscall number in `refused` with that errno and lets every other through; with `families`,
+    `socket()` of any other address family is refused with EPERM; a call made with another
+    architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
     import ctypes
 
     audit_arch, _, _, _, x32 = _ARCHES[machine or os.uname().machine]
-    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
-    entries = list(refused.items())
-    checks = ([(jge, x32, "deny")] if x32 else []) + [(jeq, number, index) for index, (number, _) in enumerate(entries)]
-    allow_at = 4 + len(checks)                 # after: arch load, arch check, wrong-arch RET, nr load
-    deny_at = allow_at + 1 + len(entries)      # the last RET: EPERM
-    code = [(load, 0, 0, 4),                   # seccomp_data.arch
-            (jeq, 1, 0, audit_arch),
-            (ret, 0, 0, _RET_ERRNO | _EPERM),  # another architecture's numbers
-            (load, 0, 0, 0)]                   # seccomp_data.nr
-    for op, value, goes_to in checks:
-        target = deny_at if goes_to == "deny" else allow_at + 1 + goes_to
-        code.append((op, target - len(code) - 1, 0, value))
-    code.append((ret, 0, 0, _RET_ALLOW))
-    code += [(ret, 0, 0, _RET_ERRNO | (errno & 0xFFFF)) for _, errno in entries]
-    code.append((ret, 0, 0, _RET_ERRNO | _EPERM))
+    # (operation, value, label jumped to when true); a label marks where it stands
+    program: list[tuple] = [("ld", 4), ("jeq", audit_arch, "native"), ("ret", _RET_ERRNO | _EPERM),
+                            ("label", "native"), ("ld", 0)]  # seccomp_data.arch, then .nr
+    if x32:
+        program.append(("jge", x32, "deny"))
+    program += [("jeq", number, f"refuse {number}") for number in refused]
+    if families is not None:
+        program.append(("jeq", _SOCKET[machine or os.uname().machine], "socket"))
+    program.append(("ret", _RET_ALLOW))
+    for number, errno_value in refused.items():
+        program += [("label", f"refuse {number}"), ("ret", _RET_ERRNO | (errno_value & 0xFFFF))]
+    if families is not None:  # seccomp_data.args[0], its low 32 bits (little-endian): the family
+        program += [("label", "socket"), ("ld", 16), *[("jeq", family, "allow") for family in families],
+                    ("ret", _RET_ERRNO | _EPERM), ("label", "allow"), ("ret", _RET_ALLOW)]
+    program += [("label", "deny"), ("ret", _RET_ERRNO | _EPERM)]
+    at: dict[str, int] = {}  # label -> index of the instruction after it
+    count = 0
+    for item in program:
+        if item[0] == "label":
+            at[item[1]] = count
+        else:
+            count += 1
+    opcodes = {"ld": 0x20, "jeq": 0x15, "jge": 0x35, "ret": 0x06}  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
+    code = []
+    for item in program:
+        if item[0] == "label":
+            continue
+        jump = at[item[2]] - len(code) - 1 if item[0] in ("jeq", "jge") else 0
+        if not 0 <= jump < 256:  # a BPF jump offset is one byte
+            raise ValueError(f"seccomp program too long for a jump of {jump}")
+        code.append((opcodes[item[0]], jump, 0, item[1]))
     Instruction = _structs().Instruction
     instructions = (Instruction * len(code))(*[Instruction(*each) for each in code])
-    program = _structs().Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
-    program._keep = instructions  # type: ignore[attr-defined]
-    return program
+    built = _structs().Program(len(code), ctypes.cast(instructions, ctypes.POINTER(Instruction)))
+    built._keep = instructions  # type: ignore[attr-defined]
+    return built
 
 
 def install_seccomp(program: Any) -> None:
@@ -336,10 +380,10 @@ class Confinement:
             self.close()
             raise
         machine = os.uname().machine
-        refused = dict.fromkeys(_METADATA[machine], _EPERM)
+        refused = dict.fromkeys((*_METADATA[machine], *_GROUP[machine]), _EPERM)
         if not allow.run:
             refused.update({_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM})
-        self.program = seccomp_program(refused, machine)
+        self.program = seccomp_program(refused, machine, _FAMILIES)
         self._restrict = (_c().syscall, ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(self.ruleset), ctypes.c_uint32(0))
 
     def _ruleset(self, allow: Allow) -> int:
@@ -405,6 +449,7 @@ class Confinement:
         import ctypes
 
         libc = _c()
+        os.setpgid(0, 0)  # a process group of its own: what the code leaves running is killed with it
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
                       ctypes.c_ulong(0)) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")

@@ -156,13 +156,12 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
                     malformed = str(exc)
                     killed = True
                     break
+                if outcome is not None:  # the child's last message: a process the code left behind
+                    break                # (holding the pipe) does not hold the answer back
     finally:
         os.close(reader)
-        if killed or sys.exc_info()[0] is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if killed or outcome is not None or sys.exc_info()[0] is not None:
+            _stop(pid, confinement is not None)
         _, status = os.waitpid(pid, 0)
     output = {"stdout": capture.text("stdout"), "stderr": capture.text("stderr"), "output": capture.text()}
     duration = time.perf_counter() - started
@@ -182,6 +181,16 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
         value = _ReprOnly(value)
     return ExecResult(value=value, error=error, timed_out=timed_out, duration=duration,
                       displays=tuple(displays), **output)
+
+
+def _stop(pid: int, group: bool) -> None:
+    """Kill the child (done or not: its answer is in), and with `group` (a confined child leads a
+    process group of its own) whatever the code started that stayed in that group."""
+    for kill, target in ((os.killpg, pid), (os.kill, pid)) if group else ((os.kill, pid),):
+        try:
+            kill(target, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _take_messages(pending: bytearray) -> list[list]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from .confine import Allow
+if TYPE_CHECKING:  # `confine.py` is imported at the first run given a policy
+    from .confine import Allow
 
 _execute: ModuleType | None = None  # `execute.py` once the first call imported it
 
@@ -56,7 +57,7 @@ def python(
             Landlock (ABI 6) or seccomp is missing, nothing runs and the answer says what is missing.
             Not promised: a run without `allow=` is not contained; reads are allowed unless `read=`
             lists paths; the environment and the namespace's variables are copied into the child;
-            UDP, host names (TCP ports only) and UNIX sockets by path are not filtered; permissions,
+            UDP and host names (TCP ports only) are not filtered; permissions,
             owners and extended attributes cannot be changed, in the fresh folder either; Linux only.
     """
     return (_execute or _import_execute()).run_for_model(code, glb, loc, timeout, isolated,

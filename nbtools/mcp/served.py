@@ -116,6 +116,7 @@ class ServedContext(ToolContext):
         self.questions: dict[str, Any] = {}  # key -> InputRequest not answered yet
         self.missing: MissingCapability | None = None
         self._asked = 0
+        self.notes: list[str] = []  # what the call's own machinery says it cost (the activity log shows it)
 
     # -- notifications (progress, log) ---------------------------------------------------------------
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
@@ -286,6 +287,11 @@ class ServedContext(ToolContext):
             result = await self._on_transport(lambda: self._session.send_request(
                 types.ListRootsRequest(), types.ListRootsResult, metadata=self._related()))
         return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
+
+    def note(self, text: str) -> None:
+        """Record a line for this request's activity record (a shared variable's preview: its cost)."""
+        if len(self.notes) < 10:
+            self.notes.append(str(text)[:200])
 
     # -- cancellation -----------------------------------------------------------------------------------
     @property
