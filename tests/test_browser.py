@@ -257,13 +257,7 @@ def test_panel_table_and_approval_in_jupyterlab(lab, browser):
 def _check_lab(page, lab) -> None:
     """Everything the test checks, in `page` (closed by the caller, whatever happens)."""
     app = "window.jupyterapp"
-    page.goto(lab)
-    page.wait_for_function(f"{app} && {app}.shell.currentWidget && {app}.shell.currentWidget.sessionContext"
-                           " && {app}.shell.currentWidget.sessionContext.session"
-                           " && {app}.shell.currentWidget.sessionContext.session.kernel".replace("{app}", app),
-                           timeout=120_000)
-    time.sleep(2)
-    page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
+    _open_and_run(page, lab)
     page.wait_for_selector("text=Approval for", timeout=120_000)
     panel = page.locator(".widget-vbox:has(.widget-text)").first
     panel.wait_for(timeout=60_000)
@@ -348,13 +342,7 @@ def _check_chat(page, url: str, leak) -> None:
     """The Chat step view (contrast in both themes, words whole, the answer once) and the hostile answer inert."""
     leak_port, leak_seen = leak
     app = "window.jupyterapp"
-    page.goto(url)
-    page.wait_for_function(f"{app} && {app}.shell.currentWidget && {app}.shell.currentWidget.sessionContext"
-                           " && {app}.shell.currentWidget.sessionContext.session"
-                           " && {app}.shell.currentWidget.sessionContext.session.kernel".replace("{app}", app),
-                           timeout=120_000)
-    time.sleep(2)
-    page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
+    _open_and_run(page, url)
     page.wait_for_selector(f".jp-OutputArea-output:has-text('{ANSWER_MARK}')", timeout=120_000)
     page.wait_for_selector(".nbtools-step", timeout=60_000)
     time.sleep(3)  # anything the answer could have triggered (an image load, an onerror) has had its chance
@@ -452,11 +440,15 @@ def layout_page(lab, browser):
 
 
 def _open_and_run(page, url: str) -> None:
+    """Open the notebook `url` names and run all its cells, once its kernel is there. The workspace is
+    reset (`&reset`): a previous test's notebook, restored beside this one and current at first, was
+    the one run (its kernel answered the wait), and the test then waited for outputs that never came."""
     app = "window.jupyterapp"
-    page.goto(url)
-    page.wait_for_function(f"{app} && {app}.shell.currentWidget && {app}.shell.currentWidget.sessionContext"
-                           " && {app}.shell.currentWidget.sessionContext.session"
-                           " && {app}.shell.currentWidget.sessionContext.session.kernel".replace("{app}", app),
+    path = url.split("/tree/", 1)[1].split("?", 1)[0]
+    page.goto(f"{url}&reset")
+    current = f"{app}.shell.currentWidget"
+    page.wait_for_function(f"{app} && {current} && {current}.context && {current}.context.path === '{path}'"
+                           f" && {current}.sessionContext.session && {current}.sessionContext.session.kernel",
                            timeout=120_000)
     time.sleep(2)
     page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
