@@ -14,7 +14,16 @@ and a Markdown image of a loopback "leak" server's URL). Checked: the step's hea
 text at least 4.5:1 against their actual background in Light and Dark; the step text wraps between
 words only; the answer shown once though `chat(...)` is the cell's last line; no script ran, no
 <img> in the answer, and the leak server received nothing (and does record a request sent to it).
-One JupyterLab serves both; its settings (the theme) are kept in a temporary folder.
+A third notebook (the 35 tools, a long-named destructive one in a group of its own, two disabled)
+is looked at 1,000 and 1,400 px wide in Light and Dark, a screenshot of each in the test's tmp_path:
+every panel row ends its description before its "details" button, keeps the button inside the output
+area and its checkbox, name, badges and button on one line; every text of the panel and the `%tools`
+table, disabled tools' and the `destructive` chip included, is at least 4.5:1 against what is really
+behind it (backgrounds and opacities composited); the table is no wider than its output area and no
+cell cuts its text.
+
+One JupyterLab serves all three, one Chromium shows them; its settings (the theme) are kept in a
+temporary folder. Each notebook opens in a reset workspace.
 """
 
 from __future__ import annotations
