@@ -35,6 +35,7 @@ class CallRecord:
     status: str = "running"  # running / ok / error / cancelled
     outcome: str = ""
     kind: str = "tool"  # tool / resource / prompt
+    note: str = ""  # what serving it cost beyond its result (a slow, cut or stopped preview)
 
     @property
     def elapsed(self) -> float:
@@ -59,12 +60,14 @@ class Activity:
         return record
 
     def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False,
-            error: BaseException | None = None) -> None:
+            error: BaseException | None = None, note: str = "") -> None:
         """`result`: the MCP result sent; `cancelled`: the request was cancelled and the call has ended;
-        `error`: the request failed with a JSON-RPC error (or another exception)."""
+        `error`: the request failed with a JSON-RPC error (or another exception); `note`: what it
+        cost beyond that (shown before the result)."""
         if record.ended is not None:
             return
         record.ended = time.monotonic()
+        record.note = note
         if cancelled:
             record.status, record.outcome = "cancelled", "cancelled by the client (or the server stopping)"
         elif error is not None:
@@ -119,7 +122,8 @@ def render(activity: Activity) -> str:
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
             f"<code>{html.escape(_short(record.arguments or {}))}</code>", f"{record.elapsed:.1f} s",
             f"<span style='color:{colour}'>{html.escape(record.status)}</span>",
-            html.escape(_short(record.outcome)))) + "</tr>")
+            (f"<b>{html.escape(_short(record.note))}</b> " if record.note else "")
+            + html.escape(_short(record.outcome)))) + "</tr>")
     head = "".join(f"<th style='padding:0 8px;text-align:left'>{name}</th>"
                    for name in ("client", "call", "arguments", "elapsed", "status", "result"))
     return f"<table style='font-size:90%'><tr>{head}</tr>{''.join(rows)}</table>"

@@ -18,8 +18,8 @@ What the server promises:
   "info") are not sent to that client.
 * Which thread runs a call (`threads`): with `threads=True` (`nbtools serve`) a plain function runs
   in a worker thread (anyio's pool, at most 40 at once), so one slow call does not hold up the
-  other sessions, as the SDK's own MCPServer does; `async def` tools run on the server's event
-  loop. With `threads=False` every call runs on the loop's thread, or, given `calls` (`%tools
+  other sessions, as the SDK's own MCPServer does (plain resource and prompt functions too);
+  `async def` tools run on the server's event loop. With `threads=False` every call runs on the loop's thread, or, given `calls` (`%tools
   --serve` in a kernel), on the kernel's main thread, between cells (`handoff`). A cancelled call
   (`notifications/cancelled`) gets no response, as the spec says; an `async def` tool is cancelled
   at its next `await`; on a kernel's main thread a plain function is interrupted (`stopping`);
@@ -227,7 +227,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-    add_offerings(server, catalog, clients, activity=activity, calls=calls)  # resources, prompts, completion: nbtools.resources
+    # resources, prompts, completion (nbtools.resources); plain functions where plain tools run
+    add_offerings(server, catalog, clients, activity=activity, calls=calls,
+                  run_sync=_in_worker_thread if threads else None)
     # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
     # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
     listen = ListenHandler(clients.bus)
