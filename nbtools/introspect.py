@@ -110,18 +110,22 @@ def tool(
     hints: Any = None,
     strict: bool | None = None,
     registry: Any = None,
+    callers: Any = None,
+    defer: bool = False,
 ) -> Any:
     """Register a function as a tool: `@tool`, `@tool()`, or `@tool(name=..., group=..., ...)`.
 
     The function is returned unchanged (still directly callable); its Tool goes into `registry`
-    (default: the process-wide `nbtools.registry`).
+    (default: the process-wide `nbtools.registry`). `callers`: who may call it, "direct" (the model)
+    and/or "code" (code the model wrote), rendered as the providers' allowed callers; `defer=True`:
+    rendered `defer_loading: true` for the providers' tool search.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         _refuse_unbound_method(func)
         overrides: dict[str, Any] = {}
         for key, value in (("name", name), ("description", description), ("group", group),
-                           ("hints", hints), ("strict", strict)):
+                           ("hints", hints), ("strict", strict), ("callers", callers), ("defer", defer or None)):
             if value is not None:
                 overrides[key] = value
         built = Tool.from_function(func, **overrides)
