@@ -4,9 +4,10 @@ The tools are the bound methods of eight stateful classes in the style of the mu
 function-calling benchmarks (a file system, a ticket desk, a trading bot, a travel agency, a
 messenger, a calculator, a car's controls, a social feed), with what real tools take: dataclasses
 nested in lists, enums, `Literal`s and lists of them, optional fields, a `date`, a dict of floats,
-ints sent for floats, free text. (The last three classes, 21 calls and 4 refusals were added to
-find the shapes behind the 1.35x a large recorded replay showed: with them the replay row still
-read 1.02-1.13x in three runs, refusals 1.76-1.98x, so those shapes are not it.) A fixed list of calls (JSON text, as a model sends it) is replayed
+ints sent for floats, free text with colons and escapes. (The last three classes, 26 calls and 4
+refusals were added to find the shapes behind the 1.35x a large recorded replay showed: with them
+the replay row still read 0.98-1.15x in six runs, refusals 1.76-2.1x, so those shapes are not it.
+Per call, `post` with a colon in its text read 2x, calls with nested objects 1.3-1.4x.) A fixed list of calls (JSON text, as a model sends it) is replayed
 in one run, the variants' passes interleaved so machine load hits all alike; each row is the median
 of the passes, per call. Every call's result is checked equal across the variants before timing.
 
@@ -394,6 +395,14 @@ CALLS: list[tuple[str, str]] = [
     ("cat", '{"file_name": "todo.md"}'),
     ("get_stock_info", '{"symbol": "NVDA"}'),
     ("send_message", '{"receiver_id": "USR005", "message": "On my way."}'),
+    # text as models write it: colons (times, URLs, "Note:") and escapes (newlines, quotes, \\u) in strings
+    ("send_message", '{"receiver_id": "USR003", "message": "Meeting moved to 10:30; agenda: https://ex.com/a"}'),
+    ("touch", '{"file_name": "notes: draft.txt"}'),
+    ("post", '{"content": "Release notes:\\n- login fix\\n- faster export\\n\\"Thanks\\" to all", '
+             '"tags": ["#release"]}'),
+    ("create_ticket", '{"title": "Caf\\u00e9 menu: prices wrong", "description": "Steps:\\n1. open menu\\n2. '
+                      'see \\"12:00\\" special", "priority": "medium"}'),
+    ("grep", '{"file_name": "notes.txt", "pattern": "Beta\\trelease"}'),
 ]
 
 REFUSED: list[tuple[str, str]] = [
