@@ -61,6 +61,8 @@ class Tool(ir._Frozen):
             entry (name, "default") marks an optional parameter whose default dispatch passes itself
             when it is left out (its Python default is a pydantic `Field(...)`, or it has none).
         is_async: whether calling `fn` returns an awaitable.
+        task: how an MCP server runs the tool as a task (`@tool(task=...)`): "optional", "required" or
+            "forbidden"; None: the server's default (`mcp.tasks.task_support`).
         callers: which callers may call the tool, a subset of CALLERS: "direct" (the model itself),
             "code" (code the model wrote: a provider's programmatic calling, `Registry.code_tool`);
             None: not said (providers then let the model call it directly; code mode may call it).
@@ -82,6 +84,7 @@ class Tool(ir._Frozen):
     args: ir.Object | None = None
     passing: tuple[tuple[str, str], ...] = ()
     is_async: bool = False
+    task: str | None = None
     callers: tuple[str, ...] | None = None
     defer: bool = False
     source: Any = field(default=None, repr=False, compare=False)
@@ -98,11 +101,12 @@ class Tool(ir._Frozen):
                  returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
                  hints: frozenset[str] = frozenset(), strict: bool = False, args: ir.Object | None = None,
                  passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None,
-                 callers: tuple[str, ...] | None = None, defer: bool = False) -> None:
+                 task: str | None = None, callers: tuple[str, ...] | None = None,
+                 defer: bool = False) -> None:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
-                             args=args, passing=passing, is_async=is_async, source=source, _cache={},
-                             _origin=None)
+                             args=args, passing=passing, is_async=is_async, source=source,
+                             task=check_task(task), _cache={}, _origin=None)
         self.__dict__.update(callers=normalise_callers(callers), defer=bool(defer))
 
     # -- construction -------------------------------------------------------------------------
@@ -110,8 +114,8 @@ class Tool(ir._Frozen):
     def from_function(cls, fn: Callable[..., Any], **overrides: Any) -> "Tool":
         """Describe `fn` (any callable kind; a Tool is returned as it is, or with `overrides` applied).
 
-        `overrides`: name, description, group, hints, strict, callers, defer (None means "not given"). Without
-        `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
+        `overrides`: name, description, group, hints, strict, task, callers, defer (None means "not
+        given"). Without `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
         `SchemaError` naming the function, parameter and reason when `fn` has no faithful definition.
         """
         if isinstance(fn, Tool):
@@ -147,6 +151,7 @@ class Tool(ir._Frozen):
             args=spec.args,
             passing=spec.passing,
             is_async=spec.is_async,
+            task=overrides.get("task"),
             callers=overrides.get("callers"),
             defer=bool(overrides.get("defer")),
         )
@@ -301,6 +306,17 @@ def normalise_hints(hints: Any) -> frozenset[str]:
             raise ValueError(f"contradictory tool hints {first!r} and {second!r}: a {first} tool changes nothing, "
                              f"so it cannot be {second}; keep one of them")
     return frozenset(out)
+
+
+TASK_SUPPORT = ("optional", "required", "forbidden")
+
+
+def check_task(task: Any) -> str | None:
+    """`task=` of a Tool: None or one of TASK_SUPPORT (ValueError naming them otherwise)."""
+    if task is not None and task not in TASK_SUPPORT:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(map(repr, TASK_SUPPORT))} (how an MCP "
+                         "server may run the tool as a task), or None for the server's default")
+    return task
 
 
 def normalise_callers(callers: Any) -> tuple[str, ...] | None:

@@ -32,9 +32,10 @@ class CallRecord:
     arguments: Any
     began: float = field(default_factory=time.monotonic)
     ended: float | None = None
-    status: str = "running"  # running / ok / error / cancelled
+    status: str = "running"  # running / ok / error / cancelled; a task: working / input required /
+    # completed / failed / cancelled
     outcome: str = ""
-    kind: str = "tool"  # tool / resource / prompt
+    kind: str = "tool"  # tool / resource / prompt / task
     note: str = ""  # what serving it cost beyond its result (a slow, cut or stopped preview)
 
     @property
@@ -77,9 +78,16 @@ class Activity:
             record.outcome = _result_text(result)
         self._tell()
 
+    def state(self, record: CallRecord, status: str, outcome: str = "") -> None:
+        """A task's record moved to `status` (working, input required, completed, failed, cancelled)."""
+        record.status, record.outcome = status, outcome
+        if status in _ENDED:
+            record.ended = time.monotonic()
+        self._tell()
+
     @property
     def running(self) -> bool:
-        return any(record.status == "running" for record in self.records)
+        return any(record.status in _GOING for record in self.records)
 
     def _tell(self) -> None:
         for callback in list(self._listeners):
@@ -87,6 +95,18 @@ class Activity:
                 callback()
             except Exception:  # a broken view must never fail a call
                 pass
+
+
+_GOING = ("running", "working", "input required")
+_ENDED = ("completed", "failed", "cancelled")
+_COLOURS = {"running": "#b58900", "working": "#b58900", "input required": "#6c71c4", "ok": "#2a7a2a",
+            "completed": "#2a7a2a", "error": "#b00020", "failed": "#b00020", "cancelled": "#666"}
+
+
+def wire_text(result: dict) -> str:
+    """The text of a result in its wire form (a task's): its text blocks, others as `[type]`."""
+    return " ".join(block.get("text") or f"[{block.get('type', 'content')}]"
+                    for block in result.get("content") or () if isinstance(block, dict))
 
 
 def _result_text(result: Any) -> str:
@@ -116,7 +136,7 @@ def render(activity: Activity) -> str:
         return "<i>MCP activity: no tool calls yet.</i>"
     rows = []
     for record in reversed(activity.records[-SHOWN:]):
-        colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "cancelled": "#666"}[record.status]
+        colour = _COLOURS.get(record.status, "#666")
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
             html.escape(_short(record.client)),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",

@@ -132,12 +132,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
     from .served import LEVEL_KEY, ServedContext, client_name, connection_of, round_outcome
+    from .tasks import add_tasks, capability, in_task, task_support
 
     from ..resources import catalog_of
     from .offerings import Announcer, add_offerings
 
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
     from mcp.shared.exceptions import MCPError  # here, not per call
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     tools = as_registry(registry)
     catalog = catalog_of(tools)
@@ -160,7 +162,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
 
     async def list_tools(ctx: Any, params: Any) -> "mcp_types.ListToolsResult":
         clients.add(connection_of(ctx))
-        return types.ListToolsResult(tools=[_listed_tool(tool) for tool in tools.enabled()])
+        return types.ListToolsResult(tools=[_listed_tool(tool, task_support(tool, calls is not None))
+                                            for tool in tools.enabled()])
 
     async def call_tool(ctx: Any, params: "mcp_types.CallToolRequestParams") -> "mcp_types.CallToolResult":
         tool = tools.resolve(params.name)
@@ -169,7 +172,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                                                  "tools/list names the tools it has")
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
         client = client_name(ctx)
-        record = activity.begin(client, params.name, params.arguments) if activity is not None else None
+        # a task's run: the task has its own row in the activity log (tasks.py)
+        record = activity.begin(client, params.name, params.arguments) \
+            if activity is not None and not in_task.get() else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
@@ -221,6 +226,12 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                 notification_options or NotificationOptions(tools_changed=True, resources_changed=True,
                                                             prompts_changed=True), *args, **kwargs)
 
+        def get_capabilities(self, *args: Any, protocol_version: str | None = None, **kwargs: Any) -> Any:
+            capabilities = super().get_capabilities(*args, protocol_version=protocol_version, **kwargs)
+            if protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2025-11-25 tasks (2026-07-28: the extension)
+                capabilities.tasks = capability()
+            return capabilities
+
     server = NbtoolsServer(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                            instructions=INSTRUCTIONS, lifespan=lifespan)
     # Registered by method, not as `on_set_logging_level=` (which warns: mcp 2.3 marks the logging
@@ -238,6 +249,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
+    # long calls as tasks (both revisions); after the boundary, so a task's input rounds are its own
+    add_tasks(server, tools, activity=activity, kernel=calls is not None, client_name=_client_name,
+              connection_of=connection_of)
     return server
 
 
@@ -256,6 +270,9 @@ def client_name(request_ctx: Any) -> str:
     return str(name)[:80] if name else "unnamed client"
 
 
+_client_name = client_name  # for build_server, where `client_name` names served's (the activity log's)
+
+
 async def _in_worker_thread(call: Any) -> Any:
     """Run `call()` in anyio's worker thread pool; a cancelled caller stops waiting at once (the
     thread itself runs on: Python cannot stop it)."""
@@ -264,14 +281,19 @@ async def _in_worker_thread(call: Any) -> Any:
     return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
 
-def _listed_tool(tool: Tool) -> "mcp_types.Tool":
-    """The SDK's record of `tool`'s MCP definition, built once per Tool (its render cache holds it)."""
-    listed = tool._cache.get("mcp-listed")
+def _listed_tool(tool: Tool, task: str = "forbidden") -> "mcp_types.Tool":
+    """The SDK's record of `tool`'s MCP definition with its `execution.taskSupport` (2025-11-25; the
+    2026-07-28 surface drops it), built once per Tool and task support (its render cache holds it)."""
+    key = ("mcp-listed", task)
+    listed = tool._cache.get(key)
     if listed is None:
         import mcp_types as types
 
-        listed = types.Tool.model_validate(tool.schema("mcp"))
-        tool._cache["mcp-listed"] = listed
+        definition = tool.schema("mcp")
+        if task != "forbidden":  # absent means forbidden
+            definition["execution"] = {"taskSupport": task}
+        listed = types.Tool.model_validate(definition)
+        tool._cache[key] = listed
     return listed
 
 
