@@ -315,18 +315,24 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
         if server.registry is registry and port in (None, 0, server.port):
             show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
-                    f"(`%tools --stop` ends it).{_token_line(server)}")
+                    f"(`%tools --stop` ends it).{_token_line(server)}{server.jupyter}")
+    from .jupyter import reach
+
+    # in a kernel of a Jupyter Server with nbtools.jupyter: a private token for the extension alone
+    proxy_token = reach.proxy_token() if token is not False else None
     try:
-        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts, proxy_token=proxy_token)
     except (OSError, ValueError) as error:
         busy = isinstance(error, OSError) and error.errno == errno.EADDRINUSE
         hint = " (another program listens there); `%tools --serve` with no PORT picks a free one" if busy else ""
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
+    if proxy_token is not None:
+        server.jupyter = reach.register(server, proxy_token)  # the Jupyter URL paths, printed below
     show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
-            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
+            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}{server.jupyter}")
 
 
 def _token_line(server: Any) -> str:

@@ -35,6 +35,7 @@ class CallRecord:
     status: str = "running"  # running / ok / error / cancelled
     outcome: str = ""
     kind: str = "tool"  # tool / resource / prompt
+    user: str | None = None  # the Jupyter user it came through the extension for (`access.proxied_user`)
 
     @property
     def elapsed(self) -> float:
@@ -51,8 +52,8 @@ class Activity:
     def on_change(self, callback: Callable[[], Any]) -> None:
         self._listeners.append(callback)
 
-    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool") -> CallRecord:
-        record = CallRecord(client, tool, arguments, kind=kind)
+    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool", user: str | None = None) -> CallRecord:
+        record = CallRecord(client, tool, arguments, kind=kind, user=user)
         self.records.append(record)
         del self.records[:-KEEP]
         self._tell()
@@ -112,16 +113,19 @@ def render(activity: Activity) -> str:
     if not activity.records:
         return "<i>MCP activity: no tool calls yet.</i>"
     rows = []
-    for record in reversed(activity.records[-SHOWN:]):
+    shown = activity.records[-SHOWN:]
+    users = any(record.user for record in shown)  # a user column when calls came through Jupyter
+    for record in reversed(shown):
         colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "cancelled": "#666"}[record.status]
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
-            html.escape(_short(record.client)),
+            html.escape(_short(record.client)), *([html.escape(_short(record.user or ""))] if users else []),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
             f"<code>{html.escape(_short(record.arguments or {}))}</code>", f"{record.elapsed:.1f} s",
             f"<span style='color:{colour}'>{html.escape(record.status)}</span>",
             html.escape(_short(record.outcome)))) + "</tr>")
     head = "".join(f"<th style='padding:0 8px;text-align:left'>{name}</th>"
-                   for name in ("client", "call", "arguments", "elapsed", "status", "result"))
+                   for name in ("client", *(("user",) if users else ()), "call", "arguments", "elapsed", "status",
+                                "result"))
     return f"<table style='font-size:90%'><tr>{head}</tr>{''.join(rows)}</table>"
 
 

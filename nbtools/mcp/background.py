@@ -56,6 +56,8 @@ class RunningServer:
     _thread: threading.Thread | None = field(default=None, repr=False)
     activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
+    jupyter: str = field(default="", repr=False)  # how to reach it through Jupyter (`nbtools.jupyter.reach`)
+    on_stop: list = field(default_factory=list, repr=False)  # called once when stopped (`nbtools.jupyter.reach`)
 
     @property
     def running(self) -> bool:
@@ -64,6 +66,7 @@ class RunningServer:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop listening at once and end the server (waits up to `timeout` seconds for its thread)."""
         _RUNNING.pop(self.port, None)
+        self._ended()
         if self._task is None or self._task.done() or self._loop is None:
             self._listener.close()
             return
@@ -83,6 +86,12 @@ class RunningServer:
         # closing the socket would make it fail to listen (EBADF). It sees `should_exit` once
         # started, shuts down at once and closes the socket itself.
 
+    def _ended(self) -> None:
+        """Run the `on_stop` hooks, once (stopped by hand, or its thread ended on an error)."""
+        while self.on_stop:
+            with contextlib.suppress(Exception):  # stopping must not fail on a hook
+                self.on_stop.pop()()
+
     async def wait_closed(self) -> None:
         """Await the end of the server's thread after `stop()` (without blocking this loop)."""
         while self._thread is not None and self._thread.is_alive():
@@ -99,7 +108,7 @@ _RUNNING: dict[int, RunningServer] = {}
 
 def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name: str = "nbtools",
           log_level: str = "warning", token: str | bool | None = None,
-          allow_hosts: Iterable[str] = ()) -> RunningServer:
+          allow_hosts: Iterable[str] = (), proxy_token: str | None = None) -> RunningServer:
     """Serve the registry's tools over streamable HTTP from this process, and return at once.
 
     `port=0` picks a free port (see `.port`/`.url` on the result). The transport runs on a thread of
@@ -111,7 +120,8 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     Every request must carry `Authorization: Bearer <token>` (401 otherwise): `token` as given,
     else `$NBTOOLS_MCP_TOKEN`, else a fresh random one; read it from `.token`. `token=False` turns
     authentication off (with a warning). `Host:`/`Origin:` must name `host` (its loopback aliases
-    when it is loopback) or one of `allow_hosts`.
+    when it is loopback) or one of `allow_hosts`. `proxy_token`: a second token, private to the
+    Jupyter Server extension, whose requests may name the Jupyter user (`access.proxied_user`).
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
     from .activity import Activity
@@ -135,7 +145,7 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     try:
         url = listener_url(host, listener)
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
-                                allow_hosts=allow_hosts)
+                                allow_hosts=allow_hosts, proxy_token=proxy_token if secret is not None else None)
         running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
                                 listener, None, activity=activity, _calls_loop=calls_loop)
         _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
@@ -167,6 +177,7 @@ def _serve_in_thread(running: RunningServer) -> None:
                 runner.run(serve_here())
         except Exception as error:  # nobody awaits this thread: say why it ended
             _RUNNING.pop(running.port, None)
+            running._ended()
             print(f"nbtools: the MCP server at {running.url} stopped: {type(error).__name__}: {error}",
                   file=sys.stderr)
         finally:

@@ -31,6 +31,7 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
+    from .access import proxied_user
     from .served import ServedContext, client_name, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
@@ -47,7 +48,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         kernel's main thread when `calls` is given)."""
         connections.add(connection_of(ctx))
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
-        record = activity.begin(client_name(ctx), what[1], what[2], kind=what[0]) if activity is not None else None
+        record = (activity.begin(client_name(ctx), what[1], what[2], kind=what[0], user=proxied_user(ctx))
+                  if activity is not None else None)
 
         async def call() -> Any:
             token = use_context(served)

@@ -39,6 +39,7 @@ from ..errors import ToolCallError
 from ..policy import asking_as
 from ..registry import Registry
 from ..tool import Tool
+from .access import origin_of, proxied_user
 from .stopping import interruptible
 from .toolresults import error_result, success_result
 
@@ -169,13 +170,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                                                  "tools/list names the tools it has")
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
         client = client_name(ctx)
-        record = activity.begin(client, params.name, params.arguments) if activity is not None else None
+        user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
+        record = activity.begin(client, params.name, params.arguments, user=user) if activity is not None else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
             try:
                 # who asks: an approval prompt names the client, registry.decisions records it
-                with asking_as(f"mcp:{client}"):
+                with asking_as(origin_of(client, user)):
                     return await call_result(tools, params.name, params.arguments,
                                              in_thread=threads and not tool.is_async)
             finally:

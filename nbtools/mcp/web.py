@@ -63,12 +63,13 @@ def _url_host(host: str) -> str:
 
 
 def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bool, token: str | None,
-                   url: str, allow_hosts: Iterable[str] = ()) -> Any:
+                   url: str, allow_hosts: Iterable[str] = (), proxy_token: str | None = None) -> Any:
     """A uvicorn server for the streamable HTTP app at `/mcp`, behind the checks of `access`.
 
     `token`: the bearer token every request must carry (None: none, see `access.resolve_token`);
     Host/Origin must name `host` (or a loopback alias when it is loopback, or one of `allow_hosts`).
     `embedded`: it runs inside a process that owns SIGINT (a kernel), so uvicorn must not take it.
+    `proxy_token`: the private token of the Jupyter Server extension (see `access`), accepted too.
     """
     import uvicorn
 
@@ -76,7 +77,7 @@ def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: boo
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
                                      transport_security=transport_security(host, allow_hosts),
-                                     **auth_hooks(token, url))
+                                     **auth_hooks(token, url, proxy_token))
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=2, http=_guarded_protocol(),
                             timeout_keep_alive=KEEP_ALIVE, h11_max_incomplete_event_size=MOST_HEADER_BYTES,
