@@ -56,11 +56,10 @@ def http(method: str, url: str, *, token: str | None = None, scheme: str = "toke
 class ServerKernel(RealKernel):
     """A kernel the Jupyter Server started (for a notebook session), driven through its connection file."""
 
-    def __init__(self, client: Any, kernel_id: str, server: "JupyterServer") -> None:
+    def __init__(self, client: Any, kernel_id: str) -> None:
         self.kernel_name = "python3"
         self.client = client
         self.kernel_id = kernel_id
-        self.server = server
         self.manager = None
         self.nb = nbformat.v4.new_notebook()
 
@@ -71,6 +70,24 @@ class ServerKernel(RealKernel):
 
     def shutdown(self) -> None:
         self.client.stop_channels()
+
+
+def open_kernel(runtime_dir: Path, kernel_id: str) -> ServerKernel:
+    """A `ServerKernel` for the kernel a server started, from its connection file in `runtime_dir`."""
+    from jupyter_client import BlockingKernelClient
+
+    client = BlockingKernelClient(connection_file=str(Path(runtime_dir) / f"kernel-{kernel_id}.json"))
+    client.load_connection_file()
+    client.start_channels()
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:  # without a manager the client judges "alive" by heartbeats, which start late under load
+        try:
+            client.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
+            return ServerKernel(client, kernel_id)
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 class JupyterServer:
@@ -129,8 +146,6 @@ class JupyterServer:
 
     def notebook_kernel(self, path: str) -> ServerKernel:
         """A session for notebook `path` (created empty if missing), as JupyterLab opens one; its kernel."""
-        from jupyter_client import BlockingKernelClient
-
         notebook = self.root / path
         notebook.parent.mkdir(parents=True, exist_ok=True)
         if not notebook.exists():
@@ -138,19 +153,7 @@ class JupyterServer:
         session = self.api("POST", "api/sessions", {"path": path, "name": Path(path).name, "type": "notebook",
                                                     "kernel": {"name": "python3"}})
         kernel_id = session["kernel"]["id"]
-        client = BlockingKernelClient(connection_file=str(self.runtime / f"kernel-{kernel_id}.json"))
-        client.load_connection_file()
-        client.start_channels()
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:  # without a manager the client judges "alive" by heartbeats, which start late under load
-            try:
-                client.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
-                break
-            except RuntimeError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        kernel = ServerKernel(client, kernel_id, self)
+        kernel = open_kernel(self.runtime, kernel_id)
         self.kernels.append(kernel)
         return kernel
 
