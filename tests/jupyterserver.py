@@ -5,7 +5,8 @@ with the extensions installed in this environment enabled as installed (nbtools.
 folders (so nothing of the machine's user is read or left behind), and `allow_root` (CI runs as root).
 `server.notebook_kernel(path)` opens a notebook session through the REST API, as JupyterLab does, and
 returns a `ServerKernel`: the tests' `RealKernel` driving that kernel through its connection file.
-`server.stop()` ends the server and every kernel it started.
+`server.stop()` ends the server and every kernel it started. `limits`: a function run in the child
+before it starts (resource limits for the attack tests).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def open_kernel(runtime_dir: Path, kernel_id: str) -> ServerKernel:
 class JupyterServer:
     """A `jupyter server` subprocess (see the module docs)."""
 
-    def __init__(self, folder: Path, token: str = "jupyter-test-token", *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, folder: Path, token: str = "jupyter-test-token", *, extra_args: tuple[str, ...] = (),
+                 limits: Any = None) -> None:
         self.folder = folder
         self.token = token
         self.root = folder / "notebooks"
@@ -112,7 +114,7 @@ class JupyterServer:
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
              f"--ServerApp.root_dir={self.root}", "--ServerApp.allow_root=True", *extra_args],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=limits)
         self.kernels: list[ServerKernel] = []
         try:
             self._wait_until_up()
