@@ -330,6 +330,9 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
              else "on a background thread")
     if proxy_token is not None:
         server.jupyter = reach.register(server, proxy_token)  # the Jupyter URL paths, printed below
+    elif token is False and reach.proxy_token() is not None:
+        server.jupyter = ("\nNot reachable through this Jupyter server: without a token the kernel cannot tell "
+                          "the server's requests from anyone's; serve with a token (the default) for that.")
     show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}{server.jupyter}")

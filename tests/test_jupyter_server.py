@@ -254,6 +254,19 @@ def test_a_client_cancellation_through_jupyter_stops_the_call_in_the_kernel(serv
     assert serving.value("1 + 1") == 2
 
 
+def test_nbtools_connect_reaches_the_kernel_through_jupyter(server, serving):
+    """The README's Python line: `connect(URL, headers=...)` with the Jupyter token."""
+    import nbtools.mcp as nbmcp
+
+    connection = nbmcp.connect(urls(server, serving)["notebooks"], headers={"Authorization": f"token {server.token}"},
+                               timeout=DEADLINE)
+    try:
+        assert connection["add"](a=20, b=22) == 42
+        assert sorted(tool.name for tool in connection) == ["add", "erase", "sleepy", "waits_for_signal"]
+    finally:
+        connection.close()
+
+
 # -- who asks -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_jupyter_user_is_the_origin_the_prompt_and_the_log(server, serving, protocol):
@@ -342,6 +355,15 @@ def test_a_kernel_that_does_not_serve_answers_404_with_a_json_rpc_error_naming_t
         answer = json.loads(body)
         assert status == 404 and headers["Content-Type"].startswith("application/json"), (url, status)
         assert answer["jsonrpc"] == "2.0" and answer["id"] == 7 and fix in answer["error"]["message"], answer
+
+
+def test_serving_without_a_token_is_not_offered_through_jupyter(server, idle):
+    said = text_of(idle.run("%tools --serve --no-token"))
+    try:
+        assert "Not reachable through this Jupyter server" in said
+        assert not (server.runtime / f"nbtools-kernel-{idle.kernel_id}.json").exists()
+    finally:
+        idle.run("%tools --stop")
 
 
 def test_stop_unregisters_and_serve_registers_again(server, idle):
