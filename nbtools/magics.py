@@ -288,7 +288,7 @@ def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: st
 # -- what `%tools --serve` / `--stop` say ---------------------------------------------------------
 
 def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
-                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
+                token: str | bool | None = None, allow_hosts: Iterable[str] = (), cells: bool = False) -> str:
     """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
 
     Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
@@ -329,10 +329,14 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
     if proxy_token is not None:
-        server.jupyter = reach.register(server, proxy_token)  # the Jupyter URL paths, printed below
+        server.jupyter = reach.register(server, proxy_token, cells=cells)  # the Jupyter URL paths, printed below
     elif token is False and reach.proxy_token() is not None:
         server.jupyter = ("\nNot reachable through this Jupyter server: without a token the kernel cannot tell "
                           "the server's requests from anyone's; serve with a token (the default) for that.")
+    if cells and proxy_token is None:
+        from .jupyter.cells import NO_EXTENSION
+
+        server.jupyter += "\n" + NO_EXTENSION
     show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}{server.jupyter}")
@@ -536,6 +540,9 @@ class ToolMagics(Magics):
                    "random one, printed)")
     @argument("--no-token", action="store_true",
               help="with --serve: no authentication (anyone who can reach the port may call the tools)")
+    @argument("--cells", action="store_true",
+              help="with --serve, under a Jupyter server with real-time collaboration: write each served call "
+                   "as a cell at the end of this notebook, its outputs as it runs")
     @argument("--allow-host", action="append", default=[], metavar="HOST",
               help="with --serve: another name clients may use in Host/Origin (repeatable)")
     @line_magic("tools")
@@ -569,8 +576,8 @@ class ToolMagics(Magics):
                   if given]
         if len(chosen) > 1:  # each is a different action; doing one and ignoring the other misleads
             raise UsageError(f"%tools: {' and '.join(chosen)} cannot be combined; use one at a time")
-        if args.serve is None and (args.token is not None or args.no_token or args.allow_host):
-            raise UsageError("%tools: --token, --no-token and --allow-host go with --serve")
+        if args.serve is None and (args.token is not None or args.no_token or args.allow_host or args.cells):
+            raise UsageError("%tools: --token, --no-token, --allow-host and --cells go with --serve")
         if args.serve is not None or args.stop:
             from .extras import MissingExtra, require_extra
 
@@ -583,7 +590,7 @@ class ToolMagics(Magics):
             if args.no_token and args.token is not None:
                 raise UsageError("%tools: give either --token or --no-token")
             print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group),
-                              token=token, allow_hosts=args.allow_host))
+                              token=token, allow_hosts=args.allow_host, cells=args.cells))
             return
 
         if args.strict and args.fmt is None:

@@ -36,6 +36,8 @@ class CallRecord:
     outcome: str = ""
     kind: str = "tool"  # tool / resource / prompt
     user: str | None = None  # the Jupyter user it came through the extension for (`access.proxied_user`)
+    result: Any = field(default=None, repr=False)  # the MCP result sent, for watchers (`nbtools.jupyter.cells`)
+    live: Any = field(default=None, repr=False)  # set by a watcher: told the call's output as it runs
 
     @property
     def elapsed(self) -> float:
@@ -48,15 +50,22 @@ class Activity:
     def __init__(self) -> None:
         self.records: list[CallRecord] = []
         self._listeners: list[Callable[[], Any]] = []
+        self._watchers: list[Callable[[CallRecord], Any]] = []
 
     def on_change(self, callback: Callable[[], Any]) -> None:
         self._listeners.append(callback)
+
+    def watch(self, callback: Callable[[CallRecord], Any]) -> Callable[[], None]:
+        """Call `callback(record)` when a call begins (before it runs) and when it ends, on the
+        transport's thread; returns the function that stops it."""
+        self._watchers.append(callback)
+        return lambda: self._watchers.remove(callback) if callback in self._watchers else None
 
     def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool", user: str | None = None) -> CallRecord:
         record = CallRecord(client, tool, arguments, kind=kind, user=user)
         self.records.append(record)
         del self.records[:-KEEP]
-        self._tell()
+        self._tell(record)
         return record
 
     def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False,
@@ -73,13 +82,19 @@ class Activity:
         else:
             record.status = "error" if getattr(result, "is_error", False) else "ok"
             record.outcome = _result_text(result)
-        self._tell()
+            record.result = result
+        self._tell(record)
 
     @property
     def running(self) -> bool:
         return any(record.status == "running" for record in self.records)
 
-    def _tell(self) -> None:
+    def _tell(self, record: CallRecord) -> None:
+        for watcher in list(self._watchers):
+            try:
+                watcher(record)
+            except Exception:  # a broken watcher must never fail a call
+                pass
         for callback in list(self._listeners):
             try:
                 callback()

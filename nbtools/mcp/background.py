@@ -58,6 +58,7 @@ class RunningServer:
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
     jupyter: str = field(default="", repr=False)  # how to reach it through Jupyter (`nbtools.jupyter.reach`)
     on_stop: list = field(default_factory=list, repr=False)  # called once when stopped (`nbtools.jupyter.reach`)
+    cells: Any = field(default=None, repr=False)  # `nbtools.jupyter.cells.CellWriter` under `--cells`
 
     @property
     def running(self) -> bool:

@@ -175,6 +175,10 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
+            if record is not None and record.live is not None:  # its cell is written as it runs (--cells)
+                from ..interp.capture import live_output
+
+                live_output.set(record.live)  # this task's own context: gone when the call ends
             try:
                 # who asks: an approval prompt names the client, registry.decisions records it
                 with asking_as(origin_of(client, user)):
