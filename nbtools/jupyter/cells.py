@@ -123,6 +123,10 @@ class CellWriter:
                 self._queue.put({"type": "output", "call": call["id"],
                                  "output": {"output_type": "stream", "name": name, "text": text}})
             elif kind == "display":
+                from ..interp.capture import bundle_text
+
+                shown = bundle_text(event[0])  # what python()'s answer holds for it, as the capture writes it
+                call["printed"].append(shown if shown.endswith("\n") else shown + "\n")
                 data = {mime: value for mime, value in event[0].items() if isinstance(value, (str, dict, list))}
                 self._queue.put({"type": "output", "call": call["id"],
                                  "output": {"output_type": "display_data", "data": data, "metadata": {}}})

@@ -170,9 +170,10 @@ def _add_output(ycell: Any, output: dict) -> None:
     with ycell.doc.transaction():
         if output.get("output_type") == "stream" and isinstance(output.get("text"), str) and len(outputs):
             last = outputs[len(outputs) - 1]
+            shared = last.get("text")
             if last.get("output_type") == "stream" and last.get("name") == output.get("name") \
-                    and isinstance(last.get("text"), pycrdt.Text):
-                last["text"] += output["text"]
+                    and isinstance(shared, pycrdt.Text):
+                shared += output["text"]  # in place (`last["text"] += ...` would set the key again, emptied)
                 return
         made = dict(output)
         if made.get("output_type") == "stream":
