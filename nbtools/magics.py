@@ -321,22 +321,19 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # in a kernel of a Jupyter Server with nbtools.jupyter: a private token for the extension alone
     proxy_token = reach.proxy_token() if token is not False else None
     try:
-        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts, proxy_token=proxy_token)
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts, proxy_token=proxy_token,
+                       cells=cells)
     except (OSError, ValueError) as error:
         busy = isinstance(error, OSError) and error.errno == errno.EADDRINUSE
         hint = " (another program listens there); `%tools --serve` with no PORT picks a free one" if busy else ""
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
-    if proxy_token is not None:
-        server.jupyter = reach.register(server, proxy_token, cells=cells)  # the Jupyter URL paths, printed below
+    if proxy_token is not None and not cells:  # with cells, `start` registered it
+        server.jupyter = reach.register(server, proxy_token)  # the Jupyter URL paths, printed below
     elif token is False and reach.proxy_token() is not None:
         server.jupyter = ("\nNot reachable through this Jupyter server: without a token the kernel cannot tell "
                           "the server's requests from anyone's; serve with a token (the default) for that.")
-    if cells and proxy_token is None:
-        from .jupyter.cells import NO_EXTENSION
-
-        server.jupyter += "\n" + NO_EXTENSION
     show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
             f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}{server.jupyter}")

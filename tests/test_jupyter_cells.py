@@ -215,6 +215,31 @@ def test_a_refused_call_says_so(server, rooms):
     assert cell["outputs"][0]["output_type"] == "error" and cell["outputs"][0]["ename"] == "CallRefused"
 
 
+def test_a_cancelled_call_says_so(server, rooms, tmp_path):
+    _, _, opened = rooms
+    started = tmp_path / "started"
+    code = (f"import time, pathlib\npathlib.Path({str(started)!r}).write_text('yes')\nprint('waiting')\n"
+            "time.sleep(600)")
+
+    async def client():
+        async with await session_of(server, NOTEBOOK) as session:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(session.call_tool, "python", {"code": code})
+                    with anyio.fail_after(DEADLINE):
+                        while not started.exists():
+                            await anyio.sleep(0.05)
+                    scope.cancel()
+        return scope.cancelled_caught
+
+    assert anyio.run(client)
+    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                        == "cancelled" for c in cells), "the cancelled call's end")
+    cell = [c for c in cells if c["source"] == code][-1]
+    assert [(o["output_type"], text(o).split(":")[0]) for o in cell["outputs"]] == [
+        ("stream", "waiting\n"), ("error", "Cancelled")]
+
+
 def test_the_resources_come_only_with_cells_and_give_sources_outputs_and_images(server, rooms):
     kernel, _, opened = rooms
     listed, templates, _ = kernel.before
@@ -287,3 +312,21 @@ def test_without_collaboration_nothing_is_written_and_one_line_says_what_to_inst
         assert "notebook://cells" not in listed
     finally:
         plain.stop()
+
+
+def test_the_python_entry_outside_jupyter_serves_and_says_why_no_cells():
+    """`nbtools.mcp.start(cells=True)` in a plain process: it serves, and `.jupyter` says in one line why no cells."""
+    import nbtools.mcp as nbmcp
+    from nbtools import Registry
+
+    def add(a: int, b: int) -> int:
+        "Add."
+        return a + b
+
+    running = nbmcp.start(Registry([add]), cells=True)
+    try:
+        assert "needs this kernel to run under a Jupyter server" in running.jupyter and running.jupyter.count("\n") == 1
+        with nbmcp.connect(running.url, token=running.token) as connection:
+            assert connection.call("add", {"a": 1, "b": 2}) == 3
+    finally:
+        running.stop()
