@@ -105,15 +105,13 @@ class CellWriter:
             self._end(record, self._calls.pop(id(record)))
 
     def _begin(self, record: Any) -> None:
-        from ..mcp.access import origin_of
-
         self._count += 1
         call = {"id": self._count, "printed": []}
         self._calls[id(record)] = call
         tool = self.server.registry.resolve(record.tool)
         self._queue.put({"type": "begin", "call": call["id"],
                          "source": call_source(tool, record.tool, record.arguments),
-                         "nbtools": {"by": origin_of(record.client, record.user), "tool": record.tool,
+                         "nbtools": {"by": record.origin, "tool": record.tool,
                                      "started": _now(), "status": "running"}})
 
         def live(kind: str, *event: Any) -> None:  # python()'s prints and displays, as they happen
@@ -189,11 +187,10 @@ def _ending(record: Any, printed: str) -> tuple[str, list[dict]]:
         elif getattr(block, "type", None) == "image":
             images.append({"output_type": "display_data", "data": {block.mime_type: block.data}, "metadata": {}})
     text = "\n".join(texts)
+    if record.status == "refused":  # the approval policy said no: nothing ran
+        return "refused", [_error("CallRefused", text)]
     if getattr(result, "is_error", False):
-        from ..mcp.toolresults import ERROR_META_KEY
-
-        refused = ((getattr(result, "meta", None) or {}).get(ERROR_META_KEY) or {}).get("refused") is True
-        return ("refused", [_error("CallRefused", text)]) if refused else ("error", [_error("ToolCallError", text)])
+        return "error", [_error("ToolCallError", text)]
     if printed and text.startswith(printed):  # python(): what it printed is in the cell already
         text = text[len(printed):].lstrip("\n")
     outputs = [{"output_type": "execute_result", "execution_count": None, "metadata": {},

@@ -32,10 +32,11 @@ class CallRecord:
     arguments: Any
     began: float = field(default_factory=time.monotonic)
     ended: float | None = None
-    status: str = "running"  # running / ok / error / cancelled
+    status: str = "running"  # running / ok / error / refused / cancelled
     outcome: str = ""
     kind: str = "tool"  # tool / resource / prompt
     user: str | None = None  # the Jupyter user it came through the extension for (`access.proxied_user`)
+    origin: str = ""  # who asks, as approvals name it (`access.origin_of`): "mcp:<client>@<user>"
     result: Any = field(default=None, repr=False)  # the MCP result sent, for watchers (`nbtools.jupyter.cells`)
     live: Any = field(default=None, repr=False)  # set by a watcher: told the call's output as it runs
 
@@ -61,8 +62,9 @@ class Activity:
         self._watchers.append(callback)
         return lambda: self._watchers.remove(callback) if callback in self._watchers else None
 
-    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool", user: str | None = None) -> CallRecord:
-        record = CallRecord(client, tool, arguments, kind=kind, user=user)
+    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool", user: str | None = None,
+              origin: str = "") -> CallRecord:
+        record = CallRecord(client, tool, arguments, kind=kind, user=user, origin=origin)
         self.records.append(record)
         del self.records[:-KEEP]
         self._tell(record)
@@ -80,7 +82,7 @@ class Activity:
         elif error is not None:
             record.status, record.outcome = "error", str(error) or type(error).__name__
         else:
-            record.status = "error" if getattr(result, "is_error", False) else "ok"
+            record.status = _status(result)
             record.outcome = _result_text(result)
             record.result = result
         self._tell(record)
@@ -100,6 +102,16 @@ class Activity:
                 callback()
             except Exception:  # a broken view must never fail a call
                 pass
+
+
+def _status(result: Any) -> str:
+    """ok, error, or refused (an error result whose nbtools record says nothing ran: `CallRefused`)."""
+    if not getattr(result, "is_error", False):
+        return "ok"
+    from .toolresults import ERROR_META_KEY
+
+    record = (getattr(result, "meta", None) or {}).get(ERROR_META_KEY)
+    return "refused" if isinstance(record, dict) and record.get("refused") is True else "error"
 
 
 def _result_text(result: Any) -> str:
@@ -131,7 +143,8 @@ def render(activity: Activity) -> str:
     shown = activity.records[-SHOWN:]
     users = any(record.user for record in shown)  # a user column when calls came through Jupyter
     for record in reversed(shown):
-        colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "cancelled": "#666"}[record.status]
+        colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "refused": "#b00020",
+                  "cancelled": "#666"}[record.status]
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
             html.escape(_short(record.client)), *([html.escape(_short(record.user or ""))] if users else []),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",

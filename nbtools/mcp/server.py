@@ -171,7 +171,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
         client = client_name(ctx)
         user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
-        record = activity.begin(client, params.name, params.arguments, user=user) if activity is not None else None
+        record = activity.begin(client, params.name, params.arguments, user=user,
+                                origin=origin_of(client, user)) if activity is not None else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
