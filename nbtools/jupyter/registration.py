@@ -46,7 +46,8 @@ class Registration:
 
 
 def server_info() -> dict[str, str] | None:
-    """In a kernel started by a server with the extension: {"runtime_dir", "base_url", "root_dir"}; else None."""
+    """In a kernel started by a server with the extension (its parent): {"runtime_dir", "base_url",
+    "root_dir", "pid"}; else None."""
     raw = os.environ.get(ENV)
     if not raw:
         return None
@@ -56,6 +57,8 @@ def server_info() -> dict[str, str] | None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("runtime_dir"), str) \
             or not isinstance(info.get("base_url"), str):
+        return None
+    if info.get("pid") != os.getppid():  # inherited, not started by that server (a terminal's process)
         return None
     return info
 
