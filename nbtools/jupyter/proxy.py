@@ -93,7 +93,7 @@ class McpProxy(NbtoolsHandler):
         if not isinstance(found, Registration):
             self.json_rpc_error(404, found, self._request_id())
             return
-        stopped = (f"kernel {found.kernel_id} stopped serving MCP: run `%tools --serve` in its notebook again")
+        stopped = f"kernel {found.kernel_id} stopped serving MCP: run `%tools --serve` in its notebook again"
         kept = _kept_connection(found.port)
         for upstream in ([kept] if kept is not None else []) + [None]:
             if upstream is None:
@@ -195,7 +195,6 @@ class _Relay(httputil.HTTPMessageDelegate):
     def __init__(self, handler: McpProxy) -> None:
         self.handler = handler
         self.reusable = False  # the connection may carry another request once this answer is read
-
 
     async def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders) -> None:
         handler = self.handler
