@@ -13,6 +13,9 @@
   median <= 200 ms), and `contextlib.suppress(BaseException)` in a loop (escalation; target
   median <= 50 ms).
 - Isolated mode (forked child) per call, against the in-process call (reported).
+- A restricted run (`python('1+1', allow=Allow())`: Landlock ruleset and seccomp program built in
+  the parent, three syscalls in the child, its folder made and removed) against an unrestricted
+  `isolated=True` run. Target: at most 2x (DESIGN.md "What model code may touch").
 
 Run: `python bench/bench_interp.py` (prints a table) or through `bench/bench.py`.
 """
@@ -130,6 +133,16 @@ def run() -> list[dict]:
                                lambda: run_code("1+1", namespace), blocks=10, block=5)
     rows.append(_row("run_code('1+1', isolated=True)", ours, "in-process run_code", plain,
                      "reported", None))
+
+    from nbtools.interp.confine import Allow, missing
+
+    if missing() is None:
+        restricted, isolated = _per_call_us(lambda: python("1+1", namespace, allow=Allow()),
+                                            lambda: python("1+1", namespace, isolated=True), blocks=20, block=5)
+        rows.append(_row("python('1+1', allow=Allow())", restricted, "isolated=True", isolated,
+                         "<= 2x isolated", restricted <= 2 * isolated))
+    else:
+        print(f"restricted run not measured: {missing()}", file=sys.stderr)
     return rows
 
 

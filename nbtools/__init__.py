@@ -24,6 +24,7 @@ _LAZY = {
     "mk_ns": "call", "call_func": "call", "call_func_async": "call",
     "run_tool_calls": "call", "arun_tool_calls": "call",
     "python": "interp", "python_async": "interp", "run_code": "interp", "ExecResult": "interp",
+    "Allow": "interp.confine",
     "schema2sig": "inverse", "mk_tool": "inverse",
     "panel": "widgets", "ApprovalPrompt": "approval",
     "ToolContext": "context", "Elicitation": "context",

@@ -211,7 +211,10 @@ class ApprovalPrompt:
         always_allow = button("Always allow", "", "check-circle", f"run {name} without asking for this session")
         always_deny = button("Always deny", "", "ban", f"refuse {name} without asking for this session")
         reason = widgets.Text(placeholder="reason for the model (optional)", layout=widgets.Layout(width="28em"))
-        editor = widgets.Textarea(value=shown_args, rows=min(12, shown_args.count("\n") + 2),
+        fixed = getattr(getattr(tool, "fn", None), "__tool_shown__", ())  # shown, not the model's to send: not edited
+        editable = _as_json({key: value for key, value in args.items() if key not in fixed}) \
+            if fixed and isinstance(args, dict) else shown_args
+        editor = widgets.Textarea(value=editable, rows=min(12, editable.count("\n") + 2),
                                   layout=widgets.Layout(width="100%", display="none"))
         clock, outcome = widgets.HTML(), widgets.HTML()
         controls = [approve, deny, edit, always_allow, always_deny, reason, editor]

@@ -56,12 +56,29 @@ class Limits(_Record):
 DEFAULT_LIMITS = Limits()
 
 
+def yes_or_no(answer: Any) -> bool | None:
+    """The one rule for what counts as a yes or a no from an approval callback, plain or in a
+    `Decision`: True and 1 are yes, False and 0 are no (also numpy's booleans and integers); None
+    for anything else, however truthy ("yes", 2, a dict): such an answer is refused, never run."""
+    if answer is True or answer is False:
+        return answer
+    if type(answer).__name__ in ("bool_", "bool"):  # numpy.bool_ (numpy.bool in 2.x) has no __index__
+        return bool(answer)
+    try:
+        number = operator.index(answer)
+    except TypeError:
+        return None
+    return True if number == 1 else False if number == 0 else None
+
+
 @_record
 class Decision(_Record):
     """What an approval callback may answer instead of a bool.
 
     Fields:
-        allow: run the call (True) or refuse it (False).
+        allow: run the call (True) or refuse it (False). The rule of a plain answer holds
+            (`yes_or_no`): 1 and 0 (numpy's too) are taken as True and False; anything else
+            ("yes", 2, None) raises TypeError here, so a wrong answer is seen where it is made.
         args: edited arguments (a dict, or JSON text), validated again before the call runs.
         remember: "tool" allows (or refuses) this tool for the rest of the session without
             asking again; `registry.forget()` or `%tools --forget` clears it.
@@ -76,7 +93,10 @@ class Decision(_Record):
     def __init__(self, allow: bool, *, args: Any = None, remember: str | None = None, reason: str | None = None):
         if remember not in (None, "tool"):
             raise ValueError(f"Decision(remember=...) takes None or 'tool', got {remember!r}")
-        self.__dict__.update(allow=allow, args=args, remember=remember, reason=reason)
+        verdict = yes_or_no(allow)
+        if verdict is None:
+            raise TypeError(f"Decision(allow=...) takes True or False (or 1 or 0), got {allow!r}")
+        self.__dict__.update(allow=verdict, args=args, remember=remember, reason=reason)
 
 
 class DecisionRecord(tuple):
@@ -408,7 +428,7 @@ def bind(tool: Tool, source: ToolSource) -> Tool:
     bound = object.__new__(type(tool))
     bound.__dict__.update(tool.__dict__)
     bound.__dict__["source"] = source
-    bound.__dict__["_origin"] = tool.__dict__.get("_origin", tool)
+    bound.__dict__["_origin"] = origin_of(tool)  # a declared field of Tool (`Tool._origin`)
     return bound
 
 
@@ -459,7 +479,8 @@ def layers_of(tool: Tool, first: ToolSource | None) -> list[Layer]:
 
 def origin_of(tool: Tool) -> Tool:
     """The Tool that `bind` copied (`tool` itself when it is not a bound copy)."""
-    return tool.__dict__.get("_origin", tool)
+    origin = tool._origin
+    return tool if origin is None else origin
 
 
 _default: list[ToolSource] = []  # one element once nbtools.registry is imported (nbtools/__init__ does)
@@ -475,5 +496,5 @@ def default() -> ToolSource:
     return _default[0]
 
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "DecisionRecord", "Decisions", "asking_as",
+__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "yes_or_no", "DecisionRecord", "Decisions", "asking_as",
            "current_origin", "forget_everywhere", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]

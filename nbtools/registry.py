@@ -56,6 +56,29 @@ class Registry(ToolSource):
         for item in tools:
             self.add(item)
 
+    # -- what model code may touch ------------------------------------------------------------------
+    _python_allow: Any = None
+
+    @property
+    def python_allow(self) -> Any:
+        """The capability policy (`nbtools.Allow`) every run of the `python`/`python_async` tools
+        called through this registry gets (None: runs as called, not contained). A model's
+        arguments cannot widen it (they cannot name one); the approval shows it and
+        `decisions` records it. A `select()` view reads its registry's live; set on both, and on a
+        registry a Tool was added from, the stricter one wins."""
+        own, parent = self._python_allow, self._parent
+        inherited = getattr(parent, "python_allow", None) if parent is not None else None
+        return inherited if own is None else own.narrowed(inherited)
+
+    @python_allow.setter
+    def python_allow(self, allow: Any) -> None:
+        if allow is not None:
+            from .interp.confine import Allow
+
+            if not isinstance(allow, Allow):
+                raise TypeError(f"python_allow takes an nbtools.Allow or None, got {type(allow).__name__}")
+        self._python_allow = allow
+
     # -- membership ------------------------------------------------------------------------------
     def add(self, item: Any, **overrides: Any) -> Tool:
         """Add a Tool or a callable (described with `Tool.from_function`); the newer tool wins.

@@ -177,7 +177,8 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         raise SchemaError(display, None, f"its signature cannot be read ({error}); wrap it in a "
                                          "Python function with annotated parameters") from None
     ctx = Context(function=display, field_docs=field_docs, self_type=_self_type(fn, unwrapped))
-    hints = record[1] if record is not None else _hints(code_owner, unwrapped, ctx)
+    exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
+    hints = record[1] if record is not None else _hints(code_owner, unwrapped, ctx, exclude)
     docs = function_docs(unwrapped)
     instance_cls = type(fn) if target is getattr(type(fn), "__call__", None) and drop_first \
         and not isinstance(fn, (types.MethodType, functools.partial)) else None
@@ -185,7 +186,6 @@ def _build_spec(fn: Any, drop_first: bool) -> Spec:
         class_docs = function_docs(instance_cls)
         docs = dataclasses.replace(docs, description=class_docs.description,
                                    params={**class_docs.params, **docs.params})
-    exclude = set(getattr(unwrapped, "__tool_exclude__", ()) or getattr(fn, "__tool_exclude__", ()) or ())
 
     fields: list[ir.Field] = []
     passing: list[tuple[str, str]] = []
@@ -476,8 +476,11 @@ def _without_bound(params: list[inspect.Parameter], positional: int, keywords: f
     return kept
 
 
-def _hints(code_owner: Any, unwrapped: Any, ctx: Any) -> dict[str, Any]:
-    """Resolved annotations (strings and `from __future__ import annotations` included)."""
+def _hints(code_owner: Any, unwrapped: Any, ctx: Any,
+           exclude: "set[str] | frozenset[str]" = frozenset()) -> dict[str, Any]:
+    """Resolved annotations (strings and `from __future__ import annotations` included); those of
+    `exclude`d parameters (never in the tool) need not resolve (`python`'s `allow` names a class
+    its module imports only when used)."""
     owner_cls = unwrapped if isinstance(unwrapped, type) else None
     localns = {owner_cls.__name__: owner_cls} if owner_cls else None
     try:
@@ -489,6 +492,8 @@ def _hints(code_owner: Any, unwrapped: Any, ctx: Any) -> dict[str, Any]:
     globalns = getattr(code_owner, "__globals__", {})
     resolved: dict[str, Any] = {}
     for param_name, annotation in raw.items():
+        if param_name in exclude:
+            continue
         if isinstance(annotation, str):
             try:
                 annotation = eval(annotation, dict(globalns), dict(localns or {}))  # noqa: S307 - the author's own annotation text

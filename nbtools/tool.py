@@ -80,6 +80,10 @@ class Tool(ir._Frozen):
     # `dataclasses.replace` (like `replace`) starts a copy with its own: a changed field is never
     # answered from the original's cache. `copy.copy` and `bind` keep it (same fields).
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # The registered Tool a bound copy was made from (`policy.bind`; None: this Tool is its own), for
+    # `tool in registry`. Kept by the copies that are the same tool (`copy.copy`, `bind`, `replace`
+    # of `source` alone); a copy with a changed field is another tool, with an identity of its own.
+    _origin: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __init__(self, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None = None,
                  returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
@@ -87,7 +91,8 @@ class Tool(ir._Frozen):
                  passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None) -> None:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
-                             args=args, passing=passing, is_async=is_async, source=source, _cache={})
+                             args=args, passing=passing, is_async=is_async, source=source, _cache={},
+                             _origin=None)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -188,6 +193,8 @@ class Tool(ir._Frozen):
         copied = replace(self, **changes)
         if cache is not None:
             object.__setattr__(copied, "_cache", cache)
+        if changes.keys() <= {"source"}:  # the same tool under another policy: the same identity
+            object.__setattr__(copied, "_origin", self._origin)
         return copied
 
     # -- rendering ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from typing import Callable, Iterator
 
 import pytest
@@ -31,6 +32,10 @@ from peers import PEERS_MISSING
 # for the whole session (kernels and `nbtools serve` subprocesses inherit it; `connect` reads it)
 # lets tests about other things reach their servers; tests of authentication set their own.
 TEST_TOKEN = os.environ.setdefault("NBTOOLS_MCP_TOKEN", "nbtools-test-token-" + os.urandom(8).hex())
+# connect() sends that token only to servers this user's nbtools started, which record themselves in
+# an owner-only runtime folder (nbtools.mcp.ownservers): the tests' servers, kernels and subprocesses
+# share one private folder of their own, not the user's.
+os.environ.setdefault("NBTOOLS_RUNTIME_DIR", tempfile.mkdtemp(prefix="nbtools-runtime-"))
 
 
 @pytest.fixture(scope="session")

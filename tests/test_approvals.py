@@ -396,6 +396,30 @@ def test_a_changed_copy_calls_and_renders_as_itself_and_keeps_the_policy():
     assert [(each.tool, each.verdict, each.by) for each in reg.decisions] == [("wipe", "approved", "callback")] * 4
 
 
+def test_a_bound_tool_holds_declared_fields_only_and_its_identity_follows_its_copies():
+    """`policy.bind` records the Tool a bound copy came from in a declared field (`Tool._origin`),
+    not an instance attribute of its own: every Tool handed out, and every copy of one, has only
+    the fields the record declares; the identity is out of repr and equality, like `source`."""
+    reg, _ = make(approve=Asker(True))
+    other = Registry()
+    bound = reg.get("wipe")
+    other.add(bound)
+    declared = {each.name for each in dataclasses.fields(Tool)}
+    copies = [bound, copy_module.copy(bound), bound.replace(source=None), other.get("wipe"),
+              reg.select().get("wipe"), *(make_copy(reg) for make_copy in COPIES.values())]
+    for each in copies:
+        assert set(vars(each)) <= declared, set(vars(each)) - declared
+    assert "_origin" in declared and "_origin" not in repr(bound) and "<" not in repr(bound)
+    origin = dataclasses.fields(Tool)[[f.name for f in dataclasses.fields(Tool)].index("_origin")]
+    assert origin.compare is False and origin.repr is False
+    # the same tool: a copy, a re-bound copy, the copy another registry holds
+    for same in (copy_module.copy(bound), bound.replace(source=None), other.get("wipe")):
+        assert same in reg and same in other
+    # another tool: a copy with a changed field has an identity of its own
+    changed = bound.replace(description="changed")
+    assert changed._origin is None and changed not in other
+
+
 def test_another_registry_keeps_the_source_policy_and_the_stricter_wins():
     reg, ran = make(approve=Asker(False))
     again = Registry([reg["wipe"]])  # no policy of its own: the source's still holds
@@ -588,6 +612,32 @@ def test_the_log_keeps_the_arguments_that_ran_not_the_callers_dict():
         given["folder"] = "b"
         given["force"] = True
         assert ran == ["a"] and [d.arguments for d in reg.decisions] == [{"folder": "a", "force": False}], how
+
+
+def test_an_approval_prompt_and_its_registry_go_once_dropped():
+    """The issue-31 note on `call/asking._TRAITS` (a module cache of up to 64 callbacks): no such
+    cache is left; what dispatch reads of a callback is kept by its registry, so a real
+    `ApprovalPrompt` (its widgets) and the registry it asks for are freed with the last reference,
+    after sync and async calls through every path that reads the callback."""
+    import gc
+    import weakref
+
+    from nbtools.approval import ApprovalPrompt
+    from nbtools.call import asking
+
+    assert not hasattr(asking, "_TRAITS")
+    prompt = ApprovalPrompt(timeout=1)
+    reg, ran = make(approve=prompt)
+    for attempt in (lambda: reg.call("wipe", {"folder": "a"}), lambda: reg.get("wipe").call({"folder": "b"}),
+                    lambda: asyncio.run(reg.acall("wipe", {"folder": "c"})),
+                    lambda: call_func("wipe", {"folder": "d"}, ns=reg.select())):
+        with pytest.raises(ToolCallError, match="approval check failed"):  # no kernel here: nobody to click
+            attempt()
+    assert ran == [] and reg._asker[0] is prompt  # read once, kept by the registry
+    gone_prompt, gone_registry = weakref.ref(prompt), weakref.ref(reg)
+    del prompt, reg, attempt
+    gc.collect()
+    assert gone_prompt() is None and gone_registry() is None
 
 
 def test_dispatch_keeps_no_approval_callback_alive():

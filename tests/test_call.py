@@ -829,6 +829,34 @@ def test_an_approval_answer_that_is_not_a_boolean_is_a_denial(answer):
 
 @pytest.mark.parametrize(("answer", "runs"), [(True, True), (1, True), (False, False), (0, False), (None, False)])
 def test_boolean_approval_answers(answer, runs):
+    _check_boolean_answer(answer, runs)
+
+
+def test_one_rule_for_a_yes_plain_or_in_a_decision():
+    # one rule (policy.yes_or_no): True/1 allow, False/0 refuse, plain or as Decision(allow=...); numpy's
+    # booleans and integers alike; any other value is refused, never taken for a truthy yes
+    import numpy
+
+    from nbtools import Decision
+
+    yes, no = (True, 1, numpy.True_, numpy.int64(1)), (False, 0, numpy.False_, numpy.int8(0))
+    for answer in yes + no:
+        runs = any(answer is each for each in yes)
+        _check_boolean_answer(answer, runs)
+        decision = Decision(answer)
+        assert decision.allow is runs and decision == Decision(runs)
+        _check_boolean_answer(decision, runs)
+    for wrong in ("yes", 2, -1, None, 1.0, [True]):
+        with pytest.raises(TypeError, match=r"Decision\(allow=...\) takes True or False \(or 1 or 0\), got"):
+            Decision(wrong)
+    for wrong in (2, -1, numpy.int64(7), 1.0):  # truthy, but not a yes
+        reg, recorder = destructive_registry(approve=lambda tool, args: wrong)
+        with pytest.raises(ToolCallError, match="instead of True or False, which counts as a denial"):
+            reg.call("delete", {"path": "x"})
+        assert recorder.calls == []
+
+
+def _check_boolean_answer(answer, runs):
     reg, recorder = destructive_registry(approve=lambda tool, args: answer)
     text = reg.call("delete", {"path": "x"}, raise_on_err=False)
     assert (recorder.calls == ["x"]) is runs

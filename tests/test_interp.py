@@ -935,8 +935,8 @@ def test_isolated_child_that_dies():
 
 
 def test_namespaces_are_hidden_from_the_model():
-    assert set(python.__tool_exclude__) == {"glb", "loc", "isolated"}
-    assert set(python_async.__tool_exclude__) == {"glb", "loc"}
+    assert set(python.__tool_exclude__) == {"glb", "loc", "isolated", "allow"}
+    assert set(python_async.__tool_exclude__) == {"glb", "loc", "allow"}
 
 
 def test_schema_exposes_code_and_timeout_only():

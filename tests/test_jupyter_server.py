@@ -366,6 +366,34 @@ def test_serving_without_a_token_is_not_offered_through_jupyter(server, idle):
         idle.run("%tools --stop")
 
 
+def test_a_kernel_that_only_inherited_the_servers_environment_does_not_register(server, tmp_path):
+    """A process started from one of the server's terminals inherits its environment (and so the
+    extension's variable), but the server did not start it: it says nothing of Jupyter, leaves no file."""
+    import uuid
+
+    from jupyter_client.manager import KernelManager
+
+    inherited = {**os.environ, "NBTOOLS_JUPYTER_SERVER": json.dumps({
+        "runtime_dir": str(server.runtime), "base_url": "/", "root_dir": str(server.root),
+        "pid": server.process.pid})}
+    kernel_id = str(uuid.uuid4())  # a connection file named as the server names its kernels'
+    manager = KernelManager(kernel_name="python3", connection_file=str(tmp_path / f"kernel-{kernel_id}.json"))
+    manager.start_kernel(env=inherited)
+    client = manager.client()
+    try:
+        client.start_channels()
+        client.wait_for_ready(timeout=DEADLINE)
+        reply = []
+        client.execute_interactive("%load_ext nbtools\n%tools --serve", timeout=DEADLINE,
+                                   output_hook=lambda message: reply.append(message["content"].get("text", "")))
+        said = "".join(reply)
+        assert "MCP server for" in said and "Jupyter" not in said
+        assert not (server.runtime / f"nbtools-kernel-{kernel_id}.json").exists()
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
 def test_stop_unregisters_and_serve_registers_again(server, idle):
     registered = server.runtime / f"nbtools-kernel-{idle.kernel_id}.json"
     served = text_of(idle.run("%tools --serve"))

@@ -3,7 +3,7 @@
 
 What it proves: both protocol revisions negotiated, tools found by name, the tool list followed on
 `tools/list_changed`, a long call kept alive by its progress, one new session after a server
-restart, SSE servers reached, and `$NBTOOLS_MCP_TOKEN` sent to loopback only.
+restart, SSE servers reached, and `$NBTOOLS_MCP_TOKEN` sent only to this user's nbtools servers on loopback.
 """
 
 from __future__ import annotations
@@ -168,8 +168,68 @@ def test_progress_keeps_a_long_call_alive_and_silence_ends_one(served):
         began = time.monotonic()
         assert conn.call("steady", steps=6, pause=0.5) == "done"
         assert len(arrived) == 6 and arrived[-1] - began > 1.5  # it did outlive one time-out
-        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s"):
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
             conn.call("silent", seconds=4)
+
+
+@pytest.fixture(scope="module")
+def reporting():
+    """The SDK's own MCPServer over HTTP, with tools that report progress in three ways."""
+    app = MCPServer("reporting")
+
+    @app.tool()
+    async def advancing(steps: int, pause: float, ctx: Context) -> str:
+        for step in range(steps):
+            await asyncio.sleep(pause)
+            await ctx.report_progress(step + 1, steps, message=f"step {step + 1}")
+        return "done"
+
+    @app.tool()
+    async def stuck(steps: int, pause: float, ctx: Context) -> str:
+        for _ in range(steps):  # the same value again and again: no progress (the spec: it MUST increase)
+            await asyncio.sleep(pause)
+            await ctx.report_progress(1, 10)
+        return "done"
+
+    with uvicorn_app(app.streamable_http_app()) as base:
+        yield base + "/mcp"
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_progress_restarts_the_silence_time_out_at_both_revisions_against_the_sdks_server(reporting, protocol):
+    arrived: list[float] = []
+    with connect(reporting, protocol=protocol, timeout=1.5,
+                 on_progress=lambda event: arrived.append(event.progress)) as conn:
+        assert conn.protocol_version == protocol
+        began = time.monotonic()
+        # 2.5 s in all, progress every 0.5 s: never 1.5 s of silence
+        assert conn.call("advancing", steps=5, pause=0.5) == "done"
+        assert arrived == [1, 2, 3, 4, 5] and time.monotonic() - began > 1.5
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
+            conn.call("advancing", steps=1, pause=4)
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_progress_that_never_advances_does_not_keep_a_call_alive(reporting, protocol):
+    seen: list[float] = []
+    with connect(reporting, protocol=protocol, timeout=1.5, on_progress=lambda event: seen.append(event.progress)) as conn:
+        began = time.monotonic()
+        with pytest.raises(ToolCallError, match=r"no answer or progress from .* for 1.5 s \(timeout=1.5\)"):
+            conn.call("stuck", steps=30, pause=0.3)  # 9 s of "1 of 10" every 0.3 s
+        assert time.monotonic() - began < 8 and seen and set(seen) == {1}  # shown, but not taken as progress
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_max_time_caps_a_call_that_keeps_advancing(reporting, protocol):
+    with pytest.raises(ValueError, match="max_time must be a positive number of seconds or None"):
+        Connection(reporting, max_time=0)
+    with connect(reporting, protocol=protocol, timeout=1.5, max_time=2.5, on_progress=lambda event: None) as conn:
+        assert conn.max_time == 2.5
+        began = time.monotonic()
+        with pytest.raises(ToolCallError, match=r"took more than max_time=2.5 s in all"):
+            conn.call("advancing", steps=40, pause=0.3)  # 12 s, advancing every 0.3 s
+        assert time.monotonic() - began < 10
+        assert conn.call("advancing", steps=2, pause=0.3) == "done"  # a call within the cap
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
@@ -221,7 +281,7 @@ def recorder():
         listener.server_close()
 
 
-def test_the_environment_token_goes_to_loopback_only(recorder, monkeypatch):
+def test_the_environment_token_goes_to_this_users_nbtools_servers_only(recorder, monkeypatch):
     monkeypatch.setenv("NBTOOLS_MCP_TOKEN", "secret-from-env")
     alias = socket.gethostname()  # this machine under a name that is not a loopback address
     try:
@@ -237,14 +297,20 @@ def test_the_environment_token_goes_to_loopback_only(recorder, monkeypatch):
         assert Recorder.seen, f"nothing reached the listener at {url}"
         return Recorder.seen
 
-    elsewhere = headers_sent(f"http://{alias}:{recorder}/mcp")
-    assert all("authorization" not in headers for headers in elsewhere)
-    assert all("secret-from-env" not in str(headers) for headers in elsewhere)
-    loopback = headers_sent(f"http://127.0.0.1:{recorder}/mcp")
-    assert {headers.get("authorization") for headers in loopback} == {"Bearer secret-from-env"}
+    # neither another host nor a loopback listener nbtools did not start (see test_client_attacks.py)
+    for url in (f"http://{alias}:{recorder}/mcp", f"http://127.0.0.1:{recorder}/mcp"):
+        sent = headers_sent(url)
+        assert all("authorization" not in headers and "secret-from-env" not in str(headers) for headers in sent)
     # what the person passes goes where they point it
     given = headers_sent(f"http://{alias}:{recorder}/mcp", token="given", headers={"X-Trace": "7"})
     assert {(headers.get("authorization"), headers.get("x-trace")) for headers in given} == {("Bearer given", "7")}
+    # an nbtools server of this user on loopback gets it
+    server = nbmcp.start(Registry([add]), port=0, token="secret-from-env")
+    try:
+        with connect(server.url, timeout=10) as conn:
+            assert conn.add.fn(a=1, b=1) == 2
+    finally:
+        server.stop()
 
 
 def test_a_401_elsewhere_says_the_environment_token_was_kept_back(served, monkeypatch):
@@ -252,8 +318,9 @@ def test_a_401_elsewhere_says_the_environment_token_was_kept_back(served, monkey
     alias = socket.gethostname()
     other = nbmcp.start(Registry([add]), host="0.0.0.0", port=0, token=TOKEN, allow_hosts=[alias])
     try:
-        with pytest.raises(ConnectionError, match=rf"\$NBTOOLS_MCP_TOKEN is set but is sent only to servers on "
-                                                  rf"this machine .* not to {alias}; pass connect\(url, token=...\)"):
+        with pytest.raises(ConnectionError, match=rf"\$NBTOOLS_MCP_TOKEN is set but is sent only to an MCP server this "
+                                                  rf"user's nbtools started on this machine .* and {alias}:{other.port} "
+                                                  rf"is not one; pass connect\(url, token=...\)"):
             connect(f"http://{alias}:{other.port}/mcp", timeout=10)
         with connect(f"http://{alias}:{other.port}/mcp", token=TOKEN, timeout=10) as conn:
             assert conn.add.fn(a=1, b=1) == 2

@@ -398,3 +398,35 @@ def test_asking_the_client_after_its_session_ended_says_so_in_one_line():
             with pytest.raises(ContextUnavailable, match="session of this call has ended") as ended:
                 asyncio.run(ask())
             assert "Event loop is closed" not in str(ended.value)
+
+
+def test_a_question_whose_transport_loop_stops_ends_with_context_unavailable():
+    # the transport's loop stops after the question was scheduled (the server stopping while a tool on
+    # another thread asks): nothing will ever answer, so the tool's await must end, not hang
+    import threading
+    from types import SimpleNamespace
+
+    from nbtools.mcp.served import ServedContext
+
+    transport = asyncio.new_event_loop()
+    runner = threading.Thread(target=transport.run_forever, daemon=True)
+    runner.start()
+
+    async def elicit_form(*args):  # the question goes out; then the server stops its loop
+        transport.stop()
+        await asyncio.Event().wait()
+
+    session = SimpleNamespace(client_capabilities=SimpleNamespace(elicitation=object()), elicit_form=elicit_form)
+    request = SimpleNamespace(session=session, request_id=7, meta=None, protocol_version="2025-06-18")
+    context = ServedContext(request, transport)
+
+    async def ask():
+        return await asyncio.wait_for(context.elicit("name?", {"type": "object"}), 20)
+
+    try:
+        with pytest.raises(ContextUnavailable, match="session of this call has ended"):
+            asyncio.run(ask())
+    finally:
+        runner.join(5)
+        assert not transport.is_running()
+        transport.close()

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of, yes_or_no
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -111,8 +111,11 @@ class Asking:
             tail = f"; their reason: {short(reason, 500)}" if reason else ""
             raise refused(tool, f"the user denied this call{tail}")
         if edited is not None:
+            # what the caller gave and the model never sends (`python`'s `allow`) stays as it was
+            kept = {name: self.kwargs[name] for name in getattr(tool.fn, "__tool_shown__", ()) if name in self.kwargs}
             try:
                 self.positional, self.kwargs, self.raw = prepare(tool, edited, self.limits)
+                self.kwargs.update(kept)
             except ToolCallError as error:
                 self.log("invalid edit", by, error.problem)
                 raise refused(tool, f"the arguments as edited by the user are invalid"
@@ -209,6 +212,21 @@ def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kw
     return asking
 
 
+def with_python_allow(tool: Tool, first: ToolSource | None, kwargs: dict) -> dict:
+    """`kwargs` of a `python`/`python_async` call with `allow` set to the policy the registries it
+    came through give (`Registry.python_allow`, the stricter of all; the caller's own `allow` can
+    only narrow it). Applied before the approval, which then shows it, and again after an edit."""
+    policy = None
+    for layer in layers_of(tool, first) if first is not None else ():
+        own = getattr(layer.source, "python_allow", None)
+        if own is not None:
+            policy = own if policy is None else policy.narrowed(own)
+    if policy is None:
+        return kwargs
+    given = kwargs.get("allow")
+    return {**kwargs, "allow": policy if given is None else policy.narrowed(given)}
+
+
 # bound once: `_ORIGIN.get()` built a bound method on every call (~500 instructions of the fast path)
 _origin, _now = _ORIGIN.get, time.time
 
@@ -219,20 +237,18 @@ def is_pending(answer: Any) -> bool:
 
 
 def _read_answer(tool: Tool, answer: Any) -> tuple[bool, Any, bool, str | None]:
-    """(allow, edited arguments or None, remember, reason) of a callback's answer. Only a yes runs
-    the tool: True (or 1, a numpy True) or an allowing Decision; a non-boolean answer such as "no"
-    or a dict is a denial, not a truthy value (a callback that returns the wrong thing fails closed)."""
-    if isinstance(answer, Decision):
-        allow = answer.allow is True or (type(answer.allow).__name__ == "bool_" and answer.allow == 1)
+    """(allow, edited arguments or None, remember, reason) of a callback's answer. One rule for a
+    yes, plain or in a Decision (`policy.yes_or_no`): True or 1 (numpy's too) runs the tool, False,
+    0 or None refuses it; any other answer ("no", 2, a dict) is a refusal saying what came back,
+    not a truthy value (a callback that returns the wrong thing fails closed)."""
+    if isinstance(answer, Decision):  # its `allow` is a bool already (checked when it was made)
+        allow = answer.allow
         return allow, answer.args if allow else None, answer.remember == "tool", answer.reason
-    if answer is True:
-        return True, None, False, None
-    if answer is False or answer is None:
-        return False, None, False, None
-    if isinstance(answer, int) or type(answer).__name__ in ("bool_", "bool"):
-        return answer == 1, None, False, None
-    raise refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
-                         "True or False, which counts as a denial (or answer with a Decision)")
+    verdict = False if answer is None else yes_or_no(answer)
+    if verdict is None:
+        raise refused(tool, f"the approval callback answered {short(repr(answer), 80)} instead of "
+                             "True or False, which counts as a denial (or answer with a Decision)")
+    return verdict, None, False, None
 
 
 def _asker(approve: Any, source: ToolSource | None) -> tuple[Any, bool, str, tuple]:
@@ -292,7 +308,7 @@ def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> d
         elif kind == _KEYWORD_ONLY:
             if name in kwargs:
                 value = kwargs[name]
-            elif default is _EMPTY:
+            elif default is _EMPTY or hidden == "given":
                 continue
             else:
                 value = default
@@ -301,7 +317,7 @@ def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> d
                 named = {each[0] for each in shape}
                 shown.update((key, item) for key, item in kwargs.items() if key not in named)
             continue
-        if not hidden:
+        if hidden is not True:
             shown[name] = value
     return shown
 
@@ -324,7 +340,8 @@ def _shape(fn: Any, passing: tuple) -> tuple:
         return None, None
     sent = {name for name, kind in passing if kind != "context"}  # an injected ToolContext is not sent
     context = {name for name, kind in passing if kind == "context"}
-    shape = tuple((each.name, int(each.kind), each.default, each.name in context or (
+    shown = getattr(fn, "__tool_shown__", ())  # not sent, shown when passed (`python`'s `allow`)
+    shape = tuple((each.name, int(each.kind), each.default, "given" if each.name in shown else each.name in context or (
                    bool(sent) and each.name not in sent and each.kind is not inspect.Parameter.VAR_KEYWORD))
                   for each in parameters)
     simple = all(kind in (_POSITIONAL_OR_KEYWORD, _KEYWORD_ONLY, _VAR_KEYWORD) and not hidden

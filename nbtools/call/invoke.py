@@ -24,7 +24,8 @@ from ..errors import Interrupted, ToolCallError
 from .. import policy
 from ..policy import DEFAULT_LIMITS, Limits, ToolSource
 from ..tool import Tool
-from .asking import _UNSET, SKIP, Asking, approval, is_pending, refused
+from ..interp.pytool import python as _python, python_async as _python_async
+from .asking import _UNSET, SKIP, Asking, approval, is_pending, refused, with_python_allow
 from .items import aread_items
 from .namespace import check_options, resolve_tool
 from .plan import prepare
@@ -211,6 +212,8 @@ def _call(tool: Tool, inputs: Any, limits: Limits, rules: tuple) -> Any:
     if fn is None or not rules[1]:
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
+    if fn is _python or fn is _python_async:  # the registry's `python_allow`, shown in the approval
+        kwargs = with_python_allow(tool, rules[0], kwargs)
     if "destructive" in tool.hints:
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:
@@ -262,6 +265,8 @@ async def _acall(tool: Tool, inputs: Any, limits: Limits, rules: tuple,
     if fn is None or not rules[1]:
         _may_run(tool, rules)
     positional, kwargs, raw = prepare(tool, inputs, limits)
+    if fn is _python or fn is _python_async:  # the registry's `python_allow`, shown in the approval
+        kwargs = with_python_allow(tool, rules[0], kwargs)
     if "destructive" in tool.hints:
         asking = approval(tool, limits, rules, positional, kwargs, raw)
         if asking is not None:

@@ -407,23 +407,18 @@ class _Stepper:
 
 
 def run_for_model(code: str, glb: dict | None, loc: Mapping | None, timeout: float, isolated: bool,
-                  caller: Any) -> Any:
+                  caller: Any, allow: Any = None) -> Any:
     """`python()`'s work (see `pytool.python`): run `code` and return what the model gets; bad
     arguments come back as an "Error: ..." text. `caller` is the frame that called `python()`, where
-    the default namespace is looked for when `glb` is None."""
+    the default namespace is looked for when `glb` is None. `allow` (an `Allow`) implies `isolated`."""
     if glb is None:
         glb, default_loc = _default_namespace(caller)
         loc = default_loc if loc is None else loc
     try:
         limit = check_timeout(timeout)
-        if isolated:  # the value came back as data or text, never the code's object
-            result = run_isolated(code, *_namespaces(glb, loc, None), limit, run_code)
-            if result.error is None and not result.output:
-                value = result.value
-                if isinstance(value, _ReprOnly) and len(value.text) <= VALUE_CHARS:
-                    return value  # a stand-in showing the value's repr: renders as that text, runs no code
-                return model_value(value)  # JSON data: itself when small, else the start of its text
-            return result.for_model()
+        if isolated or allow is not None:
+            return _isolated_answer(_run_isolated_for_model(code, *_namespaces(glb, loc, None), limit, allow,
+                                                            run_code))
         if limit is not None and threading.get_ident() != timeouts.main_ident and active_capture() is None:
             from .detached import python_off_main
 
@@ -435,14 +430,61 @@ def run_for_model(code: str, glb: dict | None, loc: Mapping | None, timeout: flo
 
 
 async def run_for_model_async(code: str, glb: dict | None, loc: Mapping | None, timeout: float,
-                              caller: Any) -> Any:
-    """`python_async()`'s work (see `pytool.python_async`), as `run_for_model` without isolation."""
+                              caller: Any, allow: Any = None) -> Any:
+    """`python_async()`'s work (see `pytool.python_async`), as `run_for_model`; with `allow` the
+    confined child runs on a worker thread, so this event loop goes on meanwhile."""
     if glb is None:
         glb, default_loc = _default_namespace(caller)
         loc = default_loc if loc is None else loc
     try:
         limit = check_timeout(timeout)
+        if allow is not None:
+            import asyncio
+
+            namespaces = _namespaces(glb, loc, None)
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
+                    _run_isolated_for_model, code, *namespaces, limit, allow, _run_async_in_child))
+            except RuntimeError as exc:  # `ConfinementUnavailable`: nothing ran
+                return f"Error: {exc}"
+            return _isolated_answer(result)
         execution = await _run_async(code, *_namespaces(glb, loc, None), limit, present=True)
     except (TypeError, ValueError) as exc:
         return f"Error: {exc}"
     return execution.answer()
+
+
+def _run_isolated_for_model(code: str, glb: dict, loc: Mapping | None, limit: float | None, allow: Any,
+                            runner: Any) -> ExecResult:
+    """An isolated run, confined by `allow` when given (`confine.py`; built here in the parent,
+    closed after the run whatever happened). Raises `ConfinementUnavailable` (a RuntimeError) or
+    TypeError/ValueError for an `allow` that cannot be enforced, before anything runs."""
+    if allow is None:
+        return run_isolated(code, glb, loc, limit, runner)
+    from .confine import Allow, Confinement
+
+    if not isinstance(allow, Allow):
+        raise TypeError(f"allow must be an nbtools.Allow, got {type(allow).__name__}")
+    confinement = Confinement(allow)
+    try:
+        return run_isolated(code, glb, loc, limit, runner, confinement)
+    finally:
+        confinement.close()
+
+
+def _run_async_in_child(code: str, glb: dict, loc: Mapping | None, timeout: float | None) -> ExecResult:
+    """The runner of an isolated `python_async` run, in the child: top-level `await` allowed."""
+    import asyncio
+
+    return asyncio.run(run_code_async(code, glb, loc, timeout))
+
+
+def _isolated_answer(result: ExecResult) -> Any:
+    """What the model gets from an isolated run: the value came back as data or text, never the
+    code's object."""
+    if result.error is None and not result.output:
+        value = result.value
+        if isinstance(value, _ReprOnly) and len(value.text) <= VALUE_CHARS:
+            return value  # a stand-in showing the value's repr: renders as that text, runs no code
+        return model_value(value)  # JSON data: itself when small, else the start of its text
+    return result.for_model()

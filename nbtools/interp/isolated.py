@@ -21,11 +21,14 @@ import os
 import signal
 import sys
 import time
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from . import timeouts
 from .capture import Capture, start_child_stream
 from .result import ExecResult
+
+if TYPE_CHECKING:
+    from .confine import Confinement
 
 
 class _ReprOnly:
@@ -81,7 +84,7 @@ _KILL_GRACE = 0.5
 
 
 def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | None,
-                 run_in_child: Callable[..., ExecResult]) -> ExecResult:
+                 run_in_child: Callable[..., ExecResult], confinement: Confinement | None = None) -> ExecResult:
     """Run `code` in a forked child with `run_in_child(code, glb, loc, timeout=timeout)` (the
     in-process runner) and return what it produced.
 
@@ -89,7 +92,9 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
     imports and definitions do not reach the caller; the value comes back as JSON data or, when it
     is anything else, as an object whose repr is the value's repr (see the module docstring); the
     exception object is not returned (its text is). Only the forking thread exists in the child. Each run costs a fork
-    (a few milliseconds, more with a big process).
+    (a few milliseconds, more with a big process). With a `confinement` (`confine.py`, built by
+    the caller, who closes it), the child restricts itself before anything of the code runs; if
+    the kernel refuses that, the code does not run and the result says so.
     """
     import select
 
@@ -107,6 +112,13 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
             os.close(reader)
             timeouts.main_backstop = False  # this process is killed if it overruns
             stream = start_child_stream(writer)
+            if confinement is not None:
+                try:
+                    confinement.enter(writer)
+                except OSError as exc:
+                    stream.send(["result", ["data", None], f"Error: the run could not be confined ({exc}); "
+                                 "nothing was run", False, []])
+                    raise
             result = run_in_child(code, glb, loc, timeout=timeout)
             stream.send(["result", _value_message(result.value), result.error, result.timed_out,
                          list(result.displays)])
@@ -144,13 +156,12 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
                     malformed = str(exc)
                     killed = True
                     break
+                if outcome is not None:  # the child's last message: a process the code left behind
+                    break                # (holding the pipe) does not hold the answer back
     finally:
         os.close(reader)
-        if killed or sys.exc_info()[0] is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if killed or outcome is not None or sys.exc_info()[0] is not None:
+            _stop(pid, confinement is not None)
         _, status = os.waitpid(pid, 0)
     output = {"stdout": capture.text("stdout"), "stderr": capture.text("stderr"), "output": capture.text()}
     duration = time.perf_counter() - started
@@ -170,6 +181,16 @@ def run_isolated(code: str, glb: dict, loc: Mapping | None, timeout: float | Non
         value = _ReprOnly(value)
     return ExecResult(value=value, error=error, timed_out=timed_out, duration=duration,
                       displays=tuple(displays), **output)
+
+
+def _stop(pid: int, group: bool) -> None:
+    """Kill the child (done or not: its answer is in), and with `group` (a confined child leads a
+    process group of its own) whatever the code started that stayed in that group."""
+    for kill, target in ((os.killpg, pid), (os.kill, pid)) if group else ((os.kill, pid),):
+        try:
+            kill(target, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _take_messages(pending: bytearray) -> list[list]:

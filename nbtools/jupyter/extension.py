@@ -29,9 +29,11 @@ from .serving import KernelsHandler
 
 def load(serverapp: Any) -> None:
     """Add the routes, and tell every kernel this server starts where to register (`registration.ENV`)."""
+    # Kernels inherit the server's environment (so do its terminals: `pid` tells a kernel the server
+    # started, whose parent it is, from a process started in a terminal)
     os.environ[registration.ENV] = json.dumps({"runtime_dir": str(serverapp.runtime_dir),
                                                "base_url": serverapp.base_url,
-                                               "root_dir": str(serverapp.root_dir),
+                                               "root_dir": str(serverapp.root_dir), "pid": os.getpid(),
                                                "url": serverapp.connection_url})
     base = serverapp.base_url
     serverapp.web_app.add_handlers(".*$", [

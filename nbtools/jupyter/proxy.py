@@ -5,7 +5,9 @@ Not jupyter-server-proxy (it buffers an event stream unless `Accept` is exactly
 `text/event-stream`, and MCP clients send `application/json, text/event-stream`) and no JSON-RPC of
 our own: Tornado's HTTP/1.1 client connection (`HTTP1Connection`) on a loopback socket, whose
 response delegate writes and flushes every piece as it arrives. So progress and log notifications
-reach the client while a call runs, and `subscriptions/listen` / GET streams stay open.
+reach the client while a call runs, and `subscriptions/listen` / GET streams stay open. A connection
+whose answer was read to its end is kept a moment for the next request to the same kernel (a new
+loopback connection per request cost the server and the kernel more than the relay itself).
 
 Both ways the proxy changes a request: it drops the client's `Authorization` (a Jupyter token the
 kernel has no business seeing), cookies, `Origin` (Jupyter checked it) and any user header the
@@ -18,12 +20,13 @@ cancellation of that call.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from typing import Any
 from urllib.parse import quote
 
 from tornado import httputil, iostream, web
 from tornado.http1connection import HTTP1Connection, HTTP1ConnectionParameters
-from tornado.tcpclient import TCPClient
 
 from jupyter_server.auth.decorator import authorized
 
@@ -40,6 +43,28 @@ _DROPPED_RESPONSE = frozenset(h.lower() for h in (
     "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Server", "Date", "Trailer", "Upgrade",
     "WWW-Authenticate", "Set-Cookie"))
 _UNBOUNDED = 1 << 62  # an event stream may carry any amount over its life
+KEPT_FOR = 2.0  # seconds an idle connection to a kernel is kept for the next request (uvicorn closes at 5)
+KEPT_AT_MOST = 8  # idle connections kept per kernel port
+_KEPT: dict[int, list[tuple[float, iostream.IOStream]]] = {}
+
+
+def _kept_connection(port: int) -> iostream.IOStream | None:
+    """An idle connection to `port` left by an earlier request, if one is fresh enough."""
+    kept = _KEPT.get(port)
+    now = time.monotonic()
+    while kept:
+        since, stream = kept.pop()
+        if now - since < KEPT_FOR and not stream.closed():
+            return stream
+        stream.close()
+    return None
+
+
+def _keep(port: int, stream: iostream.IOStream) -> None:
+    kept = _KEPT.setdefault(port, [])
+    kept.append((time.monotonic(), stream))
+    while len(kept) > KEPT_AT_MOST:
+        kept.pop(0)[1].close()
 
 
 class McpProxy(NbtoolsHandler):
@@ -68,35 +93,54 @@ class McpProxy(NbtoolsHandler):
         if not isinstance(found, Registration):
             self.json_rpc_error(404, found, self._request_id())
             return
-        try:
-            upstream = await TCPClient().connect("127.0.0.1", found.port)
-        except OSError:
-            self.json_rpc_error(404, f"kernel {found.kernel_id} stopped serving MCP: run `%tools --serve` "
-                                     "in its notebook again", self._request_id())
-            return
-        self._upstream = upstream
-        if self._closed:  # the client left while we connected
-            upstream.close()
-            return
-        connection = HTTP1Connection(upstream, True, HTTP1ConnectionParameters(
-            no_keep_alive=True, decompress=False, max_body_size=_UNBOUNDED))
-        try:
-            connection.write_headers(httputil.RequestStartLine(self.request.method, "/mcp", "HTTP/1.1"),
-                                     self._upstream_headers(found))
-            if self.request.body:
-                connection.write(self.request.body)
-            connection.finish()
-            await connection.read_response(_Relay(self))
-        except (iostream.StreamClosedError, httputil.HTTPInputError, OSError):
-            if self._closed or self._headers_written:
-                return  # the client left (so did the call), or the kernel stopped mid-answer
-            self.json_rpc_error(404, f"kernel {found.kernel_id} stopped serving MCP while answering: run "
-                                     "`%tools --serve` in its notebook again", self._request_id())
-            return
-        finally:
-            upstream.close()
+        stopped = f"kernel {found.kernel_id} stopped serving MCP: run `%tools --serve` in its notebook again"
+        kept = _kept_connection(found.port)
+        for upstream in ([kept] if kept is not None else []) + [None]:
+            if upstream is None:
+                upstream = iostream.IOStream(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                try:  # an address, not a name: no resolver (a thread-pool hop per request for TCPClient)
+                    await upstream.connect(("127.0.0.1", found.port))
+                except (OSError, iostream.StreamClosedError):
+                    upstream.close()
+                    self.json_rpc_error(404, stopped, self._request_id())
+                    return
+            self._upstream = upstream
+            if self._closed:  # the client left meanwhile
+                upstream.close()
+                return
+            relay = _Relay(self)
+            try:
+                await self._exchange(upstream, found, relay)
+            except (iostream.StreamClosedError, httputil.HTTPInputError, OSError):
+                upstream.close()
+                if self._closed or self._headers_written:
+                    return  # the client left (so did the call), or the kernel stopped mid-answer
+                if upstream is kept:
+                    continue  # a kept connection the kernel's server had closed: once more, on a new one
+                self.json_rpc_error(404, stopped, self._request_id())
+                return
+            if relay.reusable and not self._closed and not upstream.closed():
+                _keep(found.port, upstream)
+            else:
+                upstream.close()
+            break
         if not self._closed:
             self.finish(set_content_type=self._headers.get("Content-Type", "application/json"))
+
+    async def _exchange(self, upstream: iostream.IOStream, found: Registration, relay: "_Relay") -> None:
+        """Send this request on `upstream` and relay the answer; leaves `upstream` open when it can be
+        used again (the HTTP/1.1 default, unless the kernel's server said `Connection: close`)."""
+        upstream.set_nodelay(True)  # a kept stream has Nagle back on: headers and body would wait for an ACK
+        connection = HTTP1Connection(upstream, True, HTTP1ConnectionParameters(
+            decompress=False, max_body_size=_UNBOUNDED))
+        # headers and body in one write: two small writes on a kept connection met delayed ACKs (40 ms)
+        connection.write_headers(httputil.RequestStartLine(self.request.method, "/mcp", "HTTP/1.1"),
+                                 self._upstream_headers(found), self.request.body or None)
+        connection.finish()
+        if await connection.read_response(relay):
+            connection.detach()  # ours again: the connection forgets the stream, which stays open
+        else:
+            relay.reusable = False
 
     async def _registration(self, kind: str, target: str) -> Registration | str:
         if kind == "kernels":
@@ -150,9 +194,11 @@ class _Relay(httputil.HTTPMessageDelegate):
 
     def __init__(self, handler: McpProxy) -> None:
         self.handler = handler
+        self.reusable = False  # the connection may carry another request once this answer is read
 
     async def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders) -> None:
         handler = self.handler
+        self.reusable = start_line.version == "HTTP/1.1" and (headers.get("Connection") or "").lower() != "close"
         handler.clear_header("Content-Type")
         handler.set_status(start_line.code, start_line.reason)
         for name, value in headers.get_all():

@@ -47,8 +47,9 @@ class Registration:
 
 
 def server_info() -> dict[str, str] | None:
-    """In a kernel started by a server with the extension: {"runtime_dir", "base_url", "root_dir", "url"}
-    ("url": where the server listens, for the kernel's own requests to the extension); else None."""
+    """In a kernel started by a server with the extension (its parent): {"runtime_dir", "base_url",
+    "root_dir", "pid", "url"} ("url": where the server listens, for the kernel's own requests to the
+    extension: `cells`); else None."""
     raw = os.environ.get(ENV)
     if not raw:
         return None
@@ -58,6 +59,8 @@ def server_info() -> dict[str, str] | None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("runtime_dir"), str) \
             or not isinstance(info.get("base_url"), str):
+        return None
+    if info.get("pid") != os.getppid():  # inherited, not started by that server (a terminal's process)
         return None
     return info
 

@@ -36,7 +36,8 @@ Serving:
 Every HTTP server requires `Authorization: Bearer <token>` (401 otherwise): `token=` / `--token`,
 else `$NBTOOLS_MCP_TOKEN`, else a random one (printed, and `.token` on a `RunningServer`);
 `token=False` / `--no-token` turns that off with a warning. Host/Origin are checked for every bind
-address (`allow_hosts=` / `--allow-host` add names). `connect(url, token=...)` sends the token.
+address (`allow_hosts=` / `--allow-host` add names). `connect(url, token=...)` sends the token;
+without `token=` it sends `$NBTOOLS_MCP_TOKEN` only to a server this user's nbtools started (`ownservers`).
 
 Every `tools/call` goes through `call_func_async`: the same lookup (enabled tools only), validation,
 conversion, approval and limits as `call_func`. A name the server does not list is the JSON-RPC error

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..registry import Registry
+from . import ownservers
 from .access import resolve_token
 from .server import as_registry, build_server
 from .web import bind_socket, listener_url, uvicorn_server
@@ -56,6 +57,7 @@ class RunningServer:
     _thread: threading.Thread | None = field(default=None, repr=False)
     activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
+    _record: Any = field(default=None, repr=False)  # `ownservers.Record`: this user's nbtools serves here
     jupyter: str = field(default="", repr=False)  # how to reach it through Jupyter (`nbtools.jupyter.reach`)
     on_stop: list = field(default_factory=list, repr=False)  # called once when stopped (`nbtools.jupyter.reach`)
     cells: Any = field(default=None, repr=False)  # `nbtools.jupyter.cells.CellWriter` under `--cells`
@@ -66,7 +68,9 @@ class RunningServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop listening at once and end the server (waits up to `timeout` seconds for its thread)."""
-        _RUNNING.pop(self.port, None)
+        if _RUNNING.get(self.port) is self:
+            _RUNNING.pop(self.port, None)
+        ownservers.forget(self._record)
         self._ended()
         if self._task is None or self._task.done() or self._loop is None:
             self._listener.close()
@@ -150,14 +154,17 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
 
         proxy_token = reach.proxy_token()
     listener = bind_socket(host, port)
+    # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
+    entry = ownservers.record(host, listener.getsockname()[1])
     try:
         url = listener_url(host, listener)
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
                                 allow_hosts=allow_hosts, proxy_token=proxy_token if secret is not None else None)
         running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
-                                listener, None, activity=activity, _calls_loop=calls_loop)
+                                listener, None, activity=activity, _calls_loop=calls_loop, _record=entry)
         _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
     except BaseException:
+        ownservers.forget(entry)
         listener.close()
         raise
     # 3. Known by port, for `stop(port)` and `%tools --serve` run again.
@@ -189,11 +196,13 @@ def _serve_in_thread(running: RunningServer) -> None:
             with asyncio.Runner() as runner:
                 runner.run(serve_here())
         except Exception as error:  # nobody awaits this thread: say why it ended
-            _RUNNING.pop(running.port, None)
+            if _RUNNING.get(running.port) is running:
+                _RUNNING.pop(running.port, None)
             running._ended()
             print(f"nbtools: the MCP server at {running.url} stopped: {type(error).__name__}: {error}",
                   file=sys.stderr)
         finally:
+            ownservers.forget(running._record)
             ready.set()  # also when it failed before serving
 
     running._thread = threading.Thread(target=run_loop, name=f"nbtools MCP server on port {running.port}",

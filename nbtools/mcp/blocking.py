@@ -12,6 +12,7 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from . import ownservers
 from .access import resolve_token
 from .server import build_server
 from .web import bind_socket, listener_url, uvicorn_server
@@ -64,13 +65,18 @@ def serve(registry: Any = None, transport: str = "stdio", host: str = "127.0.0.1
     else:
         secret = resolve_token(token)
         listener = bind_socket(host, port)
-        url = listener_url(host, listener)
-        served = uvicorn_server(server, host, log_level=log_level, embedded=False, token=secret, url=url,
-                                allow_hosts=allow_hosts)
-        with listener:
-            if on_listening is not None:
-                on_listening(url, secret)
-            anyio.run(functools.partial(served.serve, sockets=[listener]))
+        # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
+        entry = ownservers.record(host, listener.getsockname()[1])
+        try:
+            with listener:
+                url = listener_url(host, listener)
+                served = uvicorn_server(server, host, log_level=log_level, embedded=False, token=secret, url=url,
+                                        allow_hosts=allow_hosts)
+                if on_listening is not None:
+                    on_listening(url, secret)
+                anyio.run(functools.partial(served.serve, sockets=[listener]))
+        finally:
+            ownservers.forget(entry)
 
 
 async def _serve_stdio(server: "Server") -> None:

@@ -44,7 +44,7 @@ class Connection(list):
 
     Constructing one does no I/O; `open()` connects (what `connect()` does). Fields: `target`,
     `server_name`, `protocol_version` (negotiated), `transport` ("streamable-http", "sse" or
-    "stdio"), `timeout`, `skipped` (tools the server listed that could not be made into functions:
+    "stdio"), `timeout`, `max_time`, `skipped` (tools the server listed that could not be made into functions:
     name -> reason), `reconnects` (sessions opened again after the server lost one), `refreshes`
     (tool lists read again after `notifications/tools/list_changed`).
     """
@@ -52,7 +52,7 @@ class Connection(list):
     def __init__(self, target: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
                  env: dict | None = None, cwd: str | None = None, errlog: Any = None,
                  token: str | None = None, headers: dict[str, str] | None = None,
-                 on_progress: Callable[[Progress], Any] | None = None,
+                 max_time: float | None = None, on_progress: Callable[[Progress], Any] | None = None,
                  on_log: Callable[[LogMessage], Any] | None = None,
                  on_elicit: Callable[[Elicitation], Any] | None = None, log_level: str | None = "info"):
         super().__init__()
@@ -60,8 +60,12 @@ class Connection(list):
             raise ValueError(f"connect: protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"connect: timeout must be a positive number of seconds, not {timeout!r}")
+        if max_time is not None and (isinstance(max_time, bool) or not isinstance(max_time, (int, float))
+                                     or not max_time > 0):
+            raise ValueError(f"connect: max_time must be a positive number of seconds or None, not {max_time!r}")
         self.target = target
         self.timeout = float(timeout)
+        self.max_time = None if max_time is None else float(max_time)
         self.protocol = protocol
         self.on_progress = on_progress
         self.on_log = on_log
@@ -243,8 +247,9 @@ class Connection(list):
         Returns the tool's value (see `connect`). While it waits, the server's progress and log
         notifications reach `on_progress` / `on_log` (or the notebook's progress bar and cell
         output) in this thread, and `on_elicit` answers the server's questions. The call fails after
-        `timeout` seconds without an answer or progress; each progress notification starts that time
-        again. If the server has lost the session (it restarted), a new session is opened once and
+        `timeout` seconds without an answer or progress that advances (a progress value above the
+        call's last one, or a person's answer to the server's question, starts that time again), and
+        after `max_time` seconds in all whatever comes (None: no cap). If the server has lost the session (it restarted), a new session is opened once and
         the call sent again when that cannot run it twice (see `_may_resend`). Raises ToolCallError
         when the server answers with an error result (see `toolresults.remote_error`).
         """
@@ -258,10 +263,11 @@ class Connection(list):
                                       f"{self.server_name or 'the server'}: {self.skipped[name]}")
         if self._url is not None:
             transports.refuse_own_loop_server(self._url)
+        began = time.monotonic()  # `max_time` covers a call sent again after a reconnect too
         try:
             if self._link is None or self._link.lost:
                 raise SessionLost("the session has ended", unsent=True)
-            return self._call_once(name, arguments)
+            return self._call_once(name, arguments, began)
         except SessionLost as lost:
             reason = str(lost)
             if not (lost.unsent or self._may_resend(name)):
@@ -271,7 +277,7 @@ class Connection(list):
                                           "A new session is open for the next call") from None
         self._reopen(name, reason)
         try:
-            return self._call_once(name, arguments)
+            return self._call_once(name, arguments, began)
         except SessionLost as again:
             raise ToolCallError(name, f"the MCP server {_describe(self.target)} lost the session again "
                                       f"right after a reconnect ({again}); connect again once it runs") from None
@@ -294,7 +300,7 @@ class Connection(list):
                                       f"{str(error).split(': ', 1)[-1]}") from None
         self.reconnects += 1
 
-    def _call_once(self, name: str, arguments: dict) -> Any:
+    def _call_once(self, name: str, arguments: dict, began: float) -> Any:
         assert self._loop is not None and self._link is not None
         # 1. Notifications come through a queue, so callbacks and widgets run in the calling thread
         #    (a notebook cell's output belongs to its thread), not on the session's loop.
@@ -304,23 +310,31 @@ class Connection(list):
         future = asyncio.run_coroutine_threadsafe(self._acall(self._link, name, arguments, events), self._loop)
         future.add_done_callback(lambda _: events.put(None))
         try:
-            # 2. Show each notification as it comes, until the answer (None) or `timeout` of silence.
-            deadline = time.monotonic() + self.timeout
+            # 2. Show each notification as it comes, until the answer (None), `timeout` of silence
+            #    or `max_time` in all.
+            cap = float("inf") if self.max_time is None else began + self.max_time
+            deadline = min(time.monotonic() + self.timeout, cap)
+            last: float | None = None  # the call's highest progress so far
             while True:
                 try:
                     event = events.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     future.cancel()
-                    raise ToolCallError(name, f"no answer or progress from {_describe(self.target)} for "
-                                              f"{self.timeout:g} s (timeout=)") from None
+                    raise self._gave_up(name, deadline >= cap) from None
                 if event is None:
                     break
+                advanced = True  # a person who answered the server's question, or progress that advanced
                 if isinstance(event, Elicitation):
                     event.answer_with(self.on_elicit)
                 else:
                     show(event, on_progress, on_log)
-                if not isinstance(event, LogMessage):  # progress, or a person who answered: time starts again
-                    deadline = time.monotonic() + self.timeout
+                    if isinstance(event, Progress):
+                        # MCP: progress MUST increase. A server repeating one value is not making any,
+                        # and must not keep a call alive for ever
+                        advanced = last is None or event.progress > last
+                        last = event.progress if advanced else last
+                if advanced and not isinstance(event, LogMessage):  # time starts again
+                    deadline = min(time.monotonic() + self.timeout, cap)
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: the session sends the server notifications/cancelled
             raise
@@ -332,6 +346,14 @@ class Connection(list):
             if isinstance(event, (Progress, LogMessage)):
                 show(event, on_progress, on_log)
         return future.result()
+
+    def _gave_up(self, name: str, capped: bool) -> ToolCallError:
+        where = _describe(self.target)
+        if capped:
+            return ToolCallError(name, f"the call to {where} took more than max_time={self.max_time:g} s in all "
+                                       "(progress does not extend that cap); it was cancelled")
+        return ToolCallError(name, f"no answer or progress from {where} for {self.timeout:g} s "
+                                   f"(timeout={self.timeout:g}); it was cancelled")
 
     def _sinks(self, name: str) -> tuple[Callable[[Progress], Any], Callable[[LogMessage], Any]]:
         default_progress, default_log = default_sink(name) if self.on_progress is None or self.on_log is None \
@@ -433,7 +455,8 @@ def _close_connections_at_exit() -> None:
 
 def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, protocol: str = "auto",
             env: dict | None = None, cwd: str | None = None, errlog: Any = None, token: str | None = None,
-            headers: dict[str, str] | None = None, on_progress: Callable[[Progress], Any] | None = None,
+            headers: dict[str, str] | None = None, max_time: float | None = None,
+            on_progress: Callable[[Progress], Any] | None = None,
             on_log: Callable[[LogMessage], Any] | None = None,
             on_elicit: Callable[[Elicitation], Any] | None = None,
             log_level: str | None = "info") -> Connection:
@@ -450,12 +473,16 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, proto
     `protocol`: "auto" (default) asks for 2026-07-28 (stateless, `server/discover`) and falls back
     to the 2025-11-25 handshake (sessions) for servers that do not speak it; "2025-11-25" or
     "2026-07-28" uses that one only. `timeout`: seconds to connect, and seconds a call may go
-    without an answer or a progress notification (each progress starts it again, so a long call
-    that keeps reporting is not cut off).
+    without an answer or progress (each progress notification whose value is above the call's last
+    one starts it again, so a long call that keeps reporting is not cut off; one that repeats a
+    value is not making progress). `max_time`: seconds a call may take in all, whatever progress
+    comes (None: no cap; the TypeScript SDK's `maxTotalTimeout`).
 
     HTTP only: `token` is sent as `Authorization: Bearer <token>`; without it `$NBTOOLS_MCP_TOKEN`
-    (the token nbtools servers require) is sent, but only to a loopback address (`127.0.0.1`,
-    `localhost`, `::1`), never to another host. `headers` adds HTTP headers to every request (an
+    (the token nbtools servers require) is sent, but only to a server this user's nbtools started
+    on this machine (a loopback address, `127.0.0.1`, `localhost` or `::1`, recorded by that server
+    in an owner-only runtime folder: see `nbtools.mcp.ownservers`), never to another user's server on
+    the same host nor to another host. `headers` adds HTTP headers to every request (an
     `Authorization` given there wins over `token`).
 
     Each Tool's function is built by `mk_tool` from the listed `inputSchema` (real signature and
@@ -493,5 +520,5 @@ def connect(command_or_url: str | Sequence[str], *, timeout: float = 30.0, proto
     """
     require_extra("mcp", "nbtools.mcp.connect()")
     return Connection(command_or_url, timeout=timeout, protocol=protocol, env=env, cwd=cwd, errlog=errlog,
-                      token=token, headers=headers, on_progress=on_progress, on_log=on_log,
+                      token=token, headers=headers, max_time=max_time, on_progress=on_progress, on_log=on_log,
                       on_elicit=on_elicit, log_level=log_level).open()

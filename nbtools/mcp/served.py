@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import inspect
 from typing import Any, Awaitable, Callable
 
 import json
@@ -38,6 +40,12 @@ LEVEL_KEY = "nbtools/log_level"
 """Where a connection's `logging/setLevel` choice is kept (in its `state`)."""
 DEFAULT_LEVEL = "info"
 _SEND_TIMEOUT = 10.0  # a worker thread waits at most this long for one notification to go out
+_LOOP_CHECK = 0.25  # seconds between looks at whether the transport's loop still runs (a question waits)
+
+
+def _session_ended() -> "ContextUnavailable":
+    return ContextUnavailable("the MCP session of this call has ended (the client left or the server "
+                              "stopped): nobody can answer; finish without asking")
 
 
 def connection_of(request_ctx: Any) -> Any:
@@ -181,9 +189,22 @@ class ServedContext(ToolContext):
             future = asyncio.run_coroutine_threadsafe(waiting, self._loop)
         except RuntimeError:  # the transport's loop has closed: this call's client and server are gone
             waiting.close()
-            raise ContextUnavailable("the MCP session of this call has ended (the client left or the server "
-                                     "stopped): nobody can answer; finish without asking") from None
-        return await asyncio.wrap_future(future)
+            raise _session_ended() from None
+        answer = asyncio.wrap_future(future)
+        # The loop may stop after the question was scheduled (the server stopping): nothing would
+        # ever settle `future`, so the tool's await would hang. Look at the loop now and then.
+        while True:
+            done, _ = await asyncio.wait({answer}, timeout=_LOOP_CHECK)
+            if done:
+                return answer.result()
+            if not self._loop.is_running():
+                break
+        if not self._loop.is_closed():  # cancelling posts to that loop: the question goes if it ever runs again
+            with contextlib.suppress(RuntimeError):
+                answer.cancel()
+        if inspect.getcoroutinestate(waiting) == inspect.CORO_CREATED:
+            waiting.close()  # never started: no "coroutine was never awaited" warning later
+        raise _session_ended()
 
     def _offers(self, capability: str) -> bool:
         capabilities = self._session.client_capabilities

@@ -1,10 +1,12 @@
 """How `connect()` reaches a server: a stdio command, streamable HTTP, or a legacy SSE endpoint, and
 which HTTP headers go where.
 
-The token rule (issue "Trust, round three"): `$NBTOOLS_MCP_TOKEN` is the secret of an nbtools server
-on this machine, so `connect(url)` sends it only to a loopback address spelled as one (`127.0.0.0/8`,
-`::1`, `localhost`). A name is not resolved to decide: a DNS answer can change between the check
-and the request. A token or headers passed by the person go wherever they point the client.
+The token rule (issues "Trust, round three" and "four"): `$NBTOOLS_MCP_TOKEN` is the secret of this
+user's nbtools servers, so `connect(url)` sends it only to a loopback address spelled as one
+(`127.0.0.0/8`, `::1`, `localhost`; a name is not resolved to decide: a DNS answer can change between
+the check and the request) where this user's nbtools started a server (`ownservers`: a record in an
+owner-only runtime folder; another user's server on the same host gets nothing). A token or headers
+passed by the person go wherever they point the client.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from typing import Any, AsyncIterator
 from urllib.parse import urlsplit
 
+from . import ownservers
 from .access import TOKEN_ENV, is_loopback
 from .background import serves_on_loop
 
@@ -31,7 +34,8 @@ def request_headers(url: str, token: str | None, headers: dict[str, str] | None)
     """The headers of every request to `url`: `headers`, plus `Authorization: Bearer <token>`.
 
     The token: `token` when given (sent wherever `url` points); else `$NBTOOLS_MCP_TOKEN`, only when
-    `url`'s host is a loopback address (see the module docstring). An `Authorization` in `headers` wins.
+    `url` is a server this user's nbtools started on this machine (see the module docstring). An
+    `Authorization` in `headers` wins.
     """
     out = {str(key): str(value) for key, value in (headers or {}).items()}
     if token is None and env_token_withheld(url) is None:
@@ -42,11 +46,14 @@ def request_headers(url: str, token: str | None, headers: dict[str, str] | None)
 
 
 def env_token_withheld(url: str) -> str | None:
-    """The host `$NBTOOLS_MCP_TOKEN` is kept from (set, but `url` is not on loopback), else None."""
-    host = urlsplit(url).hostname or ""
-    if os.environ.get(TOKEN_ENV) and not is_loopback(host):
-        return host
-    return None
+    """The address `$NBTOOLS_MCP_TOKEN` is kept from (it is set, but `url` is not a server this
+    user's nbtools started on this machine), else None."""
+    if not os.environ.get(TOKEN_ENV):
+        return None
+    parts = urlsplit(url)
+    if is_loopback(parts.hostname or "") and ownservers.started_here(url):
+        return None
+    return parts.netloc or url
 
 
 def refused_status(url: str, headers: dict[str, str]) -> int | None:
@@ -156,8 +163,9 @@ def explain_failure(reason: str, url: str | None, headers: dict[str, str], timeo
             return "401 Unauthorized (the token was refused)"
         withheld = env_token_withheld(url)
         if withheld is not None:
-            return (f"401 Unauthorized: $NBTOOLS_MCP_TOKEN is set but is sent only to servers on this machine "
-                    f"(127.0.0.1, localhost, ::1), not to {withheld}; pass connect(url, token=...) to send it there")
+            return (f"401 Unauthorized: $NBTOOLS_MCP_TOKEN is set but is sent only to an MCP server this user's "
+                    f"nbtools started on this machine (recorded in {ownservers.runtime_dir()}), and {withheld} is not "
+                    "one; pass connect(url, token=...) to send a token there")
         return ("401 Unauthorized (the server wants a bearer token: connect(url, token=...) or "
                 "$NBTOOLS_MCP_TOKEN; nbtools prints it when it starts serving)")
     if status == 404 or reason.endswith("Not Found"):

@@ -39,7 +39,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise ValueError(f"cannot serve MCP on port {port!r}: a TCP port is an integer from 0 to 65535 "
                          "(0 picks a free one)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and the
+    # accepted ones inherit it; with Nagle on, an event stream's body waited ~40 ms for the client's
+    # delayed ACK of its headers on a kept-alive connection
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
