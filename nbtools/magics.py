@@ -313,6 +313,9 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
+            if cells and server.cells is None:
+                raise UsageError(f"%tools --serve --cells: already serving at {server.url} without --cells; "
+                                 "`%tools --stop`, then `%tools --serve --cells`")
             show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
                     f"(`%tools --stop` ends it).{_token_line(server)}{server.jupyter}")

@@ -153,6 +153,7 @@ def rooms(server):
     other.run("%load_ext nbtools\n%tools --serve --cells")
     text_of(kernel.run("%tools --serve"))
     kernel.before = resources(server)
+    assert "already serving at" in kernel.fails("%tools --serve --cells")  # not silently without cells
     kernel.run("%tools --stop")
     kernel.served = text_of(kernel.run("%tools --serve --cells"))
     yield kernel, other, opened
@@ -337,3 +338,22 @@ def test_the_python_entry_outside_jupyter_serves_and_says_why_no_cells():
             assert connection.call("add", {"a": 1, "b": 2}) == 3
     finally:
         running.stop()
+
+
+def test_a_notebook_no_view_has_open_gets_no_cells_and_its_resource_reads_the_file(server, rooms):
+    """Cells are written only into a shared document some view has open; the file is left alone."""
+    import nbformat
+
+    path = "closed.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_markdown_cell("# written by the person"))
+    nbformat.write(notebook, server.root / path)
+    kernel = server.notebook_kernel(path)
+    kernel.run(TOOLS)
+    assert "written as a cell at the end of closed.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+    before = (server.root / path).read_text()
+    assert call(server, "add", {"a": 1, "b": 1}, path=path).structured_content == {"result": 2}
+    _, _, (whole,) = resources(server, "notebook://cells", path=path)
+    assert "from the saved file" in whole[0].text and "# written by the person" in whole[0].text
+    time.sleep(1)
+    assert (server.root / path).read_text() == before
