@@ -24,6 +24,8 @@ DISTRIBUTION = "nbtools-llm"  # the name in pyproject.toml, kept for publishing 
 EXTRAS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "mcp": ("mcp", "the MCP SDK: `nbtools serve`, `%tools --serve`, `nbtools.mcp.connect()`",
             ("mcp>=2.3,<3", "mcp-types>=2.3,<3", "jsonschema>=4.21", "anyio>=4.9", "httpx2>=2.10", "uvicorn>=0.31.1", "h11>=0.14")),
+    "codemode": ("pydantic_monty", "Monty, the interpreter `Registry.code_tool` runs a model's code in",
+                 ("pydantic-monty>=1.4,<1.5",)),
 }
 
 

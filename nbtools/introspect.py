@@ -110,18 +110,26 @@ def tool(
     hints: Any = None,
     strict: bool | None = None,
     registry: Any = None,
+    task: str | None = None,
+    callers: Any = None,
+    defer: bool = False,
 ) -> Any:
     """Register a function as a tool: `@tool`, `@tool()`, or `@tool(name=..., group=..., ...)`.
 
     The function is returned unchanged (still directly callable); its Tool goes into `registry`
-    (default: the process-wide `nbtools.registry`).
+    (default: the process-wide `nbtools.registry`). `task`: "optional", "required" or "forbidden":
+    whether an MCP server may (or must) run it as a task (None: the server's default, see
+    `nbtools.mcp.tasks.task_support`). `callers`: who may call it, "direct" (the model)
+    and/or "code" (code the model wrote), rendered as the providers' allowed callers; `defer=True`:
+    rendered `defer_loading: true` for the providers' tool search.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         _refuse_unbound_method(func)
         overrides: dict[str, Any] = {}
         for key, value in (("name", name), ("description", description), ("group", group),
-                           ("hints", hints), ("strict", strict)):
+                           ("hints", hints), ("strict", strict), ("task", task), ("callers", callers),
+                           ("defer", defer or None)):
             if value is not None:
                 overrides[key] = value
         built = Tool.from_function(func, **overrides)

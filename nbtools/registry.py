@@ -365,6 +365,16 @@ class Registry(ToolSource):
         """Like `call`, awaiting coroutine tools and async approval callbacks in the running loop."""
         return await dispatch().call_func_async(name, args, ns=self, **options)
 
+    def code_tool(self, name: str = "run_code", *, tools: Any = "*", max_tool_calls: int = 100,
+                  timeout: float = 30, memory: int | str = "256MiB") -> Tool:
+        """A Tool (one string parameter `code`) that runs a model's Python code in Monty, where the
+        chosen tools (`tools`: a glob or a list of them) are functions whose every call goes through
+        this registry as a direct call does (asked for by `<origin>/code`). See `nbtools.codemode`;
+        running it needs the `[codemode]` extra (making it does not)."""
+        from .codemode import code_tool
+
+        return code_tool(self, name, tools=tools, max_tool_calls=max_tool_calls, timeout=timeout, memory=memory)
+
     def __repr__(self) -> str:
         return f"Registry({len(self)} tools: {', '.join(self._tools)})"
 

@@ -16,18 +16,24 @@ here imports mcp: the catalog deals in plain values, the server turns them into 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from .errors import NbtoolsError, ToolCallError
 
 __all__ = ["resource", "prompt", "Catalog", "catalog_of", "ServedResource", "ServedPrompt", "ResourceError"]
 
 MAX_COMPLETIONS = 100  # the MCP spec's limit on `completion.values`
+MAX_URI_CHARS = 8192  # a longer resource URI, or completion value, is refused
+COMPLETION_SECONDS = 2.0  # a completion still being made after this is stopped
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]  # runs a plain function elsewhere (a worker thread)
 
 
 class ResourceError(NbtoolsError, LookupError):
@@ -45,7 +51,7 @@ class ServedResource:
     mime_type: str | None = None
     complete: Callable[[str, str], Iterable[str]] | None = None
     variables: tuple[str, ...] = ()
-    _pattern: re.Pattern | None = field(default=None, repr=False)
+    _pattern: Any = field(default=None, repr=False)  # the template as an RE2 pattern
     _tool: Any = field(default=None, repr=False)
 
     @property
@@ -57,15 +63,33 @@ class ServedResource:
         if not self.is_template:
             return {} if uri == self.uri else None
         if self._pattern is None:
-            parts, last = [], 0
-            for found in _VARIABLE.finditer(self.uri):
-                parts.append(re.escape(self.uri[last:found.start()]))
-                parts.append(f"(?P<{found.group(1)}>[^/?#]+)")
-                last = found.end()
-            parts.append(re.escape(self.uri[last:]))
-            self._pattern = re.compile("".join(parts))
+            self._pattern = _template_pattern(self.uri)
         found = self._pattern.fullmatch(uri)
         return None if found is None else found.groupdict()
+
+
+def _template_pattern(template: str) -> Any:
+    """The URI template as an RE2 pattern (each `{variable}` one path segment's worth of text:
+    `[^/?#]+`), matched in time linear in the URI whatever the template."""
+    import re2  # google-re2 (a base dependency), loaded with the first template
+
+    parts, last = [], 0
+    for found in _VARIABLE.finditer(template):
+        parts.append(re.escape(template[last:found.start()]))
+        parts.append(f"(?P<{found.group(1)}>[^/?#]+)")
+        last = found.end()
+    parts.append(re.escape(template[last:]))
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 64 << 20  # a template's automaton is small; a huge one fails here, not later
+    return re2.compile("".join(parts), options)
+
+
+def check_length(what: str, text: str) -> None:
+    """Refuse a URI or completion value longer than `MAX_URI_CHARS` (a ResourceError naming the limit)."""
+    if len(text) > MAX_URI_CHARS:
+        raise ResourceError(f"the {what} is {len(text):,} characters long, longer than the {MAX_URI_CHARS:,} "
+                            "this server reads; send a shorter one")
 
 
 @dataclass
@@ -150,6 +174,7 @@ class Catalog:
 
     # -- reading ----------------------------------------------------------------------------------------
     def find(self, uri: str) -> tuple[ServedResource, dict[str, str]]:
+        check_length("resource URI", uri)
         entry = self.resources.get(uri)
         if entry is not None and not entry.is_template:
             return entry, {}
@@ -160,35 +185,61 @@ class Catalog:
         raise ResourceError(f"Unknown resource {uri!r}: resources/list and resources/templates/list name "
                             "the resources this server has")
 
-    async def read(self, uri: str) -> tuple[Any, str | None]:
-        """The value behind `uri` (str, bytes, or a JSON value; or an Image/Audio record) and its MIME type."""
+    async def read(self, uri: str, *, run_sync: RunSync | None = None) -> tuple[Any, str | None]:
+        """The value behind `uri` (str, bytes, or a JSON value; or an Image/Audio record) and its MIME type.
+        `run_sync`: where a plain function runs (see `call_func_async`; None: here)."""
         entry, values = self.find(uri)
-        value = await _run(entry, values)
+        value = await _run(entry, values, run_sync)
         return value, entry.mime_type
 
-    async def render_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[list[dict], str | None]:
-        """The prompt's messages as `[{"role", "content"}]` (content: str or a content record) and its description."""
+    async def render_prompt(self, name: str, arguments: dict[str, str] | None, *,
+                            run_sync: RunSync | None = None) -> tuple[list[dict], str | None]:
+        """The prompt's messages as `[{"role", "content"}]` (content: str or a content record) and its
+        description. `run_sync`: as for `read`."""
         entry = self.prompts.get(name)
         if entry is None:
             raise ResourceError(f"Unknown prompt {name!r}: prompts/list names the prompts this server has")
-        value = await _run(entry, dict(arguments or {}))
+        value = await _run(entry, dict(arguments or {}), run_sync)
         return prompt_messages(name, value), entry.description
 
     def completions(self, kind: str, key: str, argument: str, value: str) -> list[str]:
         """Completion values for `argument` of the prompt named `key` (kind "prompt") or of the
-        resource template `key` (kind "resource"), starting with `value`."""
+        resource template `key` (kind "resource"), starting with `value`: at most `MAX_COMPLETIONS`
+        and one more (which says there are more)."""
+        check_length("completion value", value)
+        check_length("resource URI" if kind == "resource" else "prompt name", key)
         if kind == "prompt":
             entry: Any = self.prompts.get(key)
         else:
             entry = self.resources.get(key)
         if entry is None:
             raise ResourceError(f"Unknown {kind} {key!r} for completion")
-        if entry.complete is not None:
-            found = [str(item) for item in entry.complete(argument, value)]
-        else:
-            prop = _tool_of(entry).parameters.get("properties", {}).get(argument, {})
-            found = [str(item) for item in _enum_values(prop) if str(item).startswith(value)]
-        return found
+
+        def collect() -> list[str]:
+            if entry.complete is not None:
+                offered: Iterable[Any] = entry.complete(argument, value)
+            else:
+                prop = _tool_of(entry).parameters.get("properties", {}).get(argument, {})
+                offered = (item for item in _enum_values(prop) if str(item).startswith(value))
+            # an iterable may be lazy and endless: take no more than is sent, and one to tell there is more
+            return [_completion_text(item) for item in itertools.islice(offered, MAX_COMPLETIONS + 1)]
+
+        # Completion answers as a person types, on the transport's thread: a callback that does not
+        # finish is stopped (`interp.timeouts`), not left holding the server.
+        from .interp.result import TimeoutInterrupt
+        from .interp.timeouts import call_with_deadline
+
+        try:
+            return call_with_deadline(COMPLETION_SECONDS, collect)
+        except TimeoutInterrupt:
+            raise ResourceError(f"completing {argument!r} of the {kind} {key!r} took longer than "
+                                f"{COMPLETION_SECONDS:g} s and was stopped; its complete= callback must "
+                                "answer quickly") from None
+
+
+def _completion_text(item: Any) -> str:
+    text = item if isinstance(item, str) else str(item)
+    return text if len(text) <= MAX_URI_CHARS else text[:MAX_URI_CHARS]
 
 
 def _enum_values(prop: dict) -> list[Any]:
@@ -202,7 +253,7 @@ def _enum_values(prop: dict) -> list[Any]:
     return []
 
 
-async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str]) -> Any:
+async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str], run_sync: RunSync | None = None) -> Any:
     """Call the entry's function with arguments that arrive as text (URI variables, prompt arguments):
     a parameter declared as something other than a string takes the text read as JSON (`"3"` -> 3)."""
     tool = _tool_of(entry)
@@ -212,7 +263,11 @@ async def _run(entry: ServedResource | ServedPrompt, texts: dict[str, str]) -> A
         raise ResourceError(f"{entry.name!r} takes no argument {unknown[0]!r}; it takes: "
                             f"{', '.join(properties) or 'none'}")
     arguments = {name: _from_text(text, properties[name]) for name, text in texts.items()}
-    return await tool.acall(arguments)
+    if run_sync is None:
+        return await tool.acall(arguments)
+    from .call import call_func_async
+
+    return await call_func_async(tool.name, arguments, ns={tool.name: tool}, run_sync=run_sync)
 
 
 def _from_text(text: Any, schema: dict) -> Any:

@@ -1,13 +1,8 @@
 """`share(*names)`: kernel variables as MCP resources `kernel://variables/{name}`, kept up to date.
 
 Each shared name is read when a client reads its resource (its value at that moment, never any other
-variable: only the names shared are reachable), as a typed preview:
-
-* `str` -> text; `bytes` -> a blob; a JSON value (dict, list, number, bool, None) -> `application/json`;
-* a table (anything with `head()` and `to_csv()`, e.g. a pandas or polars DataFrame) -> its first
-  `TABLE_ROWS` rows as `text/csv`;
-* an image (PIL image, matplotlib figure, `IPython.display.Image`, `nbtools.Image`) -> the image;
-* anything else -> its `repr`, cut at `MAX_TEXT` characters.
+variable: only the names shared are reachable), as a typed preview made under a deadline and cut to a
+size (`previews.py`: text, a blob, JSON, a table's head as CSV, an image, else the `repr`).
 
 In IPython a `post_run_cell` hook compares each shared name's object with the one seen before: when a
 cell rebinds it (or deletes it), subscribed clients get `notifications/resources/updated`. A change made
@@ -17,17 +12,15 @@ inside the same object (`df.loc[0, "a"] = 1`) is not seen by that identity test;
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
+from .previews import MAX_TEXT, PREVIEW_SECONDS, TABLE_ROWS, preview
 from .resources import Catalog, ResourceError, ServedResource, catalog_of
 
-__all__ = ["share", "unshare", "touch", "preview", "SCHEME"]
+__all__ = ["share", "unshare", "touch", "preview", "SCHEME", "MAX_TEXT", "PREVIEW_SECONDS", "TABLE_ROWS"]
 
 SCHEME = "kernel://variables/"
-TABLE_ROWS = 20
-MAX_TEXT = 100_000
 _MISSING = object()
 
 # name -> (namespace, catalog, id of the object last seen), across every catalog
@@ -89,32 +82,6 @@ def _reader(namespace: dict, name: str) -> Any:
 
     read.__name__ = name
     return read
-
-
-def preview(value: Any) -> Any:
-    """What a client reads for `value`: str, bytes, an `Image`, or a `Resource`-like record (see the module docs)."""
-    from .content import Image, Resource, as_content
-
-    if isinstance(value, (str, bytes)):
-        return value
-    rich = as_content(value)
-    if isinstance(rich, Image):
-        return rich
-    if _is_table(value):
-        text = value.head(TABLE_ROWS).to_csv()
-        return Resource("table", text=text if isinstance(text, str) else str(text), mime="text/csv")
-    if value is None or isinstance(value, (bool, int, float, dict, list, tuple)):
-        try:
-            return Resource("json", text=json.dumps(value, allow_nan=False), mime="application/json")
-        except (TypeError, ValueError):
-            pass  # not plain JSON (a set inside, NaN, objects): its repr
-    text = repr(value)
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"... [{len(text) - MAX_TEXT} more characters]"
-
-
-def _is_table(value: Any) -> bool:
-    return (not isinstance(value, type) and callable(getattr(value, "head", None))
-            and callable(getattr(value, "to_csv", None)))
 
 
 def _install_hook() -> None:

@@ -22,9 +22,12 @@ HINTS = ("read-only", "destructive", "idempotent", "open-world")
 
 # Overrides of `from_function` that change what is rendered: with none of them, the Tool shares the
 # render cache of its function's spec.
-_RENDER_AFFECTING = ("name", "description", "hints", "strict")
+_RENDER_AFFECTING = ("name", "description", "hints", "strict", "callers", "defer")
 # What `from_schema` accepts besides name, description, parameters and fn.
-_SCHEMA_META = ("group", "hints", "strict", "returns", "returns_description")
+_SCHEMA_META = ("group", "hints", "strict", "returns", "returns_description", "callers", "defer")
+# Who may call a tool (`callers`): the model itself, or code the model wrote (a provider's
+# programmatic calling, `Registry.code_tool`).
+CALLERS = ("direct", "code")
 
 
 # A dataclass (fields, `dataclasses.replace`) whose methods are written here, not generated: the
@@ -58,6 +61,12 @@ class Tool(ir._Frozen):
             entry (name, "default") marks an optional parameter whose default dispatch passes itself
             when it is left out (its Python default is a pydantic `Field(...)`, or it has none).
         is_async: whether calling `fn` returns an awaitable.
+        task: how an MCP server runs the tool as a task (`@tool(task=...)`): "optional", "required" or
+            "forbidden"; None: the server's default (`mcp.tasks.task_support`).
+        callers: which callers may call the tool, a subset of CALLERS: "direct" (the model itself),
+            "code" (code the model wrote: a provider's programmatic calling, `Registry.code_tool`);
+            None: not said (providers then let the model call it directly; code mode may call it).
+        defer: rendered `defer_loading: true` where the provider has tool search (loaded on demand).
         source: the registry whose approval policy this Tool carries (set on the Tools a registry
             hands out; None for a Tool no registry handed out). Every copy keeps it (`replace`,
             `dataclasses.replace`, `copy.copy`), so a copy never runs without that policy.
@@ -75,6 +84,9 @@ class Tool(ir._Frozen):
     args: ir.Object | None = None
     passing: tuple[tuple[str, str], ...] = ()
     is_async: bool = False
+    task: str | None = None
+    callers: tuple[str, ...] | None = None
+    defer: bool = False
     source: Any = field(default=None, repr=False, compare=False)
     # Renders and the compiled dispatch (see `call.plan`). Not an `__init__` argument, so
     # `dataclasses.replace` (like `replace`) starts a copy with its own: a changed field is never
@@ -88,19 +100,22 @@ class Tool(ir._Frozen):
     def __init__(self, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None = None,
                  returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
                  hints: frozenset[str] = frozenset(), strict: bool = False, args: ir.Object | None = None,
-                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None) -> None:
+                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None,
+                 task: str | None = None, callers: tuple[str, ...] | None = None,
+                 defer: bool = False) -> None:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
-                             args=args, passing=passing, is_async=is_async, source=source, _cache={},
-                             _origin=None)
+                             args=args, passing=passing, is_async=is_async, source=source,
+                             task=check_task(task), _cache={}, _origin=None)
+        self.__dict__.update(callers=normalise_callers(callers), defer=bool(defer))
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def from_function(cls, fn: Callable[..., Any], **overrides: Any) -> "Tool":
         """Describe `fn` (any callable kind; a Tool is returned as it is, or with `overrides` applied).
 
-        `overrides`: name, description, group, hints, strict (None means "not given"). Without
-        `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
+        `overrides`: name, description, group, hints, strict, task, callers, defer (None means "not
+        given"). Without `hints`, those `@tool(hints=...)` gave the function are kept (its `__tool_hints__`). Raises
         `SchemaError` naming the function, parameter and reason when `fn` has no faithful definition.
         """
         if isinstance(fn, Tool):
@@ -136,6 +151,9 @@ class Tool(ir._Frozen):
             args=spec.args,
             passing=spec.passing,
             is_async=spec.is_async,
+            task=overrides.get("task"),
+            callers=overrides.get("callers"),
+            defer=bool(overrides.get("defer")),
         )
         if shares_cache:  # the same definition as every Tool of this function: one cache for all
             object.__setattr__(built, "_cache", spec.render_cache)
@@ -181,6 +199,8 @@ class Tool(ir._Frozen):
             args=args,
             passing=passing,
             is_async=fn is not None and ir.is_async(fn),
+            callers=meta.get("callers"),
+            defer=bool(meta.get("defer", False)),
         )
 
     def replace(self, **changes: Any) -> "Tool":
@@ -190,6 +210,8 @@ class Tool(ir._Frozen):
         cache = changes.pop("_cache", None)
         if "hints" in changes:
             changes["hints"] = normalise_hints(changes["hints"])
+        if "callers" in changes:
+            changes["callers"] = normalise_callers(changes["callers"])
         copied = replace(self, **changes)
         if cache is not None:
             object.__setattr__(copied, "_cache", cache)
@@ -286,6 +308,30 @@ def normalise_hints(hints: Any) -> frozenset[str]:
     return frozenset(out)
 
 
+TASK_SUPPORT = ("optional", "required", "forbidden")
+
+
+def check_task(task: Any) -> str | None:
+    """`task=` of a Tool: None or one of TASK_SUPPORT (ValueError naming them otherwise)."""
+    if task is not None and task not in TASK_SUPPORT:
+        raise ValueError(f"task={task!r}: expected one of {', '.join(map(repr, TASK_SUPPORT))} (how an MCP "
+                         "server may run the tool as a task), or None for the server's default")
+    return task
+
+
+def normalise_callers(callers: Any) -> tuple[str, ...] | None:
+    """`callers` as a tuple in CALLERS' order (None stays None: not said); a string is one caller.
+    ValueError for an unknown caller or an empty list (a tool nobody may call)."""
+    if callers is None:
+        return None
+    given = (callers,) if isinstance(callers, str) else tuple(callers)
+    unknown = [caller for caller in given if caller not in CALLERS]
+    if unknown or not given:
+        raise ValueError(f"callers={callers!r}: expected one or both of {', '.join(map(repr, CALLERS))} "
+                         "(\"direct\": the model calls the tool; \"code\": code the model wrote calls it)")
+    return tuple(caller for caller in CALLERS if caller in given)
+
+
 # Hint pairs no tool can carry together (MCP: destructiveHint only means something when not read-only).
 _CONTRADICTORY = (frozenset({"read-only", "destructive"}),)
 
@@ -295,4 +341,4 @@ def _check_name(name: Any) -> None:
         raise SchemaError(None, None, f"tool name must be a non-empty string, got {name!r}")
 
 
-__all__ = ["Tool", "HINTS", "normalise_hints"]
+__all__ = ["Tool", "HINTS", "CALLERS", "normalise_hints", "normalise_callers"]

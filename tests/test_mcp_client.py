@@ -131,18 +131,17 @@ def test_log_notifications_reach_the_callback(everything):
     assert message.line() == f"[{EVERYTHING} {message.level}] {message.data}"
 
 
-def test_a_tool_requiring_task_augmentation_is_left_out_saying_why(everything):
-    names = [tool.name for tool in everything]
-    assert "simulate-research-query" not in names and "get-tiny-image" in names
-    reason = everything.skipped["simulate-research-query"]
-    assert "task-augmented execution" in reason and "taskSupport" in reason
-    assert any("'simulate-research-query' skipped" in warning and "task-augmented" in warning
-               for warning in everything.warned)
-    # called by name anyway: refused here with the same reason, not the server's bare -32601
+def test_a_tool_requiring_task_augmentation_runs_as_a_task(everything):
+    """server-everything's `simulate-research-query` needs 2025-11-25 task augmentation: the client
+    sends `task`, polls tasks/get as the server asks (1 s), then fetches tasks/result (about 4 s)."""
+    assert "simulate-research-query" in [tool.name for tool in everything]
+    assert "simulate-research-query" not in everything.skipped
+    report = everything.call("simulate-research-query", {"topic": "tides"})
+    assert report.startswith("# Research Report: tides") and "Stage 4: Generating report" in report
+    # a tool listed without task support is not asked to run as one (2025-11-25: clients MUST NOT)
     with pytest.raises(ToolCallError) as refused:
-        everything.call("simulate-research-query", {"topic": "tides"})
-    assert str(refused.value) == ("Error calling tool 'simulate-research-query': nbtools' MCP client cannot call "
-                                  f"this tool of {EVERYTHING}: {reason}")
+        everything.call("echo", {"message": "hi"}, task=True)
+    assert "does not run this tool as a task" in str(refused.value) and "without task=True" in str(refused.value)
 
 
 def test_hints_set_to_false_stay_false(everything):

@@ -122,6 +122,31 @@ async def test_the_activity_log_records_resource_reads_and_prompts_with_their_ou
     assert "reader &lt;x&gt;" in shown and "reader <x>" not in shown  # escaped
 
 
+class _SlowRepr:
+    def __repr__(self):
+        import time
+
+        time.sleep(0.6)
+        return "<slow>"
+
+
+SLOW_VALUE = _SlowRepr()
+
+
+async def test_the_activity_log_says_what_a_slow_preview_cost():
+    from nbtools.mcp.activity import Activity, render
+
+    reg = Registry()
+    share("SLOW_VALUE", registry=reg)
+    activity = Activity()
+    async with session_for(reg, activity=activity) as session:
+        read = await session.read_resource("kernel://variables/SLOW_VALUE")
+    assert read.contents[0].text == "<slow>"
+    note = activity.records[0].note
+    assert note.startswith("preview took ") and float(note.split()[2]) >= 0.6, note
+    assert f"<b>{note}</b>" in render(activity)
+
+
 async def test_a_template_converts_its_variables_and_gets_a_context(served):
     logged = []
 
@@ -215,6 +240,64 @@ def test_previews_are_typed():
     assert preview({"a": [1, 2]}) == Resource("json", text='{"a": [1, 2]}', mime="application/json")
     assert preview({1, 2}) == "{1, 2}"
     assert preview(Image(RED_PIXEL)) == Image(RED_PIXEL)
+
+
+def test_previews_are_cut_to_a_size_and_made_under_a_deadline():
+    import math
+    import threading
+
+    from nbtools.previews import MAX_BYTES, MAX_TEXT, TABLE_COLUMNS
+
+    cut = preview(list(range(1_000_000)))  # JSON built piece by piece, cut at the limit
+    assert cut.startswith("[0, 1, 2") and len(cut) < MAX_TEXT + 200
+    assert cut.endswith("[cut: the value's JSON is longer than 100,000 characters; only its start is shown]")
+    assert preview("é" * (MAX_TEXT + 1)).endswith("[cut: the value's text is longer than 100,000 characters; "
+                                                  "only its start is shown]")
+    # what JSON cannot carry is shown by its repr, as before: NaN, a set inside, a cycle, a huge int
+    assert preview(math.nan) == "nan" and preview({"k": {1}}) == "{'k': {1}}"
+    loop: list = [1]
+    loop.append(loop)
+    assert preview(loop) == "[1, [...]]"
+    assert preview({1: None, True: 2.5})  == Resource("json", text='{"1": 2.5}', mime="application/json")
+    assert preview([2 ** 20_000]).startswith("<repr of list failed: ValueError")
+
+    class Wide:  # pandas-like: `iloc` picks the first columns
+        columns = [f"c{i}" for i in range(1000)]
+
+        def __init__(self, columns=None):
+            self.shown = columns
+
+        def head(self, n):
+            return self
+
+        @property
+        def iloc(self):
+            class Picker:
+                def __getitem__(self, where):
+                    rows, columns = where
+                    return Wide(columns.stop)
+
+            return Picker()
+
+        def to_csv(self):
+            return ",".join(self.columns[:self.shown]) + "\n"
+
+    assert preview(Wide()).text.count(",") == TABLE_COLUMNS - 1
+    assert preview(b"x" * (MAX_BYTES + 1)) == (f"[no preview: the bytes is {MAX_BYTES + 1:,} bytes, more than the "
+                                               f"{MAX_BYTES:,} a preview sends]")
+
+    class Endless:
+        def __repr__(self):
+            while True:
+                pass
+
+    stopped = "[no preview: the preview of this Endless stopped at its 0.2 s deadline"
+    assert preview(Endless(), seconds=0.2).startswith(stopped)  # the main thread: SIGALRM
+    seen: list = []
+    worker = threading.Thread(target=lambda: seen.append(preview(Endless(), seconds=0.2)))
+    worker.start()  # another thread (a server's loop off the main thread): the watchdog
+    worker.join(30)
+    assert not worker.is_alive() and seen[0].startswith(stopped)
 
 
 SHARED_VALUE = {"rows": 3}

@@ -3,7 +3,9 @@
 `run_tool_calls` takes a provider's reply, runs every tool call in it through `call_func` (the
 namespace's approval and limits included) and answers in that provider's tool-result format
 (`formats` reads the reply and writes the answer). A failing call is an error result for the
-model; it never loses the other calls' results.
+model; it never loses the other calls' results. A call that code the model wrote made (its
+`caller`: provider-native programmatic calling) goes through the same path, asked for by
+`<origin>/code` (`call/code`, `chat:<model>/code`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import types
 from typing import Any
 
 from ..content import Content, content_parts, describe
-from ..errors import ToolCallError
-from ..policy import DEFAULT_LIMITS
+from ..errors import CallRefused, ToolCallError
+from ..policy import DEFAULT_LIMITS, asking_as, current_origin
 from ..values import to_json
 from .items import Items, read_items
 from .namespace import check_namespace, resolve_tool, settings
@@ -111,9 +113,24 @@ def rich_parts(value: Any, max_chars: int) -> tuple | None:
     return tuple(part if isinstance(part, Content) else rendered(part, max_chars)[1] for part in parts)
 
 
+def _from_code(request: Any, ns: Any) -> asking_as:
+    """A call that code the model wrote made (a reply's call with a `caller`: provider-native
+    programmatic calling) runs as a direct call does, asked for by `<origin>/code`; a tool whose
+    `callers` leave out "code" is refused (the provider should not have let the code call it)."""
+    tool = resolve_tool(request.name, ns)
+    if tool.callers is not None and "code" not in tool.callers:
+        raise CallRefused(request.name, "refused: this tool may not be called from code (its callers are "
+                                        f"{', '.join(tool.callers)}); call it directly")
+    return asking_as(f"{current_origin()}/code")
+
+
 async def _run_one_async(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
     try:
-        value = await call_func_async(request.name, request.arguments, ns=ns)
+        if getattr(request, "caller", None) is not None:
+            with _from_code(request, ns):
+                value = await call_func_async(request.name, request.arguments, ns=ns)
+        else:
+            value = await call_func_async(request.name, request.arguments, ns=ns)
     except Exception as error:  # a failing call is an answer for the model, not a lost batch
         return _result_for(request, None, error, max_chars), None
     try:
@@ -124,7 +141,11 @@ async def _run_one_async(request: Any, ns: Any, max_chars: int) -> tuple[Any, An
 
 def _run_one(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
     try:
-        value = call_func(request.name, request.arguments, ns=ns)
+        if getattr(request, "caller", None) is not None:
+            with _from_code(request, ns):
+                value = call_func(request.name, request.arguments, ns=ns)
+        else:
+            value = call_func(request.name, request.arguments, ns=ns)
     except Exception as error:
         return _result_for(request, None, error, max_chars), None
     try:

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from ..call.answers import arun_reply_calls, run_reply_calls
 from ..errors import Interrupted, NbtoolsError
 from ..formats import ToolResult, parse_reply, result_message
-from ..formats import streamed, turns
+from ..formats import callers, streamed, turns
 from ..formats.turns import Usage
 from ..policy import asking_as
 from ..registry import Registry, registry as default_registry
@@ -140,6 +140,10 @@ class Chat:
             `include=["reasoning.encrypted_content"]` too: reasoning items are echoed, and without
             stored responses the API can only read them from their encrypted content.
 
+    A reply's tool call made by code the model wrote (provider-native programmatic calling: its
+    `caller`) runs under the same policy, asked for by `chat:<model>/code`; the Anthropic
+    code-execution container a reply used is kept in `container` and sent with the next request.
+
     Attributes: `messages` (the history, provider format), `usage` (tokens and cost summed over every
     request, each step's in `usage.steps`; a call's steps count once it ends, however it ends),
     `cost` (None without prices), `steps` (the Steps of the last call), `budget`.
@@ -176,6 +180,10 @@ class Chat:
         self.usage = Usage(cost=0.0 if model in self.prices else None)  # see the property
         self._steps: list[Step | tuple] = []  # see `steps`
         self._cached: tuple[list, list[dict]] | None = None
+        # the id of the Anthropic code-execution container the last reply used, sent with the next
+        # request (`container=`) so programmatic tool calls resume in it; None until one is used
+        self.container: str | None = create_kwargs.pop("container", None)
+        self._containers = self.endpoint.dialect == "anthropic"
 
     def __repr__(self) -> str:
         cost = f", cost {self.usage.cost:.4g}" if self.usage.cost is not None else ""
@@ -237,7 +245,7 @@ class Chat:
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
                     raise self._over_budget(run)
                 reply = self._send(run, number)
-                source, usage, text = self._receive(reply)
+                source, usage, text = self._receive(reply, run)
                 if source is None:  # no call: the answer, or None after a pause (send again)
                     answer = self._without_calls(run, reply, number, usage, text)
                     if answer is not None:
@@ -268,7 +276,7 @@ class Chat:
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
                     raise self._over_budget(run)
                 reply = await self._asend(run, number)
-                source, usage, text = self._receive(reply)
+                source, usage, text = self._receive(reply, run)
                 if source is None:  # no call: the answer, or None after a pause (send again)
                     answer = self._without_calls(run, reply, number, usage, text)
                     if answer is not None:
@@ -320,6 +328,8 @@ class Chat:
         """The create call's keyword arguments for this call of the chat (see `_Run`)."""
         kwargs = turns.request(self.endpoint.dialect, self.model, self.messages, self.system, self._definitions(),
                                self.create_kwargs, self.native_tools)
+        if self.container is not None:
+            kwargs["container"] = self.container
         if self.stream:
             kwargs.update(streamed.stream_options(self.endpoint.dialect))
         return kwargs
@@ -487,10 +497,13 @@ class Chat:
         key = self.tools.enabled()  # Tools are immutable records: equal ones render the same
         cached = self._cached
         if cached is None or cached[0] != key:  # the same Tools: compared by identity, in C
-            self._cached = (key, self.tools.schemas(self.endpoint.fmt, strict=self.strict or None))
+            definitions = self.tools.schemas(self.endpoint.fmt, strict=self.strict or None)
+            if self._containers and self.native_tools:  # allowed_callers name the code tool sent
+                definitions = callers.match_code_version(definitions, self.native_tools)
+            self._cached = (key, definitions)
         return self._cached[1]  # type: ignore[index]
 
-    def _receive(self, reply: Any) -> tuple[Any, Any, str]:
+    def _receive(self, reply: Any, run: _Run) -> tuple[Any, Any, str]:
         """Record the reply in the history; where its tool calls are read from (the recorded turn:
         the SDK object is not dumped again; None when the reply called no function), its usage as
         the SDK reported it with the model's price table (a `Usage` is made only when read: see
@@ -499,6 +512,10 @@ class Chat:
         # a streamed reply put together as a plain dict (`formats.streamed`; an SDK's reply is its own type)
         recorded, usage, source, text = (read_streamed if type(reply) is dict else read_reply)(reply)
         self.messages.extend(recorded)
+        if self._containers:  # Anthropic code execution: its container (the code's state) goes on
+            container = callers.container_of(reply)
+            if container is not None and container != self.container:
+                self.container = run.kwargs["container"] = container
         table = self.prices.get(self.model)  # the prices as they are now: a later edit prices later steps
         return source, (usage, None if table is None else dict(table)), text
 

@@ -12,13 +12,15 @@
 
 `strict=True` only changes the formats whose provider has a strict flag (openai, responses,
 anthropic; see `strict`); the others have no such mode and ignore it, so a Tool marked strict still
-renders everywhere. Names go through `wire_name` (see `names`).
+renders everywhere. Names go through `wire_name` (see `names`). A Tool's `callers` and `defer` add
+`allowed_callers` and `defer_loading` where the provider has them (responses, anthropic; see `callers`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .callers import add_caller_fields
 from .catalog import check_format
 from .mcp import mcp_annotations, mcp_output_schema, with_dialect, without_dialect
 from .names import wire_name
@@ -51,15 +53,15 @@ def render(tool: Any, fmt: str | None = None, strict: bool = False) -> dict:
             if strict:
                 function["strict"] = True
             return {"type": "function", "function": function}
-        return {"type": "function", "name": name, "description": description,
-                "parameters": parameters, "strict": bool(strict)}
+        return add_caller_fields({"type": "function", "name": name, "description": description,
+                                  "parameters": parameters, "strict": bool(strict)}, fmt, tool)
     if fmt == "anthropic":
         if strict:
             parameters = strict_schema(parameters, tool.name, provider="anthropic", extras_name=extras, varargs_name=varargs)
         definition = {"name": name, "description": description, "input_schema": parameters}
         if strict:
             definition["strict"] = True
-        return definition
+        return add_caller_fields(definition, fmt, tool)
     if fmt == "gemini":
         declaration = {"name": name, "description": description, "parametersJsonSchema": parameters}
         if tool.returns is not None:

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .callers import answer_fields, caller_of
 from .catalog import DIALECTS
 
 
@@ -22,11 +23,14 @@ class ToolCallRequest:
             None when the provider sent none (older Gemini models).
         name: the tool name as the model sent it (possibly a provider-mapped form, see `wire_name`).
         arguments: as sent: JSON text (OpenAI) or a dict (Anthropic, Gemini).
+        caller: None when the model called the tool itself; the caller as the reply gave it when
+            code the model wrote called it (provider-native programmatic calling, see `callers`).
     """
 
     id: str | None
     name: str
     arguments: Any
+    caller: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ _RESPONSES_ITEM_TYPES = frozenset({
     "message", "function_call", "function_call_output", "reasoning", "web_search_call",
     "file_search_call", "computer_call", "code_interpreter_call", "image_generation_call",
     "local_shell_call", "mcp_call", "mcp_list_tools", "mcp_approval_request", "custom_tool_call",
-    "shell_call", "apply_patch_call", "compaction"})
+    "shell_call", "apply_patch_call", "compaction", "program", "program_output", "tool_search_call",
+    "tool_search_output", "additional_tools"})
 _ANTHROPIC_BLOCK_TYPES = frozenset({
     "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
     "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
@@ -185,19 +190,21 @@ def _openai_calls(message: dict) -> list[ToolCallRequest]:
 
 
 def _responses_calls(items: Iterable[Any]) -> list[ToolCallRequest]:
-    return _typed_calls(items, "function_call", "call_id", "arguments")
+    return _typed_calls(items, "function_call", "call_id", "arguments", "responses")
 
 
 def _anthropic_calls(blocks: Iterable[Any]) -> list[ToolCallRequest]:
-    return _typed_calls(blocks, "tool_use", "id", "input")
+    return _typed_calls(blocks, "tool_use", "id", "input", "anthropic")
 
 
-def _typed_calls(items: Iterable[Any], kind: str, id_key: str, arguments_key: str) -> list[ToolCallRequest]:
+def _typed_calls(items: Iterable[Any], kind: str, id_key: str, arguments_key: str,
+                 dialect: str) -> list[ToolCallRequest]:
     """The calls among `items` (dicts or SDK objects) whose "type" is `kind`."""
     calls = []
     for item in map(_plain, items):
         if isinstance(item, dict) and item.get("type") == kind:
-            calls.append(ToolCallRequest(item.get(id_key), item.get("name", ""), item.get(arguments_key)))
+            caller = caller_of(dialect, item) if item.get("caller") is not None else None
+            calls.append(ToolCallRequest(item.get(id_key), item.get("name", ""), item.get(arguments_key), caller))
     return calls
 
 
@@ -266,7 +273,8 @@ def result_message(dialect: str, results: list[ToolResult]) -> Any:
 
     openai: a list of `{"role": "tool", "tool_call_id", "content"}` messages (`{"role": "function",
     "name", "content"}` for the deprecated `function_call`, which has no id); responses: a list of
-    `{"type": "function_call_output", "call_id", "output"}` items; anthropic: one user message of
+    `{"type": "function_call_output", "call_id", "output"}` items (with the call's `caller` when code
+    the model wrote made it); anthropic: one user message of
     `tool_result` blocks (`is_error: true` only on failures; a result with an image carries image and
     text blocks, see `anthropic_result_content`); gemini: one user content of
     `function_response` parts with `response` `{"result": value}` or `{"error": text}` (no `id` when
@@ -284,8 +292,8 @@ def result_message(dialect: str, results: list[ToolResult]) -> Any:
                 {"role": "function", "name": result.request.name, "content": result.content}
                 for result in results]
     if dialect == "responses":
-        return [{"type": "function_call_output", "call_id": result.request.id, "output": result.content}
-                for result in results]
+        return [{"type": "function_call_output", "call_id": result.request.id, "output": result.content,
+                 **answer_fields(dialect, result.request.caller)} for result in results]
     if dialect == "anthropic":
         blocks = []
         for result in results:

@@ -171,9 +171,13 @@ class AnthropicEvents(Assembler):
             self.message = {"type": "message", "role": "assistant", "usage": message.usage}
             if message.stop_reason is not None:
                 self.message["stop_reason"] = message.stop_reason
+            if getattr(message, "container", None) is not None:  # code execution's (see `callers`)
+                self.message["container"] = _plain(message.container)
         elif kind == "message_delta":
             if event.delta.stop_reason is not None:
                 self.message["stop_reason"] = event.delta.stop_reason
+            if getattr(event.delta, "container", None) is not None:
+                self.message["container"] = _plain(event.delta.container)
             if event.usage is not None:  # the counts it has replace message_start's
                 self.message["usage"] = _MergedUsage(self.message.get("usage"), event.usage)
         elif kind == "error":

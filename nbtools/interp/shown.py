@@ -121,6 +121,13 @@ def bounded_repr(value: Any) -> str:
     return text
 
 
+def repr_start(value: Any, limit: int) -> tuple[str, bool]:
+    """The value's repr, at most `limit` characters: (text, whether it was cut). Built-in containers
+    are walked and left at the limit; another object's `__repr__` is called once (its exceptions
+    propagate)."""
+    return _bounded_text(value, limit, as_json=False)
+
+
 def _bounded_text(value: Any, limit: int, *, as_json: bool) -> tuple[str, bool]:
     """The value's JSON text (`as_json`) or repr, built piece by piece until `limit` characters:
     (text, whether it was cut). Built-in containers are walked; anything else is one `repr` (or

@@ -503,6 +503,20 @@ def arm(run: Run) -> None:
         _watchdog.add(run)
 
 
+def call_with_deadline(seconds: float, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` in the calling thread, stopped by `Deadline` (a `TimeoutInterrupt`) after `seconds`
+    as a run's code is (escalated if swallowed); for work on values the code left behind (a shared
+    variable's preview: `previews.py`)."""
+    run = Run(seconds)
+    arm(run)
+    try:
+        run.active = True
+        return fn(*args)
+    finally:
+        run.active = False  # first: no time-out is raised after this
+        disarm(run)
+
+
 def watch(run: Run) -> None:
     """Have the watchdog raise the time-out in `run.thread_id` from `run.watch_at` on (a thread of a
     timed-out run: `started.py`)."""

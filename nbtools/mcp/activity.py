@@ -32,9 +32,11 @@ class CallRecord:
     arguments: Any
     began: float = field(default_factory=time.monotonic)
     ended: float | None = None
-    status: str = "running"  # running / ok / error / cancelled
+    status: str = "running"  # running / ok / error / cancelled; a task: working / input required /
+    # completed / failed / cancelled
     outcome: str = ""
-    kind: str = "tool"  # tool / resource / prompt
+    kind: str = "tool"  # tool / resource / prompt / task
+    note: str = ""  # what serving it cost beyond its result (a slow, cut or stopped preview)
     user: str | None = None  # the Jupyter user it came through the extension for (`access.proxied_user`)
 
     @property
@@ -60,12 +62,14 @@ class Activity:
         return record
 
     def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False,
-            error: BaseException | None = None) -> None:
+            error: BaseException | None = None, note: str = "") -> None:
         """`result`: the MCP result sent; `cancelled`: the request was cancelled and the call has ended;
-        `error`: the request failed with a JSON-RPC error (or another exception)."""
+        `error`: the request failed with a JSON-RPC error (or another exception); `note`: what it
+        cost beyond that (shown before the result)."""
         if record.ended is not None:
             return
         record.ended = time.monotonic()
+        record.note = note
         if cancelled:
             record.status, record.outcome = "cancelled", "cancelled by the client (or the server stopping)"
         elif error is not None:
@@ -75,9 +79,16 @@ class Activity:
             record.outcome = _result_text(result)
         self._tell()
 
+    def state(self, record: CallRecord, status: str, outcome: str = "") -> None:
+        """A task's record moved to `status` (working, input required, completed, failed, cancelled)."""
+        record.status, record.outcome = status, outcome
+        if status in _ENDED:
+            record.ended = time.monotonic()
+        self._tell()
+
     @property
     def running(self) -> bool:
-        return any(record.status == "running" for record in self.records)
+        return any(record.status in _GOING for record in self.records)
 
     def _tell(self) -> None:
         for callback in list(self._listeners):
@@ -85,6 +96,18 @@ class Activity:
                 callback()
             except Exception:  # a broken view must never fail a call
                 pass
+
+
+_GOING = ("running", "working", "input required")
+_ENDED = ("completed", "failed", "cancelled")
+_COLOURS = {"running": "#b58900", "working": "#b58900", "input required": "#6c71c4", "ok": "#2a7a2a",
+            "completed": "#2a7a2a", "error": "#b00020", "failed": "#b00020", "cancelled": "#666"}
+
+
+def wire_text(result: dict) -> str:
+    """The text of a result in its wire form (a task's): its text blocks, others as `[type]`."""
+    return " ".join(block.get("text") or f"[{block.get('type', 'content')}]"
+                    for block in result.get("content") or () if isinstance(block, dict))
 
 
 def _result_text(result: Any) -> str:
@@ -116,13 +139,14 @@ def render(activity: Activity) -> str:
     shown = activity.records[-SHOWN:]
     users = any(record.user for record in shown)  # a user column when calls came through Jupyter
     for record in reversed(shown):
-        colour = {"running": "#b58900", "ok": "#2a7a2a", "error": "#b00020", "cancelled": "#666"}[record.status]
+        colour = _COLOURS.get(record.status, "#666")
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
             html.escape(_short(record.client)), *([html.escape(_short(record.user or ""))] if users else []),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
             f"<code>{html.escape(_short(record.arguments or {}))}</code>", f"{record.elapsed:.1f} s",
             f"<span style='color:{colour}'>{html.escape(record.status)}</span>",
-            html.escape(_short(record.outcome)))) + "</tr>")
+            (f"<b>{html.escape(_short(record.note))}</b> " if record.note else "")
+            + html.escape(_short(record.outcome)))) + "</tr>")
     head = "".join(f"<th style='padding:0 8px;text-align:left'>{name}</th>"
                    for name in ("client", *(("user",) if users else ()), "call", "arguments", "elapsed", "status",
                                 "result"))

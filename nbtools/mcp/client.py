@@ -85,6 +85,9 @@ class Connection(list):
         self.protocol_version: str | None = None
         self.transport = "stdio" if self._url is None else "streamable-http"
         self.skipped: dict[str, str] = {}
+        # tools listed with execution.taskSupport "required", and "forbidden" or none (2025-11-25)
+        self._task_required: set[str] = set()
+        self._task_forbidden: set[str] = set()
         self.reconnects = 0
         self.refreshes = 0
         self._output_schemas: dict[str, Any] = {}
@@ -175,6 +178,8 @@ class Connection(list):
         deadline = time.monotonic() + self.timeout
         tools: list[Tool] = []
         skipped: dict[str, str] = {}
+        required: set[str] = set()
+        forbidden: set[str] = set()
         for index, listed_tool in enumerate(listed):
             if time.monotonic() > deadline:
                 raise ConnectionError(f"could not use the MCP server {_describe(self.target)}: reading its "
@@ -183,6 +188,9 @@ class Connection(list):
             # one malformed or hostile schema must not cost the user every other tool of the server
             try:
                 tools.append(remote_tool(listed_tool, self.call, self.server_name or None))
+                support = getattr(getattr(listed_tool, "execution", None), "task_support", None) or "forbidden"
+                (required if support == "required" else forbidden if support == "forbidden" else set()).add(
+                    listed_tool.name)  # required: every call of it runs as a task
                 self._output_schemas[listed_tool.name] = listed_tool.output_schema
             except (ValueError, TypeError) as error:
                 name = getattr(listed_tool, "name", "?")
@@ -194,6 +202,7 @@ class Connection(list):
         with self._lock:
             self[:] = tools
             self.skipped = skipped
+            self._task_required, self._task_forbidden = required, forbidden
 
     async def _refresh(self, link: Link) -> None:
         """Read the tool list again (after `tools/list_changed`) and take it."""
@@ -241,7 +250,7 @@ class Connection(list):
         return sorted(set(super().__dir__()) | set(names))
 
     # -- calls ----------------------------------------------------------------------------------------
-    def call(self, name: str, arguments: dict | None = None, /, **kwargs: Any) -> Any:
+    def call(self, name: str, arguments: dict | None = None, /, task: bool = False, **kwargs: Any) -> Any:
         """Call tool `name` on the server with `arguments` (a dict) and/or keyword arguments; blocks.
 
         Returns the tool's value (see `connect`). While it waits, the server's progress and log
@@ -252,6 +261,10 @@ class Connection(list):
         after `max_time` seconds in all whatever comes (None: no cap). If the server has lost the session (it restarted), a new session is opened once and
         the call sent again when that cannot run it twice (see `_may_resend`). Raises ToolCallError
         when the server answers with an error result (see `toolresults.remote_error`).
+
+        `task=True` runs the call as an MCP task (`taskclient`): the server answers at once with a
+        task, which is polled as the server asks until it ends (a tool argument named `task` goes
+        in `arguments`). Tools whose `execution.taskSupport` is "required" always run so.
         """
         arguments = {**(arguments or {}), **kwargs}
         if self._closed:
@@ -267,7 +280,12 @@ class Connection(list):
         try:
             if self._link is None or self._link.lost:
                 raise SessionLost("the session has ended", unsent=True)
-            return self._call_once(name, arguments, began)
+            if task or name in self._task_required:
+                return self._call_task(name, arguments, began)
+            try:
+                return self._call_once(name, arguments, began)
+            except _NeedsTask:  # 2026-07-28: the server runs this tool only as a task (it refused before running it)
+                return self._call_task(name, arguments, began)
         except SessionLost as lost:
             reason = str(lost)
             if not (lost.unsent or self._may_resend(name)):
@@ -277,6 +295,8 @@ class Connection(list):
                                           "A new session is open for the next call") from None
         self._reopen(name, reason)
         try:
+            if task or name in self._task_required:
+                return self._call_task(name, arguments, began)
             return self._call_once(name, arguments, began)
         except SessionLost as again:
             raise ToolCallError(name, f"the MCP server {_describe(self.target)} lost the session again "
@@ -347,6 +367,59 @@ class Connection(list):
                 show(event, on_progress, on_log)
         return future.result()
 
+    def _call_task(self, name: str, arguments: dict, began: float) -> Any:
+        """`call(..., task=True)`: the task runs on the session's loop; its questions are answered here.
+        No silence time-out (each poll has its own, `timeout`: a task may take hours); `max_time` caps it."""
+        from .taskclient import answer_from, call_as_task
+
+        assert self._loop is not None and self._link is not None
+        client = self._link.client
+        if client is None:
+            raise SessionLost("the session has ended", unsent=True)
+        events: queue.SimpleQueue = queue.SimpleQueue()
+
+        async def elicit(message: str, schema: dict, url: str | None) -> dict:
+            request = Elicitation(message, schema, url)
+            events.put(request)
+            await asyncio.wrap_future(request.reply)
+            return elicit_result(request.reply.result()).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not modern and name in self._task_forbidden:  # 2025-11-25: a client MUST NOT ask then
+            raise ToolCallError(name, f"{self.server_name or 'the server'} does not run this tool as a task (its "
+                                      "execution.taskSupport is 'forbidden' or absent): call it without task=True")
+        running = call_as_task(client.session, name, arguments, modern=modern, timeout=self.timeout,
+                               ask=lambda key, request: answer_from(request, elicit))
+        future = asyncio.run_coroutine_threadsafe(running, self._loop)
+        future.add_done_callback(lambda _: events.put(None))
+        cap = float("inf") if self.max_time is None else began + self.max_time
+        try:
+            while True:
+                try:
+                    event = events.get(timeout=max(0.0, min(0.5, cap - time.monotonic())))
+                except queue.Empty:
+                    if time.monotonic() >= cap:
+                        future.cancel()  # the task is cancelled on the server (tasks/cancel)
+                        raise self._gave_up(name, True) from None
+                    continue
+                if event is None:
+                    break
+                event.answer_with(self.on_elicit)
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt: the task is cancelled on the server (tasks/cancel)
+            raise
+        try:
+            result = future.result()
+        except ToolCallError:
+            raise
+        except Exception as error:
+            raise ToolCallError(name, f"the MCP task did not finish: {leaf_message(error)}") from None
+        if result.is_error:
+            raise remote_error(name, result)
+        return result_value(result, self._output_schemas.get(name))
+
     def _gave_up(self, name: str, capped: bool) -> ToolCallError:
         where = _describe(self.target)
         if capped:
@@ -399,6 +472,9 @@ class Connection(list):
             if reason.endswith("Connection closed") or "All connection attempts failed" in reason:
                 link.lost = True
                 raise SessionLost(reason, unsent="All connection attempts failed" in reason) from None
+            if getattr(error, "code", None) == -32021 and "io.modelcontextprotocol/tasks" in \
+                    str(getattr(getattr(error, "error", None), "data", None)):
+                raise _NeedsTask() from None
             if getattr(error, "code", None) == -32601:
                 raise ToolCallError(name, "the server refused the call as needing a protocol feature nbtools' "
                                           f"MCP client does not offer (JSON-RPC -32601, method not found): "
@@ -447,6 +523,10 @@ _CONNECTIONS: "weakref.WeakSet[Connection]" = weakref.WeakSet()
 
 
 @atexit.register
+class _NeedsTask(Exception):
+    """The server refused a plain call of a tool it runs only as a task (-32021 naming the extension)."""
+
+
 def _close_connections_at_exit() -> None:
     for connection in list(_CONNECTIONS):
         with contextlib.suppress(Exception):

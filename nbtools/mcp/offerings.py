@@ -6,7 +6,8 @@ a catalog change sends: `notifications/resources/list_changed`, `notifications/p
 (to every connected client) and `notifications/resources/updated` (to the clients subscribed to that
 URI). Unknown resources, prompts and bad arguments are JSON-RPC errors (-32602, with the resource's
 URI in `data` for an unknown resource, as the spec asks); a function that raises is an internal error
-(-32603) whose message says what went wrong.
+(-32603) whose message says what went wrong. A read or render is stopped as a tool call is: by the
+person's Interrupt (an error naming it) and by the client's cancellation (no answer, as the spec says).
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ from typing import Any
 
 from ..context import reset_context, use_context
 from ..errors import ToolCallError
-from ..resources import Catalog, ResourceError
+from ..resources import MAX_COMPLETIONS, Catalog, ResourceError, check_length
+from .stopping import interruptible
 
 SUBSCRIPTIONS_KEY = "nbtools/subscriptions"  # a connection's subscribed URIs, in its `state`
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown URI
 
 
-def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: Any = None, calls: Any = None) -> None:
+def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: Any = None, calls: Any = None,
+                  run_sync: Any = None) -> None:
     """Register the handlers on `server`; `connections` is the server's `_Clients` (see `server.py`);
-    `activity` records each `resources/read` and `prompts/get`; `calls`: see `server.build_server`."""
+    `activity` records each `resources/read` and `prompts/get`; `calls`: see `server.build_server`;
+    `run_sync`: where plain resource and prompt functions run (worker threads under `nbtools serve`,
+    as plain tools do)."""
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
@@ -35,6 +40,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     from .served import ServedContext, client_name, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
+        if isinstance(error, MCPError):
+            return error
         if isinstance(error, ResourceError):
             return MCPError(types.INVALID_PARAMS, str(error))
         if isinstance(error, ToolCallError):
@@ -54,13 +61,22 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         async def call() -> Any:
             token = use_context(served)
             try:
-                return await make()
+                # stopped like a tool call: a person's Interrupt, or the client's cancellation
+                # (`stopping.cancel_served` interrupts what holds the kernel's main thread)
+                async with interruptible():
+                    return await make()
+            except KeyboardInterrupt:
+                raise MCPError(types.INTERNAL_ERROR, f"the {what[0]} {what[1]!r} was interrupted by the person "
+                                                     "running the server") from None
             finally:
                 reset_context(token)
 
+        def note() -> str:
+            return "; ".join(served.notes)
+
         def stopped() -> None:
             if record is not None:
-                activity.end(record, cancelled=True)
+                activity.end(record, cancelled=True, note=note())
 
         try:
             try:
@@ -81,14 +97,14 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
             raise
         except MCPError as error:
             if record is not None:
-                activity.end(record, error=error)
+                activity.end(record, error=error, note=note())
             raise
         except Exception as error:
             if record is not None:
-                activity.end(record, error=error)
+                activity.end(record, error=error, note=note())
             raise failure(error) from None
         if record is not None:
-            activity.end(record, result)
+            activity.end(record, result, note=note())
         return result
 
     async def list_resources(ctx: Any, params: Any) -> Any:
@@ -107,14 +123,22 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
         try:
+            check_length("resource URI", uri)
+        except ResourceError as error:
+            raise failure(error) from None
+        try:
             catalog.find(uri)
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
-        return await run(ctx, params, lambda: catalog.read(uri),
+        return await run(ctx, params, lambda: catalog.read(uri, run_sync=run_sync),
                          lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]),
                          ("resource", uri, None))
 
     async def subscribe(ctx: Any, params: Any) -> Any:
+        try:
+            check_length("resource URI", str(params.uri))  # kept per connection: no unbounded keys
+        except ResourceError as error:
+            raise failure(error) from None
         connection = connection_of(ctx)
         connections.add(connection)
         if connection is not None:
@@ -141,7 +165,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
                 types.PromptMessage(role=message["role"], content=prompt_content(message["content"]))
                 for message in messages])
 
-        return await run(ctx, params, lambda: catalog.render_prompt(params.name, params.arguments), build,
+        return await run(ctx, params,
+                         lambda: catalog.render_prompt(params.name, params.arguments, run_sync=run_sync), build,
                          ("prompt", params.name, params.arguments))
 
     async def complete(ctx: Any, params: Any) -> Any:
@@ -151,10 +176,9 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
             values = catalog.completions(kind, key, params.argument.name, params.argument.value)
         except Exception as error:
             raise failure(error) from None
-        from ..resources import MAX_COMPLETIONS
-
+        more = len(values) > MAX_COMPLETIONS  # `completions` takes one value past the limit, no more
         return types.CompleteResult(completion=types.Completion(
-            values=values[:MAX_COMPLETIONS], total=len(values), has_more=len(values) > MAX_COMPLETIONS))
+            values=values[:MAX_COMPLETIONS], total=None if more else len(values), has_more=more))
 
     for method, params_type, handler in (
         ("resources/list", types.PaginatedRequestParams, list_resources),

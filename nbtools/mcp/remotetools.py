@@ -33,10 +33,6 @@ def remote_tool(listed: "mcp_types.Tool", call: Callable[[str, dict], Any], grou
         # the SDK's 2025-11-25 path re-orders the schema's keys and its 2026-07-28 path does not: keep
         # nbtools' own order (type first), so a tool renders the same whichever revision was spoken
         definition["inputSchema"] = {"type": given["type"], **given}
-    if (definition.get("execution") or {}).get("taskSupport") == "required":
-        raise ValueError("it requires task-augmented execution (MCP tasks: its execution.taskSupport is "
-                         "'required'), which nbtools' MCP client does not offer, so every call would fail; "
-                         "use a client with task support for this tool")
 
     def dispatch(tool_name: str, /, **arguments: Any) -> Any:  # positional: a property may be called "tool_name"
         return call(tool_name, arguments)

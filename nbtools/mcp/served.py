@@ -114,14 +114,23 @@ class ServedContext(ToolContext):
             self._answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True) \
                 if hasattr(answer, "model_dump") else answer
         self.questions: dict[str, Any] = {}  # key -> InputRequest not answered yet
+        from .tasks import in_task
+
+        # the task this call runs as (read here, on the transport's loop: the tool may run on another thread)
+        self._task_run = in_task.get()
         self.missing: MissingCapability | None = None
         self._asked = 0
+        self.notes: list[str] = []  # what the call's own machinery says it cost (the activity log shows it)
 
     # -- notifications (progress, log) ---------------------------------------------------------------
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         meta = self._request.meta or {}
-        if meta.get("progress_token", meta.get("progressToken")) is None:
+        token = meta.get("progress_token", meta.get("progressToken"))
+        if token is None:
             return  # the client did not ask for progress
+        if self._task_run is not None:  # 2025-11-25: the token lives as long as the task (its request is answered)
+            self._send(lambda: self._task_run.progress(self._session, token, float(done), total, message))
+            return
         self._send(lambda: self._session.report_progress(float(done), None if total is None else float(total),
                                                          None if message is None else str(message)))
 
@@ -217,6 +226,17 @@ class ServedContext(ToolContext):
                                          f"`{capability}` capability); {instead}", capability)
         raise self.missing
 
+    async def _ask_client(self, request: Any, result_type: Any,
+                          plain: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        """Send `request` to the client (2025-11-25) and return its typed answer: related to this call's
+        request (`plain()` when given), or, in a task (whose request has been answered), through the
+        task (`tasks.TaskRun`)."""
+        run = self._task_run
+        if run is not None:
+            return await self._on_transport(lambda: run.ask(self._session, request, result_type))
+        return await self._on_transport(plain or (lambda: self._session.send_request(request, result_type,
+                                                                                    metadata=self._related())))
+
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
 
@@ -254,8 +274,7 @@ class ServedContext(ToolContext):
             except ValueError as error:
                 raise ContextUnavailable(f"ctx.sample(): the client's answer is not a sampling result ({error})") from None
         else:
-            result = await self._on_transport(lambda: self._session.send_request(
-                types.CreateMessageRequest(params=params), types.CreateMessageResult, metadata=self._related()))
+            result = await self._ask_client(types.CreateMessageRequest(params=params), types.CreateMessageResult)
         return _reply_value(result.content)
 
     async def elicit(self, message: str, schema: dict, *, key: str | None = None) -> Elicitation:
@@ -270,8 +289,12 @@ class ServedContext(ToolContext):
                 raise ContextUnavailable(f"ctx.elicit(): the client's answer is not an elicitation result: {answer!r}")
             content = answer.get("content")
             return Elicitation(answer["action"], dict(content) if isinstance(content, dict) else None)
-        result = await self._on_transport(lambda: self._session.elicit_form(str(message), dict(schema),
-                                                                            self._request.request_id))
+        import mcp_types as types
+
+        result = await self._ask_client(
+            types.ElicitRequest(params=types.ElicitRequestFormParams(message=str(message),
+                                                                     requested_schema=dict(schema))),
+            types.ElicitResult, lambda: self._session.elicit_form(str(message), dict(schema), self._request.request_id))
         return Elicitation(result.action, dict(result.content) if result.content is not None else None)
 
     async def roots(self, *, key: str | None = None) -> list[dict]:
@@ -283,9 +306,13 @@ class ServedContext(ToolContext):
             answer = self._ask("roots", key, types.ListRootsRequest())
             result = types.ListRootsResult.model_validate(answer)
         else:
-            result = await self._on_transport(lambda: self._session.send_request(
-                types.ListRootsRequest(), types.ListRootsResult, metadata=self._related()))
+            result = await self._ask_client(types.ListRootsRequest(), types.ListRootsResult)
         return [{"uri": str(root.uri), "name": root.name} for root in result.roots]
+
+    def note(self, text: str) -> None:
+        """Record a line for this request's activity record (a shared variable's preview: its cost)."""
+        if len(self.notes) < 10:
+            self.notes.append(str(text)[:200])
 
     # -- cancellation -----------------------------------------------------------------------------------
     @property

@@ -18,8 +18,8 @@ What the server promises:
   "info") are not sent to that client.
 * Which thread runs a call (`threads`): with `threads=True` (`nbtools serve`) a plain function runs
   in a worker thread (anyio's pool, at most 40 at once), so one slow call does not hold up the
-  other sessions, as the SDK's own MCPServer does; `async def` tools run on the server's event
-  loop. With `threads=False` every call runs on the loop's thread, or, given `calls` (`%tools
+  other sessions, as the SDK's own MCPServer does (plain resource and prompt functions too);
+  `async def` tools run on the server's event loop. With `threads=False` every call runs on the loop's thread, or, given `calls` (`%tools
   --serve` in a kernel), on the kernel's main thread, between cells (`handoff`). A cancelled call
   (`notifications/cancelled`) gets no response, as the spec says; an `async def` tool is cancelled
   at its next `await`; on a kernel's main thread a plain function is interrupted (`stopping`);
@@ -133,12 +133,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
     from .served import LEVEL_KEY, ServedContext, client_name, connection_of, round_outcome
+    from .tasks import add_tasks, capability, in_task, task_support
 
     from ..resources import catalog_of
     from .offerings import Announcer, add_offerings
 
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
     from mcp.shared.exceptions import MCPError  # here, not per call
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     tools = as_registry(registry)
     catalog = catalog_of(tools)
@@ -161,7 +163,8 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
 
     async def list_tools(ctx: Any, params: Any) -> "mcp_types.ListToolsResult":
         clients.add(connection_of(ctx))
-        return types.ListToolsResult(tools=[_listed_tool(tool) for tool in tools.enabled()])
+        return types.ListToolsResult(tools=[_listed_tool(tool, task_support(tool, calls is not None))
+                                            for tool in tools.enabled()])
 
     async def call_tool(ctx: Any, params: "mcp_types.CallToolRequestParams") -> "mcp_types.CallToolResult":
         tool = tools.resolve(params.name)
@@ -171,7 +174,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
         client = client_name(ctx)
         user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
-        record = activity.begin(client, params.name, params.arguments, user=user) if activity is not None else None
+        # a task's run: the task has its own row in the activity log (tasks.py)
+        record = activity.begin(client, params.name, params.arguments, user=user) \
+            if activity is not None and not in_task.get() else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
@@ -223,13 +228,21 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                 notification_options or NotificationOptions(tools_changed=True, resources_changed=True,
                                                             prompts_changed=True), *args, **kwargs)
 
+        def get_capabilities(self, *args: Any, protocol_version: str | None = None, **kwargs: Any) -> Any:
+            capabilities = super().get_capabilities(*args, protocol_version=protocol_version, **kwargs)
+            if protocol_version not in MODERN_PROTOCOL_VERSIONS:  # 2025-11-25 tasks (2026-07-28: the extension)
+                capabilities.tasks = capability()
+            return capabilities
+
     server = NbtoolsServer(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                            instructions=INSTRUCTIONS, lifespan=lifespan)
     # Registered by method, not as `on_set_logging_level=` (which warns: mcp 2.3 marks the logging
     # capability deprecated for 2026-07-28 clients; 2025 clients and the conformance suite use it).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-    add_offerings(server, catalog, clients, activity=activity, calls=calls)  # resources, prompts, completion: nbtools.resources
+    # resources, prompts, completion (nbtools.resources); plain functions where plain tools run
+    add_offerings(server, catalog, clients, activity=activity, calls=calls,
+                  run_sync=_in_worker_thread if threads else None)
     # 2026-07-28: change notifications travel on `subscriptions/listen` streams (so `server/discover`
     # says listChanged: true, as `initialize` does for 2025-11-25 sessions)
     listen = ListenHandler(clients.bus)
@@ -238,6 +251,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     # 2026-07-28 input-required rounds: the SDK seals each requestState (a process-local key, so
     # state from another process or a tampered one is refused with -32602) and verifies it on return.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name))
+    # long calls as tasks (both revisions); after the boundary, so a task's input rounds are its own
+    add_tasks(server, tools, activity=activity, kernel=calls is not None, client_name=_client_name,
+              connection_of=connection_of)
     return server
 
 
@@ -256,6 +272,9 @@ def client_name(request_ctx: Any) -> str:
     return str(name)[:80] if name else "unnamed client"
 
 
+_client_name = client_name  # for build_server, where `client_name` names served's (the activity log's)
+
+
 async def _in_worker_thread(call: Any) -> Any:
     """Run `call()` in anyio's worker thread pool; a cancelled caller stops waiting at once (the
     thread itself runs on: Python cannot stop it)."""
@@ -264,14 +283,19 @@ async def _in_worker_thread(call: Any) -> Any:
     return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
 
 
-def _listed_tool(tool: Tool) -> "mcp_types.Tool":
-    """The SDK's record of `tool`'s MCP definition, built once per Tool (its render cache holds it)."""
-    listed = tool._cache.get("mcp-listed")
+def _listed_tool(tool: Tool, task: str = "forbidden") -> "mcp_types.Tool":
+    """The SDK's record of `tool`'s MCP definition with its `execution.taskSupport` (2025-11-25; the
+    2026-07-28 surface drops it), built once per Tool and task support (its render cache holds it)."""
+    key = ("mcp-listed", task)
+    listed = tool._cache.get(key)
     if listed is None:
         import mcp_types as types
 
-        listed = types.Tool.model_validate(tool.schema("mcp"))
-        tool._cache["mcp-listed"] = listed
+        definition = tool.schema("mcp")
+        if task != "forbidden":  # absent means forbidden
+            definition["execution"] = {"taskSupport": task}
+        listed = types.Tool.model_validate(definition)
+        tool._cache[key] = listed
     return listed
 
 

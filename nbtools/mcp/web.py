@@ -22,6 +22,11 @@ MCP_PATH = "/mcp"
 # every file descriptor of the process, a kernel's with `%tools --serve`, and the token holder would
 # get no answer. uvicorn bounds header size (h11's limit) and idle keep-alive time, but has no
 # header time-out and no bound on open connections: `_guarded_protocol` adds both.
+# A connection answered before its request body has arrived (a 401 without the token: the SDK's
+# check answers at the headers) would stay open while the body trickles in, a byte every few seconds,
+# counted as a request in progress (issue 37): 200 of them took every place and the token holder was
+# turned away. So a refusal (401, 403, 421) closes its connection once sent, a connection answered while
+# its body still arrives is closed, and a body must arrive whole within `BODY_TIMEOUT`.
 MOST_CONNECTIONS = 200
 """Open connections at most; a new one past that closes the oldest connection that has no request in
 progress (still sending its headers, or idle between requests), else it is closed itself."""
@@ -29,6 +34,8 @@ HEADER_TIMEOUT = 10.0
 """Seconds a new connection may take to send its first request's headers before it is closed."""
 KEEP_ALIVE = 5
 """Seconds an idle connection is kept open between requests (uvicorn's `timeout_keep_alive`)."""
+BODY_TIMEOUT = 30.0
+"""Seconds a request's body may take to arrive, from the end of its headers; then the connection is closed."""
 MOST_HEADER_BYTES = 64 * 1024
 """Largest request head (request line and headers) read before the request is refused with 400."""
 
@@ -78,9 +85,9 @@ def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: boo
 
     from .access import auth_hooks, transport_security
 
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                     transport_security=transport_security(host, allow_hosts),
-                                     **auth_hooks(token, url, proxy_token))
+    app = _closing_refusals(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                                       transport_security=transport_security(host, allow_hosts),
+                                                       **auth_hooks(token, url, proxy_token)))
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=2, http=_guarded_protocol(),
                             timeout_keep_alive=KEEP_ALIVE, h11_max_incomplete_event_size=MOST_HEADER_BYTES,
@@ -116,15 +123,39 @@ def _uvicorn_class(embedded: bool) -> type:
     return McpUvicorn
 
 
+REFUSED = (401, 403, 421)
+"""Statuses after which the connection is closed: who was refused gets no connection to keep."""
+
+
+def _closing_refusals(app: Any) -> Any:
+    """The ASGI `app`, its refusals (`REFUSED`) sent with `Connection: close` (uvicorn then closes the
+    connection once the answer is out, whatever of the request is still to come)."""
+
+    async def guarded(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def sending(message: dict) -> None:
+            if message["type"] == "http.response.start" and message.get("status") in REFUSED:
+                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return guarded
+
+
 @functools.cache
 def _guarded_protocol() -> type:
-    """uvicorn's h11 protocol with a header time-out and a bound on open connections."""
+    """uvicorn's h11 protocol with a header time-out, a body time-out, and a bound on open connections."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         opened_at = 0.0
         header_timer: Any = None
+        body_timer: Any = None
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             self.opened_at = self.loop.time()
@@ -153,6 +184,22 @@ def _guarded_protocol() -> type:
             if self.cycle is not None and self.header_timer is not None:
                 self.header_timer.cancel()  # its first request's headers have arrived
                 self.header_timer = None
+            receiving = self.conn.their_state is h11.SEND_BODY
+            if receiving and self.body_timer is None:
+                self.body_timer = self.loop.call_later(BODY_TIMEOUT, self._body_timeout)
+            elif not receiving and self.body_timer is not None:
+                self.body_timer.cancel()  # its body has arrived
+                self.body_timer = None
+
+        def _body_timeout(self) -> None:
+            self.body_timer = None
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+                self.transport.close()  # the app reading the body sees the client leave
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+                self.transport.close()  # answered before its body arrived: the rest is of no use
 
         def _header_timeout(self) -> None:
             self.header_timer = None
@@ -160,9 +207,10 @@ def _guarded_protocol() -> type:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self.header_timer is not None:
-                self.header_timer.cancel()
-                self.header_timer = None
+            for timer in (self.header_timer, self.body_timer):
+                if timer is not None:
+                    timer.cancel()
+            self.header_timer = self.body_timer = None
             super().connection_lost(exc)
 
     return GuardedH11Protocol
