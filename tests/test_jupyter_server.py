@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -341,6 +342,42 @@ def test_the_private_token_appears_in_no_response_log_line_or_cell_output(server
         assert secret not in json.dumps(answer_headers) and secret.encode() not in answer
     assert secret not in server.log_text()
     assert secret not in json.dumps(serving.nb.cells, default=str)
+
+
+def test_a_task_through_jupyter_belongs_to_its_jupyter_user(server, serving, tmp_path):
+    """Every request through the extension bears its one private token: the Jupyter user tells one
+    person's tasks from another's (two anonymous Jupyter users here, each held by its cookie)."""
+    import urllib.request
+
+    from test_mcp_tasks import PlainClient
+
+    class AsUser(PlainClient):
+        def __init__(self, cookie: str) -> None:
+            self.cookie = cookie
+            super().__init__(SimpleNamespace(url=urls(server, serving)["kernels"], token=server.token),
+                             name="pytest-client")
+
+        def _post(self, body: dict) -> tuple[dict, str]:
+            headers = {"MCP-Protocol-Version": "2025-11-25", "Authorization": f"token {server.token}",
+                       "Cookie": self.cookie, "Accept": "application/json, text/event-stream",
+                       "Content-Type": "application/json", **({"Mcp-Session-Id": self.session} if self.session else {})}
+            request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+            with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+                return {key.lower(): value for key, value in response.headers.items()}, response.read().decode()
+
+    alice, bob = AsUser(anonymous_user(server)[1]), AsUser(anonymous_user(server)[1])
+    try:
+        task = alice.request("tools/call", {"name": "waits_for_signal", "arguments": {"folder": str(tmp_path)},
+                                            "task": {}})["task"]
+        assert task["taskId"] not in [entry["taskId"] for entry in bob.request("tasks/list")["tasks"]]
+        assert bob.error("tasks/get", {"taskId": task["taskId"]})["code"] == -32602
+        assert task["taskId"] in [entry["taskId"] for entry in alice.request("tasks/list")["tasks"]]
+        (tmp_path / "signal").write_text("go")
+        result = alice.request("tasks/result", {"taskId": task["taskId"]})
+        assert result["structuredContent"] == {"result": "signalled"}
+    finally:
+        alice.close()
+        bob.close()
 
 
 # -- not serving --------------------------------------------------------------------------------------
