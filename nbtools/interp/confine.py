@@ -149,6 +149,9 @@ class Allow(_Frozen):
     def _fields(self) -> tuple:
         return self.write, self.read, self.connect, self.run
 
+    def __reduce__(self) -> tuple:  # copy, deepcopy and pickle rebuild it through __init__ (frozen slots)
+        return self.__class__, (self.write, self.read, self.connect, self.run)
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
             return self._fields() == other._fields()  # type: ignore[attr-defined]
@@ -164,7 +167,7 @@ class Allow(_Frozen):
         """One line a person approving a run reads."""
         write = ", ".join(self.write)
         parts = [f"write only a fresh temporary folder{' and ' + write if write else ''}",
-                 "read anything" if self.read is None else f"read only {', '.join(self.read) or 'what Python needs'}",
+                 "read anything" if self.read is None else f"read only {_readable(self.read)}",
                  "connect to " + ", ".join(f"{host}:{port}" for host, port in self.connect) + " (TCP ports)"
                  if self.connect else "connect nowhere",
                  "run programs" if self.run else "run no program"]
@@ -206,6 +209,15 @@ def _endpoints(pairs: Any) -> tuple[tuple[str, int], ...]:
             raise TypeError(f"Allow(connect=...) takes (host, port) pairs with a port from 1 to 65535, got {pair!r}")
         out.append((pair[0], pair[1]))
     return tuple(dict.fromkeys(out))
+
+
+def _readable(listed: tuple[str, ...]) -> str:
+    """What `read=` opens, said in full: the listed paths, then the interpreter's own (its
+    installation and every absolute `sys.path` entry, which a PYTHONPATH can point anywhere)."""
+    extra = [path for path in _interpreter_paths() if not any(_under(path, folder) for folder in listed)]
+    extra = [path for path in extra if not any(other != path and _under(path, other) for other in extra)]
+    own = f"what Python needs ({', '.join(extra)})" if extra else "what Python needs"
+    return f"{', '.join(listed)} and {own}" if listed else own
 
 
 def _under(path: str, folder: str) -> bool:
