@@ -17,8 +17,10 @@ How a run is confined (`Confinement`):
   Landlock does not cover, leaving the process group the child made, so what the code starts is
   killed with the run, and without `run=True` running programs); every capability is dropped
   (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
-  things Landlock does not cover); sockets can be made for IPv4, IPv6 and netlink only (a UNIX
-  socket by path is out of Landlock's reach here); then every descriptor but the standard streams and the result
+  things Landlock does not cover); sockets can be made for IPv4, IPv6 (TCP and UDP only) and
+  netlink only (a UNIX socket by path is out of Landlock's reach here, MPTCP out of its TCP
+  rules); TCP Fast Open, io_uring and new namespaces are refused (each a route past Landlock or
+  past this filter, see the tables below); then every descriptor but the standard streams and the result
   pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
   Landlock checks opening, not using). Only the forking thread exists in the child, so the
   restriction covers every thread the code starts and every program it runs (both inherit it,
