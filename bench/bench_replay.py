@@ -1,9 +1,13 @@
 """Replayed tool calls: realistic calls to bound methods of real classes, nbtools beside pydantic.
 
-The tools are the bound methods of five stateful classes in the style of the multi-turn
+The tools are the bound methods of eight stateful classes in the style of the multi-turn
 function-calling benchmarks (a file system, a ticket desk, a trading bot, a travel agency, a
-messenger), with what real tools take: dataclasses nested in lists, enums, `Literal`s, optional
-fields, a `date`, free text. A fixed list of calls (JSON text, as a model sends it) is replayed
+messenger, a calculator, a car's controls, a social feed), with what real tools take: dataclasses
+nested in lists, enums, `Literal`s and lists of them, optional fields, a `date`, a dict of floats,
+ints sent for floats, free text with colons and escapes. (The last three classes, 26 calls and 4
+refusals were added to find the shapes behind the 1.35x a large recorded replay showed: with them
+the replay row still read 0.98-1.15x in six runs, refusals 1.76-2.1x, so those shapes are not it.
+Per call, `post` with a colon in its text read 2x, calls with nested objects 1.3-1.4x.) A fixed list of calls (JSON text, as a model sends it) is replayed
 in one run, the variants' passes interleaved so machine load hits all alike; each row is the median
 of the passes, per call. Every call's result is checked equal across the variants before timing.
 
@@ -244,10 +248,80 @@ class Messenger:
         return [f"{user_id or 'all'}:{limit}:{unread_only}"]
 
 
+class Calculator:
+    """Arithmetic over floats and lists of them (models send ints for floats: `2`, not `2.0`)."""
+
+    def add(self, a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    def divide(self, a: float, b: float) -> float:
+        """Divide a by b."""
+        return round(a / b, 6)
+
+    def mean(self, numbers: list[float]) -> float:
+        """The mean of some numbers."""
+        return sum(numbers) / len(numbers)
+
+    def percentage(self, part: float, whole: float, decimals: int = 2) -> float:
+        """`part` as a percentage of `whole`."""
+        return round(100 * part / whole, decimals)
+
+    def si_unit_conversion(self, value: float, unit_in: str, unit_out: str) -> float:
+        """Convert a value between units of one quantity."""
+        return value * {"km": 1000.0, "m": 1.0, "cm": 0.01}.get(unit_in, 1.0) / {"km": 1000.0, "m": 1.0, "cm": 0.01}.get(unit_out, 1.0)
+
+
+class Car:
+    """A car's controls: flags, `Literal` choices, lists of them, a dict of readings."""
+
+    def start_engine(self, ignition_mode: Literal["START", "STOP"]) -> dict:
+        """Start or stop the engine."""
+        return {"engine": ignition_mode.lower()}
+
+    def lock_doors(self, unlock: bool, door: list[Literal["driver", "passenger", "rear_left", "rear_right"]]) -> dict:
+        """Lock or unlock some doors."""
+        return {"unlocked" if unlock else "locked": sorted(door)}
+
+    def set_climate(self, temperature: float, unit: Literal["celsius", "fahrenheit"] = "celsius",
+                    fan_speed: int = 50, mode: Literal["auto", "cool", "heat", "defrost"] = "auto") -> str:
+        """Set the cabin's temperature."""
+        return f"{temperature} {unit} fan {fan_speed} {mode}"
+
+    def set_navigation(self, destination: str, avoid_tolls: bool | None = None) -> str:
+        """Navigate to an address."""
+        return f"to {destination}" + ("" if avoid_tolls is None else f" tolls {'avoided' if avoid_tolls else 'ok'}")
+
+    def check_tire_pressure(self, readings: dict[str, float] | None = None, threshold: float = 30.0) -> list[str]:
+        """Which tires are under `threshold` psi."""
+        return sorted(name for name, value in (readings or {}).items() if value < threshold)
+
+
+class SocialFeed:
+    """Posts with lists of tags and mentions, optional fields, replies by id."""
+
+    def post(self, content: str, tags: list[str] | None = None, mentions: list[str] | None = None) -> dict:
+        """Post some text."""
+        return {"chars": len(content), "tags": tags or [], "mentions": mentions or []}
+
+    def comment(self, post_id: int, text: str) -> str:
+        """Comment on a post."""
+        return f"{post_id}: {text[:20]}"
+
+    def follow(self, username: str) -> bool:
+        """Follow a user."""
+        return bool(username)
+
+    def search_posts(self, keyword: str, since: datetime.date | None = None, limit: int = 10) -> list[str]:
+        """Posts containing a keyword."""
+        return [keyword, since.isoformat() if since else "-", str(limit)]
+
+
 def bound_methods() -> list[Callable]:
     """Every public method of one instance of each class, bound."""
     methods = []
-    for instance in (FileSystem(), TicketDesk(), TradingBot(), TravelAgency(), Messenger()):
+    for instance in (FileSystem(), TicketDesk(), TradingBot(), TravelAgency(), Messenger(), Calculator(), Car(),
+                     SocialFeed()):
         for name in dir(type(instance)):
             value = getattr(instance, name)
             if not name.startswith("_") and callable(value) and not isinstance(value, type):
@@ -297,6 +371,38 @@ CALLS: list[tuple[str, str]] = [
     ("compute_exchange_rate", '{"base_currency": "EUR", "target_currency": "USD", "value": 250.0}'),
     ("send_message", '{"receiver_id": "USR002", "message": "The quarterly numbers are in: see report.csv."}'),
     ("view_messages", '{"user_id": "USR002", "limit": 5}'),
+    # the shapes most of a recorded multi-turn replay is made of: a few scalars, ints for floats
+    ("add", '{"a": 2, "b": 3.5}'),
+    ("add", '{"a": 1200, "b": 45}'),
+    ("divide", '{"a": 227.16, "b": 3}'),
+    ("mean", '{"numbers": [3, 4.5, 10, 2, 7.25]}'),
+    ("percentage", '{"part": 45, "whole": 1200}'),
+    ("si_unit_conversion", '{"value": 12.5, "unit_in": "km", "unit_out": "m"}'),
+    ("start_engine", '{"ignition_mode": "START"}'),
+    ("lock_doors", '{"unlock": false, "door": ["driver", "passenger", "rear_left", "rear_right"]}'),
+    ("set_climate", '{"temperature": 22, "unit": "celsius", "fan_speed": 30}'),
+    ("set_climate", '{"temperature": 71.5, "unit": "fahrenheit", "mode": "cool"}'),
+    ("set_navigation", '{"destination": "2107 Channing Way, Berkeley, CA"}'),
+    ("check_tire_pressure", '{"readings": {"front_left": 32.0, "front_right": 28.5, "rear_left": 31, '
+                            '"rear_right": 29.9}}'),
+    ("post", '{"content": "Shipped 3.2.1 today: the login fix is in.", "tags": ["#release", "#auth"], '
+             '"mentions": ["@dana"]}'),
+    ("post", '{"content": "Quarterly numbers are up."}'),
+    ("comment", '{"post_id": 10, "text": "Great work, thanks for the quick fix!"}'),
+    ("follow", '{"username": "ada_l"}'),
+    ("search_posts", '{"keyword": "release", "since": "2024-10-01", "limit": 3}'),
+    ("ls", '{"path": "."}'),
+    ("cat", '{"file_name": "todo.md"}'),
+    ("get_stock_info", '{"symbol": "NVDA"}'),
+    ("send_message", '{"receiver_id": "USR005", "message": "On my way."}'),
+    # text as models write it: colons (times, URLs, "Note:") and escapes (newlines, quotes, \\u) in strings
+    ("send_message", '{"receiver_id": "USR003", "message": "Meeting moved to 10:30; agenda: https://ex.com/a"}'),
+    ("touch", '{"file_name": "notes: draft.txt"}'),
+    ("post", '{"content": "Release notes:\\n- login fix\\n- faster export\\n\\"Thanks\\" to all", '
+             '"tags": ["#release"]}'),
+    ("create_ticket", '{"title": "Caf\\u00e9 menu: prices wrong", "description": "Steps:\\n1. open menu\\n2. '
+                      'see \\"12:00\\" special", "priority": "medium"}'),
+    ("grep", '{"file_name": "notes.txt", "pattern": "Beta\\trelease"}'),
 ]
 
 REFUSED: list[tuple[str, str]] = [
@@ -307,6 +413,10 @@ REFUSED: list[tuple[str, str]] = [
     ("place_basket", '{"lines": [{"symbol": "AAPL", "quantity": 10}, {"symbol": "MSFT"}], "account_id": 1001}'),
     ("book_flight", '{"access_token": "t", "card_id": "c", "travel_date": "next friday", "travel_from": "SFO", '
                     '"travel_to": "LAX", "travel_class": "economy", "passengers": []}'),
+    ("add", '{"a": "two", "b": 3}'),
+    ("start_engine", '{"ignition_mode": "start"}'),
+    ("lock_doors", '{"unlock": "maybe", "door": ["driver"]}'),
+    ("mean", '{"numbers": [1, "x", 3]}'),
 ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import operator
+import sys
 import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -155,6 +156,104 @@ class DecisionRecord(tuple):
                 f"{extra} {self.arguments!r}")
 
 
+# Values immutable all the way down: a snapshot keeps them as they are. Anything else (lists,
+# dicts, dataclasses, models...) is copied deeply, so that neither a tool that consumes or mutates
+# its arguments nor a callback that edits a nested value in place changes what the log says ran.
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes, complex})
+_atomic = _ATOMIC.issuperset
+
+
+def snapshot(arguments: dict, *, marked: bool = True) -> dict:
+    """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
+    what an approval callback is given (its own, to edit in place without effect): scalars as they
+    are, every other value copied deeply (`_copied`). A value that
+    cannot be copied is its marked repr (`marked`: the log's record), else the value itself (the
+    callback's copy: it must see the object it approves)."""
+    return {key: value if type(value) in _ATOMIC else _copy_of(value, marked) for key, value in arguments.items()}
+
+
+def _copy_of(value: Any, marked: bool) -> Any:
+    """`value` copied deeply (`_copied`); one that cannot be copied is kept as its repr, marked
+    (or, not `marked`, as it is)."""
+    try:
+        return _copied(value, 0)
+    except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
+        if not marked:
+            return value
+        from .shortening import short
+
+        try:
+            shown = short(repr(value), 300)
+        except Exception:
+            shown = f"a {type(value).__name__}"
+        return f"<not copyable ({type(error).__name__}): {shown}>"
+
+
+def _copied(value: Any, depth: int) -> Any:
+    """`value` copied deeply: by hand for what converted arguments are made of (lists, dicts,
+    tuples, plain objects and dataclasses; immutable values such as dates, enums and paths kept),
+    by `copy.deepcopy` for the rest (which may raise)."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if depth < 200:  # validated arguments nest at most `Limits.max_depth`; deeper: deepcopy's own
+        # (scalars inside are taken as they are without a call: most items of arguments are)
+        depth += 1
+        if kind is list:
+            return [item if type(item) in _ATOMIC else _copied(item, depth) for item in value]
+        if kind is dict:
+            return {key: item if type(item) in _ATOMIC else _copied(item, depth) for key, item in value.items()}
+        if kind is tuple:
+            return tuple([item if type(item) in _ATOMIC else _copied(item, depth) for item in value])
+        how = _HOW.get(kind)
+        if how is None:
+            how = _HOW[kind] = _how_to_copy(kind)
+        if how is _KEEP:
+            return value
+        if how is _FIELDS:  # a plain object: a new one of its class with its attributes copied
+            made = object.__new__(kind)
+            made.__dict__.update({name: item if type(item) in _ATOMIC else _copied(item, depth)
+                                  for name, item in value.__dict__.items()})
+            return made
+    import copy
+
+    return copy.deepcopy(value)
+
+
+def immutable(value: Any) -> bool:
+    """Whether `value` cannot change in place (a scalar, a date, a path, an enum member...)."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return True
+    how = _HOW.get(kind)
+    if how is None:
+        how = _HOW[kind] = _how_to_copy(kind)
+    return how is _KEEP
+
+
+_KEEP, _FIELDS, _DEEPCOPY = "keep", "fields", "deepcopy"
+_HOW: dict[type, str] = {}  # per class met in arguments: how `_copied` copies its values
+# immutable values of the standard library, named (their modules need not be imported here)
+_IMMUTABLE = {"datetime": {"date", "datetime", "time", "timedelta", "timezone"}, "decimal": {"Decimal"},
+              "uuid": {"UUID"}, "fractions": {"Fraction"}, "ipaddress": {"IPv4Address", "IPv6Address"},
+              "pathlib": {"PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"}}
+
+
+def _how_to_copy(kind: type) -> str:
+    if kind.__name__ in _IMMUTABLE.get(kind.__module__, ()) or kind in (frozenset, range):
+        return _KEEP if kind is not frozenset else _DEEPCOPY
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(kind, enum.EnumMeta):
+        return _KEEP  # a member is its own copy (as `copy.deepcopy` answers)
+    plain = (kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
+             and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
+             and not hasattr(kind, "__setstate__") and not hasattr(kind, "__deepcopy__")
+             and kind.__new__ is object.__new__ and "__dict__" in dir(kind)
+             and not any("__slots__" in vars(base) for base in kind.__mro__[:-1]))
+    # such an object is what `copy.deepcopy` would rebuild the same way: its class, its attributes copied
+    return _FIELDS if plain else _DEEPCOPY
+
+
 class Decisions(Sequence):
     """The audit log of one registry (its `select()` views share it): its DecisionRecords, the
     newest last; it keeps the last `MAX` decisions (a server answering for days stays bounded).
@@ -181,8 +280,8 @@ class Decisions(Sequence):
     @staticmethod
     def _make(fields: Any) -> DecisionRecord:
         timestamp, tool, arguments, origin, defaults, outcome = fields
-        # the reader's own dict: changing a record read changes nothing in the log
-        arguments = dict(arguments) if defaults is None else defaults | arguments
+        # the reader's own arguments: changing a record read (even a nested value) changes nothing in the log
+        arguments = snapshot(arguments if defaults is None else defaults | arguments)
         return tuple.__new__(DecisionRecord, (timestamp, tool, arguments, origin, *outcome))
 
     def _all(self) -> list[DecisionRecord]:
@@ -496,5 +595,6 @@ def default() -> ToolSource:
     return _default[0]
 
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "yes_or_no", "DecisionRecord", "Decisions", "asking_as",
+__all__ = ["Limits", "DEFAULT_LIMITS", "ToolSource", "Decision", "yes_or_no", "DecisionRecord", "Decisions", "snapshot",
+           "asking_as",
            "current_origin", "forget_everywhere", "bind", "source_of", "origin_of", "layers_of", "Layer", "set_default", "default"]

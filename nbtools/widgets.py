@@ -30,7 +30,10 @@ from .tool import Tool
 # Formats offered by the schema picker: (label, fmt passed to Tool.schema), the words `%tools --fmt` takes.
 FORMAT_CHOICES: tuple[tuple[str, str | None], ...] = format_words()
 
-_HINT_COLOURS = {"destructive": "#b3261e", "read-only": "#1e6b34", "idempotent": "#44546a",
+# Badges are white text on their own background, so they read alike on light and dark themes; the
+# destructive one takes the theme's error colour (white on it is 6.6:1 in JupyterLab Light, 5.1:1 in Dark).
+_WARNING = "var(--jp-error-color0,#b71c1c)"
+_HINT_COLOURS = {"destructive": _WARNING, "read-only": "#1e6b34", "idempotent": "#44546a",
                  "open-world": "#7a4b00"}
 
 
@@ -41,28 +44,33 @@ def badge(text: str, colour: str) -> str:
 
 
 # One line per row, so the checkbox, the name and the button sit on the same line in every row:
-# a fixed name column (cut with an ellipsis, whole in its title), then badges, then the description
-# taking what is left (cut too, whole in its title). Colours are JupyterLab's theme variables, so
-# the text keeps its contrast in light and dark themes (a fixed #555 was 2.5:1 on JupyterLab Dark).
+# a name column (cut with an ellipsis, whole in its title) that gives way down to 8em, then badges,
+# then the description taking what is left (cut too, whole in its title). The line is given no width
+# of its own (width 0, at least all its container has): a nowrap description otherwise widened the
+# HTML widget to its full length and ran under the "details" button. Colours are JupyterLab's theme
+# variables, so the text keeps its contrast in light and dark themes; a disabled tool is dimmed with
+# them too (an opacity of 0.55 took its description to 2.6:1 on JupyterLab Dark, 2.1:1 on Light).
 _ONE_LINE = "overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
 _TEXT = "color:var(--jp-ui-font-color1)"
 _QUIET = "color:var(--jp-ui-font-color2)"
+_LINE = "display:flex;align-items:baseline;gap:6px;width:0;min-width:100%;overflow:hidden"
 
 
 def tool_summary_html(tool: Tool, enabled: bool = True, show_group: bool = True) -> str:
     """Name and parameters, group and hint badges, and the description's first line (its Markdown
-    `code` as <code>), all escaped; dimmed when the tool is disabled. `show_group=False` under a
-    heading that already names the group. Cut parts are whole in `details_html` ("details")."""
+    `code` as <code>), all escaped; dimmed (and the description in italics) when the tool is disabled.
+    `show_group=False` under a heading that already names the group. Cut parts are whole in its
+    title and in `details_html` ("details")."""
     signature = f"{tool.name}({parameter_summary(tool.parameters)})"
-    name = (f"<code style='flex:0 0 18em;{_ONE_LINE};{_TEXT}' title='{html.escape(signature)}'>"
+    name = (f"<code style='flex:0 1 18em;min-width:8em;{_ONE_LINE};{_TEXT if enabled else _QUIET}' "
+            f"title='{html.escape(signature)}{'' if enabled else ' (disabled)'}'>"
             f"<b>{html.escape(tool.name)}</b>({html.escape(parameter_summary(tool.parameters))})</code>")
     badges = ([badge(tool.group, "#3b5bdb")] if tool.group and show_group else []) + [
         badge(hint, _HINT_COLOURS.get(hint, "#44546a")) for hint in sorted(tool.hints)]
     description = first_line(tool.description, limit=300)
-    about = (f"<span style='flex:1 1 auto;min-width:0;{_ONE_LINE};{_QUIET}' title='{html.escape(description)}'>"
-             f"{code_spans_html(description)}</span>") if description else ""
-    dim = "" if enabled else "opacity:0.55;"
-    return (f"<div style='display:flex;align-items:baseline;gap:6px;width:100%;min-width:0;{dim}'>{name}"
+    about = (f"<span style='flex:1 1 0;min-width:0;{_ONE_LINE};{_QUIET}{'' if enabled else ';font-style:italic'}' "
+             f"title='{html.escape(description)}'>{code_spans_html(description)}</span>") if description else ""
+    return (f"<div style='{_LINE}'>{name}"
             f"<span style='flex:0 0 auto;white-space:nowrap'>{''.join(badges)}</span>{about}</div>")
 
 

@@ -693,3 +693,81 @@ def test_a_copy_of_the_audit_log_is_its_own():
     copied_registry.call("wipe", {"folder": "c"})
     assert [d.arguments["folder"] for d in reg.decisions] == ["a"]
     assert [d.arguments["folder"] for d in copied_registry.decisions] == ["a", "c"]
+
+
+def test_a_snapshot_of_arguments_shares_nothing_mutable_and_keeps_what_cannot_change():
+    """`policy.snapshot` (the log's record and the callback's copy): immutable values kept as they
+    are, containers and objects copied deeply (plain objects by hand, others by deepcopy), a value
+    that cannot be copied kept as a marked repr."""
+    import dataclasses
+    import datetime
+    import enum
+    import pathlib
+    import threading
+
+    from nbtools.policy import snapshot
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    @dataclasses.dataclass
+    class Box:
+        items: list
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        tags: tuple
+
+    class Slotted:
+        __slots__ = ("items",)
+
+        def __init__(self, items):
+            self.items = items
+
+        def __eq__(self, other):
+            return type(other) is Slotted and other.items == self.items
+
+    class Locked:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __repr__(self):
+            return "Locked()"
+
+    when, path = datetime.date(2026, 1, 2), pathlib.Path("/data")
+    given = {"box": Box([[1], {"k": [2]}]), "frozen": Frozen(([3],)), "slotted": Slotted([4]), "colour": Colour.RED,
+             "when": when, "path": path, "locked": Locked(), "plain": "text"}
+    copied = snapshot(given)
+    assert copied["box"] == given["box"] and copied["box"] is not given["box"]
+    assert copied["box"].items[1]["k"] is not given["box"].items[1]["k"]
+    assert copied["frozen"] == given["frozen"] and copied["frozen"].tags[0] is not given["frozen"].tags[0]
+    assert copied["slotted"] == given["slotted"] and copied["slotted"].items is not given["slotted"].items
+    assert copied["colour"] is Colour.RED and copied["when"] is when and copied["path"] is path
+    assert copied["locked"].startswith("<not copyable (TypeError): Locked()")
+    given["box"].items[1]["k"].append(99)  # the original changes: the snapshot does not
+    assert copied["box"].items[1]["k"] == [2]
+
+
+class Connection:
+    """A plain class holding a lock: built from validated arguments, it cannot be copied."""
+
+    def __init__(self, host: str):
+        import threading
+
+        self.host, self.lock = host, threading.Lock()
+
+    def __repr__(self):
+        return f"Connection({self.host!r})"
+
+
+def test_a_callback_sees_an_argument_that_cannot_be_copied_as_it_is_and_the_log_a_marked_repr():
+    seen = []
+
+    def use(conn: Connection) -> str:
+        return conn.host
+
+    reg = Registry(approve=lambda tool, args: seen.append(args["conn"]) or True)
+    reg.add(use, hints="destructive")
+    assert call_func("use", {"conn": {"host": "db"}}, ns=reg) == "db"
+    assert type(seen[-1]).__name__ == "Connection" and seen[-1].host == "db"
+    assert reg.decisions[-1].arguments["conn"].startswith("<not copyable (TypeError): Connection('db')")

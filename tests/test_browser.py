@@ -14,7 +14,16 @@ and a Markdown image of a loopback "leak" server's URL). Checked: the step's hea
 text at least 4.5:1 against their actual background in Light and Dark; the step text wraps between
 words only; the answer shown once though `chat(...)` is the cell's last line; no script ran, no
 <img> in the answer, and the leak server received nothing (and does record a request sent to it).
-One JupyterLab serves both; its settings (the theme) are kept in a temporary folder.
+A third notebook (the 35 tools, a long-named destructive one in a group of its own, two disabled)
+is looked at 1,000 and 1,400 px wide in Light and Dark, a screenshot of each in the test's tmp_path:
+every panel row ends its description before its "details" button, keeps the button inside the output
+area and its checkbox, name, badges and button on one line; every text of the panel and the `%tools`
+table, disabled tools' and the `destructive` chip included, is at least 4.5:1 against what is really
+behind it (backgrounds and opacities composited); the table is no wider than its output area and no
+cell cuts its text.
+
+One JupyterLab serves all three, one Chromium shows them; its settings (the theme) are kept in a
+temporary folder. Each notebook opens in a reset workspace.
 """
 
 from __future__ import annotations
@@ -47,15 +56,21 @@ GROUPS = [("notes", "--hints read-only"), ("files", "--hints destructive"), ("we
           ("math", "--hints idempotent"), ("calendar", "")]
 
 
-def demo_notebook(folder: Path) -> Path:
-    """35 tools in five groups, the panel, the table, one decided approval."""
-    cells = [nbformat.v4.new_code_cell("%load_ext nbtools")]
+def tool_cells() -> list:
+    """35 tools in five groups, one `%%tool` cell per group."""
+    cells = []
     for group, hints in GROUPS:
         body = "\n".join(
             f"def {group}_action_{i}(query: str, include_history: bool = False, limit: int = 10) -> str:\n"
             f"    \"Do the {group} thing number {i}: a description long enough to wrap in a narrow notebook.\"\n"
             f"    return query\n" for i in range(7))
         cells.append(nbformat.v4.new_code_cell(f"%%tool --group {group} {hints}\n{body}"))
+    return cells
+
+
+def demo_notebook(folder: Path) -> Path:
+    """35 tools in five groups, the panel, the table, one decided approval."""
+    cells = [nbformat.v4.new_code_cell("%load_ext nbtools"), *tool_cells()]
     cells += [
         nbformat.v4.new_code_cell("from nbtools import registry\nregistry.disable('notes_action_1')\n"
                                   "import nbtools\nnbtools.panel()"),
@@ -70,6 +85,31 @@ def demo_notebook(folder: Path) -> Path:
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = folder / "demo.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+# A tool with a long name and a long parameter list, in a group of its own (rows like it sat off their
+# line in the panel, and the table cut its name and ran past the output area).
+LONG_NAME = "archive_every_quarterly_report_into_cold_storage_and_notify_each_owner"
+LONG_TOOL = (f"%%tool --group archive --hints destructive\n"
+             f"def {LONG_NAME}(quarter: str, regions: list[str], keep_local_copies: bool = False,\n"
+             f"        notification_template_name: str = 'quarterly-archive-notice-for-regional-owners',\n"
+             f"        retention_policy_identifier: str = 'seven-years-then-delete-unless-under-legal-hold') -> str:\n"
+             f"    \"Move every report of the quarter to cold storage, then tell each owner where it went and for how long.\"\n"
+             f"    return quarter")
+
+
+def layout_notebook(folder: Path) -> Path:
+    """The 35 tools and the long one, two of them disabled (one destructive), the panel and the whole `%tools` table."""
+    cells = [nbformat.v4.new_code_cell("%load_ext nbtools"), *tool_cells()]
+    cells += [nbformat.v4.new_code_cell(LONG_TOOL),
+              nbformat.v4.new_code_cell("from nbtools import registry\nregistry.disable('notes_action_1')\n"
+                                        "registry.disable('files_action_2')\nimport nbtools\nnbtools.panel()"),
+              nbformat.v4.new_code_cell("%tools")]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = folder / "layout.ipynb"
     nbformat.write(notebook, path)
     return path
 
@@ -163,6 +203,7 @@ def leak():
 def lab(tmp_path_factory, leak):
     folder = tmp_path_factory.mktemp("lab")
     demo_notebook(folder)
+    layout_notebook(folder)
     chat_notebook(folder, leak[0])
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -201,28 +242,31 @@ def _end_group(server: subprocess.Popen, signum: int) -> None:
         pass
 
 
-def test_panel_table_and_approval_in_jupyterlab(lab):
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium (Debian's) for every test here: Playwright's sync API runs one at a time."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            _check_lab(browser, lab.format("demo.ipynb"))
+            yield browser
         finally:
             browser.close()
 
 
-def _check_lab(browser, lab) -> None:
-    """Everything the test checks, in one page of `browser` (closed by the caller, whatever happens)."""
+def test_panel_table_and_approval_in_jupyterlab(lab, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        _check_lab(page, lab.format("demo.ipynb"))
+    finally:
+        page.close()
+
+
+def _check_lab(page, lab) -> None:
+    """Everything the test checks, in `page` (closed by the caller, whatever happens)."""
     app = "window.jupyterapp"
-    page.goto(lab)
-    page.wait_for_function(f"{app} && {app}.shell.currentWidget && {app}.shell.currentWidget.sessionContext"
-                           " && {app}.shell.currentWidget.sessionContext.session"
-                           " && {app}.shell.currentWidget.sessionContext.session.kernel".replace("{app}", app),
-                           timeout=120_000)
-    time.sleep(2)
-    page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
+    _open_and_run(page, lab)
     page.wait_for_selector("text=Approval for", timeout=120_000)
     panel = page.locator(".widget-vbox:has(.widget-text)").first
     panel.wait_for(timeout=60_000)
@@ -287,15 +331,12 @@ def _check_lab(browser, lab) -> None:
     assert "report.txt" in record.text_content()
 
 
-def test_chat_steps_and_a_hostile_answer_in_jupyterlab(lab, leak):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            _check_chat(browser, lab.format("chat.ipynb"), leak)
-        finally:
-            browser.close()
+def test_chat_steps_and_a_hostile_answer_in_jupyterlab(lab, leak, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        _check_chat(page, lab.format("chat.ipynb"), leak)
+    finally:
+        page.close()
 
 
 def _background(layers: list[str]) -> list[float]:
@@ -306,18 +347,11 @@ def _background(layers: list[str]) -> list[float]:
     return colour
 
 
-def _check_chat(browser, url: str, leak) -> None:
+def _check_chat(page, url: str, leak) -> None:
     """The Chat step view (contrast in both themes, words whole, the answer once) and the hostile answer inert."""
     leak_port, leak_seen = leak
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
     app = "window.jupyterapp"
-    page.goto(url)
-    page.wait_for_function(f"{app} && {app}.shell.currentWidget && {app}.shell.currentWidget.sessionContext"
-                           " && {app}.shell.currentWidget.sessionContext.session"
-                           " && {app}.shell.currentWidget.sessionContext.session.kernel".replace("{app}", app),
-                           timeout=120_000)
-    time.sleep(2)
-    page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
+    _open_and_run(page, url)
     page.wait_for_selector(f".jp-OutputArea-output:has-text('{ANSWER_MARK}')", timeout=120_000)
     page.wait_for_selector(".nbtools-step", timeout=60_000)
     time.sleep(3)  # anything the answer could have triggered (an image load, an onerror) has had its chance
@@ -389,3 +423,197 @@ def _check_chat(browser, url: str, leak) -> None:
     }}""")
     assert wrap["wordBreak"] in ("normal", "keep-all") and wrap["overflowWrap"] in ("break-word", "anywhere"), wrap
     assert wrap["lines"] >= 2 and wrap["split"] == [], f"the step text: {wrap}"
+
+
+# -- the layout notebook at 1,000 and 1,400 px, in both themes ---------------------------------------
+
+THEMES = ("JupyterLab Light", "JupyterLab Dark")
+VIEWS = [(width, theme) for width in (1000, 1400) for theme in THEMES]
+
+
+@pytest.fixture(scope="module")
+def layout_page(lab, browser):
+    """layout.ipynb run in one page (the tests below resize it and switch its theme)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        _open_and_run(page, lab.format("layout.ipynb"))
+        page.wait_for_selector(f".jp-RenderedHTMLCommon td:has-text('{LONG_NAME}')", timeout=120_000)
+        page.wait_for_function("document.querySelectorAll('.widget-checkbox').length >= 36", timeout=60_000)
+        news = page.locator(".jp-toast-button:has-text('No')")  # JupyterLab's question covers the screenshots
+        if news.count():
+            news.first.click()
+        time.sleep(2)
+        yield page
+    finally:
+        page.close()
+
+
+def _open_and_run(page, url: str) -> None:
+    """Open the notebook `url` names and run all its cells, once its kernel is there. The workspace is
+    reset (`&reset`): a previous test's notebook, restored beside this one and current at first, was
+    the one run (its kernel answered the wait), and the test then waited for outputs that never came."""
+    app = "window.jupyterapp"
+    path = url.split("/tree/", 1)[1].split("?", 1)[0]
+    page.goto(f"{url}&reset")
+    current = f"{app}.shell.currentWidget"
+    page.wait_for_function(f"{app} && {current} && {current}.context && {current}.context.path === '{path}'"
+                           f" && {current}.sessionContext.session && {current}.sessionContext.session.kernel",
+                           timeout=120_000)
+    time.sleep(2)
+    page.evaluate(f"{app}.commands.execute('notebook:run-all-cells')")
+
+
+def _view(page, width: int, theme: str) -> None:
+    """Resize the page to `width` and switch to `theme`; return once the theme's styles apply."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    if page.evaluate("document.body.dataset.jpThemeName") != theme:
+        page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
+        page.wait_for_function(f"document.body.dataset.jpThemeName === '{theme}'", timeout=30_000)
+    time.sleep(1.5)  # the theme's stylesheet and the notebook's relayout
+
+
+def _shoot(page, selector: str, path: Path) -> None:
+    """A screenshot of the page with the output `selector` finds scrolled to the top (the notebook
+    scrolls inside the page: an element's own screenshot of a tall output comes out garbled)."""
+    page.locator(selector).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    page.screenshot(path=str(path))
+
+
+# The two outputs: a Playwright selector (for screenshots) and a JavaScript expression (for measures).
+PANEL_OUTPUT = ".jp-OutputArea-output:has(.widget-checkbox)"
+TABLE_OUTPUT = f".jp-OutputArea-output:has(table):has-text('{LONG_NAME}')"
+OUTPUTS = {PANEL_OUTPUT: f"document.querySelector('{PANEL_OUTPUT}')",
+           TABLE_OUTPUT: "[...document.querySelectorAll('.jp-OutputArea-output:has(table)')]"
+                         f".find(o => o.textContent.includes('{LONG_NAME}'))"}
+
+
+def _summed_up(problems: list[str], folder: Path) -> str:
+    """The first three problems of each kind (the words after the last colon, figures left out), and the counts."""
+    kinds: dict[str, list[str]] = {}
+    for problem in problems:
+        kinds.setdefault(re.sub(r"[\d.]+px", "Npx", problem.rsplit(": ", 1)[-1]), []).append(problem)
+    return "\n".join(["\n".join(found[:3]) + f"\n  ({len(found)} like these)" for found in kinds.values()]
+                     + [f"screenshots in {folder}"])
+
+
+def test_panel_rows_fit_their_width(layout_page, tmp_path):
+    """At 1,000 and 1,400 px, in both themes: in every row the description ends before the "details"
+    button, the button lies inside the output area, and the name, badges and description share one
+    baseline (rows of a long name, or of a group of their own, sat 2 px off)."""
+    page = layout_page
+    problems = []
+    for width, theme in VIEWS:
+        _view(page, width, theme)
+        _shoot(page, PANEL_OUTPUT, tmp_path / f"panel-{width}-{theme.split()[-1].lower()}.png")
+        rows = page.evaluate("""() => {
+            const output = """ + OUTPUTS[PANEL_OUTPUT] + """;
+            const edge = output.getBoundingClientRect().right;
+            const baseline = e => {  // where an empty inline-block sits: the element's first baseline
+                const probe = document.createElement('span');
+                probe.style.cssText = 'display:inline-block;width:0;height:0';
+                e.prepend(probe);
+                const y = probe.getBoundingClientRect().bottom;
+                probe.remove();
+                return y;
+            };
+            return [...output.querySelectorAll('.widget-hbox:has(> .widget-checkbox)')].map(line => {
+                const name = line.querySelector('.widget-html-content code');
+                const parts = [...line.querySelector('.widget-html-content > div').children];
+                const button = line.querySelector('.widget-toggle-button').getBoundingClientRect();
+                const text = parts[parts.length - 1].getBoundingClientRect();
+                const box = line.querySelector('.widget-checkbox input').getBoundingClientRect();
+                const rows = line.closest('.widget-vbox').parentElement;
+                const baselines = parts.map(baseline);
+                return {name: name.textContent.split('(')[0], textRight: text.right, buttonLeft: button.left,
+                        buttonRight: button.right, edge: Math.min(edge, rows.getBoundingClientRect().left + rows.clientWidth),
+                        baselines, controls: [baselines[0] - (box.top + box.bottom) / 2,
+                                              baselines[0] - (button.top + button.bottom) / 2]};
+            });
+        }""")
+        assert len(rows) == 36, f"{width}px {theme}: {len(rows)} rows"
+        for row in rows:
+            where = f"{width}px {theme}: {row['name']}"
+            if row["textRight"] > row["buttonLeft"] + 0.5:
+                problems.append(f"{where}: the description runs {row['textRight'] - row['buttonLeft']:.0f}px under the button")
+            if row["buttonRight"] > row["edge"] + 0.5:
+                problems.append(f"{where}: the button is cut {row['buttonRight'] - row['edge']:.0f}px at the edge")
+            off = max(row["baselines"]) - min(row["baselines"])
+            if off > 0.5:
+                problems.append(f"{where}: name, badges and description {off:.1f}px off one line")
+        # The checkbox and the button sit at the same height against the name's line in every row.
+        for index, control in enumerate(("checkbox", "button")):
+            heights = sorted((row["controls"][index], row["name"]) for row in rows)
+            if heights[-1][0] - heights[0][0] > 1:
+                problems.append(f"{width}px {theme}: the {control} is {heights[-1][0] - heights[0][0]:.1f}px higher "
+                                f"against the name in {heights[-1][1]} than in {heights[0][1]}")
+    assert not problems, _summed_up(problems, tmp_path)
+
+
+# Every element holding text in the panel's rows and the table, with its colour, and the background
+# colour and opacity of it and of each of its ancestors (outermost first): what `_seen` composites.
+_TEXT_LAYERS = """output => [...output.querySelectorAll('*')]
+        .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+        .map(e => {
+            const chain = [];
+            for (let a = e; a; a = a.parentElement) {
+                const style = getComputedStyle(a);
+                chain.unshift([style.backgroundColor, parseFloat(style.opacity)]);
+            }
+            return [e.textContent.trim().slice(0, 50), getComputedStyle(e).color, chain];
+        })"""
+
+
+def _seen(colour: str, chain: list) -> tuple[list[float], list[float]]:
+    """The text's colour and the colour behind it as they reach the screen: each element's background
+    painted over what is behind it, and each element's opacity mixing all it paints with that backdrop."""
+    def paint(index: int, backdrop: list[float]) -> tuple[list[float], list[float]]:
+        layer, opacity = chain[index]
+        ground = over(rgba(layer), backdrop)
+        text, behind = (over(rgba(colour), ground), ground) if index == len(chain) - 1 else paint(index + 1, ground)
+        mix = lambda c: [opacity * c[i] + (1 - opacity) * backdrop[i] for i in range(3)]  # noqa: E731
+        return mix(text), mix(behind)
+    return paint(0, [255.0, 255.0, 255.0])
+
+
+def test_dimmed_and_warning_text_contrast_in_both_themes(layout_page, tmp_path):
+    """Every text of the panel's rows and of the `%tools` table, disabled tools' and the `destructive`
+    chip included, at least 4.5:1 (WCAG AA) against what is behind it, in Light and Dark."""
+    page = layout_page
+    low = {}
+    for width, theme in VIEWS:
+        _view(page, width, theme)
+        for selector, what in ((PANEL_OUTPUT, "panel"), (TABLE_OUTPUT, "table")):
+            _shoot(page, selector, tmp_path / f"{what}-{width}-{theme.split()[-1].lower()}.png")
+            for text, colour, chain in page.evaluate_handle(OUTPUTS[selector]).evaluate(_TEXT_LAYERS):
+                ratio = contrast(*_seen(colour, chain))
+                if ratio < 4.5:
+                    low.setdefault(f"{theme} {what}: {text!r}", round(ratio, 2))
+    assert not low, f"contrast below 4.5:1 (screenshots in {tmp_path}): " + "; ".join(
+        f"{where} {ratio}:1" for where, ratio in sorted(low.items(), key=lambda item: item[1])[:12])
+
+
+def test_tools_table_fits_and_cuts_nothing(layout_page, tmp_path):
+    """At 1,000 and 1,400 px, in both themes: the `%tools` table is no wider than its output area and
+    no cell cuts its text (a long name and a long parameter list wrap)."""
+    page = layout_page
+    problems = []
+    for width, theme in VIEWS:
+        _view(page, width, theme)
+        _shoot(page, TABLE_OUTPUT, tmp_path / f"table-{width}-{theme.split()[-1].lower()}.png")
+        seen = page.evaluate(f"""() => {{
+            const output = {OUTPUTS[TABLE_OUTPUT]};
+            const table = output.querySelector('table');
+            const cut = [...table.querySelectorAll('td, th')]
+                .filter(cell => cell.scrollWidth > cell.clientWidth + 1)
+                .map(cell => [cell.textContent.trim().slice(0, 60), cell.scrollWidth - cell.clientWidth]);
+            return {{room: output.clientWidth, table: table.getBoundingClientRect().width,
+                    scrolls: output.scrollWidth - output.clientWidth, cut}};
+        }}""")
+        where = f"{width}px {theme}"
+        if seen["table"] > seen["room"] + 1:
+            problems.append(f"{where}: the table is {seen['table'] - seen['room']:.0f}px wider than its output area")
+        if seen["scrolls"] > 1:
+            problems.append(f"{where}: the output scrolls {seen['scrolls']}px sideways")
+        problems += [f"{where}: {text!r} cut by {by}px" for text, by in seen["cut"]]
+    assert not problems, _summed_up(problems, tmp_path)

@@ -365,6 +365,55 @@ def test_a_sub_agents_tokens_count_in_the_callers_budget():
         assert len(outer.requests) == 1 and main.usage.tokens == 160 + 570
 
 
+def _three_helper_calls(provider: str = "openai") -> dict:
+    return REPLIES[provider]([(f"call_{n}", "helper", {"task": f"part {n}"}) for n in (1, 2, 3)])
+
+
+def test_a_budget_holds_across_the_sub_agent_calls_of_one_reply():
+    # Issue 37: each sub-agent call of one reply started from the same spent amount, so three of
+    # them spent 3 x 570 tokens under a 300-token budget. Each request is checked against the
+    # budgets of the Chats running it as a tool; the calls after the budget is used up are not run.
+    with RecordedModel([(200, REPLIES["anthropic"](text="done"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls())]) as outer:
+        sub = _chat("anthropic", inner.url, [])
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], budget={"tokens": 300})
+        with pytest.raises(BudgetExceeded):
+            main("go")
+        assert len(inner.requests) == 1 and len(outer.requests) == 1
+        assert main.usage.tokens == 160 + 570  # one helper request past the budget's check, no more
+        texts = [call.text for call in main.steps[-1].calls]
+        assert texts[0] == "done" and all("not run" in text and "300" in text for text in texts[1:]), texts
+        assert all(answer is not None for answer in _answered("openai", main.messages).values())
+
+
+@pytest.mark.parametrize("caller", ["async", "sync"])
+def test_a_budget_holds_across_parallel_sub_agent_calls(caller):
+    # The three async sub-agent calls run concurrently (from a sync Chat too: on one loop): without
+    # a turn per request all three sent their request before any reply counted.
+    with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls())]) as outer:
+        sub = _chat("gemini", inner.url, [], asynchronous=True)
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=caller == "async",
+                     budget={"tokens": 200})
+        with pytest.raises(BudgetExceeded):
+            asyncio.run(main.acall("go")) if caller == "async" else main("go")
+        assert len(inner.requests) == 1
+        assert main.usage.tokens == 160 + 132
+        texts = sorted(call.text for call in main.steps[-1].calls)
+        assert texts[-1] == "sub answer" and all("not run" in text for text in texts[:-1]), texts
+
+
+def test_a_sub_agents_own_budget_holds_across_its_parallel_runs():
+    with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
+            RecordedModel([(200, _three_helper_calls()), (200, REPLIES["openai"](text="ok"))]) as outer:
+        sub = _chat("gemini", inner.url, [], asynchronous=True, budget={"tokens": 100})
+        main = _chat("openai", outer.url, [sub.as_tool(name="helper")], asynchronous=True)
+        assert asyncio.run(main.acall("go")) == "ok"
+        assert len(inner.requests) == 1 and sub.usage.tokens == 132
+        texts = sorted(call.text for call in main.steps[0].calls)
+        assert texts[-1] == "sub answer" and all("not run" in text and "100" in text for text in texts[:-1]), texts
+
+
 def test_an_async_sub_agent_is_an_async_tool():
     with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
             RecordedModel([(200, REPLIES["openai"]([("call_1", "ask_test_model", {"task": "x"})])),
@@ -465,6 +514,28 @@ def test_dangerous_hosted_tools_need_the_loud_opt_in(provider, native):
         chat = _chat(provider, model.url, [], native_tools=[native], allow_dangerous_native_tools=True)
         assert chat("hi") == "ok"
         assert len(model.requests) == 1  # only the allowed chat made a request
+
+
+@pytest.mark.parametrize("provider, settings", [
+    # another spelling of the same hosted tool: the REST API's camelCase, other case and separators
+    ("gemini", {"native_tools": [{"codeExecution": {}}]}),
+    ("gemini", {"native_tools": [{"google_search": {}, "CODE-EXECUTION": {}}]}),
+    ("anthropic", {"native_tools": [{"type": "Code-Execution-20250825", "name": "code_execution"}]}),
+    ("anthropic", {"native_tools": [{"type": "ｃｏｄｅ＿ｅｘｅｃｕｔｉｏｎ_20250825", "name": "x"}]}),  # full-width letters
+    ("responses", {"native_tools": [{"type": "codeInterpreter", "container": {"type": "auto"}}]}),
+    ("responses", {"native_tools": [{"type": "Local Shell"}]}),
+    # the same tool passed around native_tools=, through the create call's other arguments
+    ("gemini", {"config": {"tools": [{"code_execution": {}}]}}),
+    ("gemini", {"config": {"tools": [{"codeExecution": {}}]}}),
+    ("responses", {"extra_body": {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}}),
+    ("anthropic", {"extra_body": {"tools": [{"type": "bash_20250124", "name": "bash"}]}}),
+])
+def test_a_dangerous_hosted_tool_needs_the_opt_in_whatever_its_spelling_or_route(provider, settings):
+    with RecordedModel([(200, REPLIES[provider](text="ok"))]) as model:
+        with pytest.raises(ValueError, match="allow_dangerous_native_tools=True"):
+            _chat(provider, model.url, [], **settings)
+        _chat(provider, model.url, [], allow_dangerous_native_tools=True, **settings)  # the opt-in still works
+        assert model.requests == []
 
 
 def test_native_tools_must_be_the_providers_shapes():

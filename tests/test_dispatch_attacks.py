@@ -378,3 +378,82 @@ def test_connect_respects_its_timeout_while_reading_tool_lists():
     # too long, and in both cases it returned within the time-out (plus start-up and listing).
     assert out["outcome"] == "connected" or "took more than 20" in out["outcome"], out["outcome"][-300:]
     assert out["elapsed"] < 60.0
+
+
+# --------------------------------------------------------------------------------------------------
+# The audit log (issue 37): what `registry.decisions` says ran is what ran
+# --------------------------------------------------------------------------------------------------
+def test_the_audit_log_says_what_ran_whatever_the_tool_or_the_callback_does_in_place():
+    # A tool that consumes its arguments, and a callback that edits a nested value in place (not
+    # through Decision(args=...)), on every approval path: the one-registry fast path, a view (the
+    # layered path), async, positional parameters, a remembered answer and an edit that is then
+    # consumed. The log must hold the arguments as they ran, the call must run what was approved,
+    # and a record read must be the reader's own.
+    out = child("""
+        import asyncio
+        from nbtools import Decision, Registry
+        from nbtools.call import call_func, call_func_async
+        ran = []
+        def wipe(folders: list[str], options: dict[str, list[int]] = {"keep": [1]}) -> str:
+            ran.append([list(folders), {k: list(v) for k, v in options.items()}])
+            folders.clear(); folders.append("/innocent")  # consumes its argument
+            for value in options.values():
+                value.clear()
+            return "done"
+        def spread(*folders: list[str]) -> str:
+            ran.append([list(each) for each in folders])
+            for each in folders:
+                each[:] = ["/innocent"]
+            return "done"
+        def meddler(tool, args):
+            for value in args.values():
+                if isinstance(value, tuple):
+                    value = value[0]
+                if isinstance(value, list):
+                    value.append("/home")  # a nested edit in place, not a Decision
+                elif isinstance(value, dict):
+                    value.setdefault("keep", []).append(99)
+            return True
+        def editor(tool, args):
+            return Decision(True, args={"folders": ["/edited"]})
+        out = {}
+        for how in ("fast", "view", "async", "positional", "edit", "remembered"):
+            ran.clear()
+            reg = Registry(approve=editor if how == "edit" else meddler)
+            reg.add(wipe, hints="destructive")
+            reg.add(spread, hints="destructive")
+            args = {"folders": ["/data"], "options": {"keep": [7]}}
+            if how == "fast":
+                call_func("wipe", args, ns=reg)
+            elif how == "view":
+                call_func("wipe", args, ns=reg.select())
+            elif how == "async":
+                asyncio.run(call_func_async("wipe", args, ns=reg))
+            elif how == "positional":
+                reg.call("spread", {"folders": [["/data"], ["/tmp"]]})
+            elif how == "edit":
+                call_func("wipe", args, ns=reg)
+            else:
+                reg.remembered["wipe"] = True
+                call_func("wipe", args, ns=reg)
+            record = reg.decisions[-1]
+            first = json.loads(json.dumps(record.arguments))
+            for value in record.arguments.values():  # the reader changes what it read
+                (value[0] if isinstance(value, tuple) else value).clear()
+            out[how] = {"ran": ran[:], "logged": first, "again": json.loads(json.dumps(reg.decisions[-1].arguments)),
+                        "edited": record.edited, "verdict": record.verdict}
+        report(**out)
+    """)
+    for how in ("fast", "view", "async", "remembered"):
+        case = out[how]
+        assert case["ran"] == [[["/data"], {"keep": [7]}]], (how, case)  # not the callback's nested edit
+        assert case["logged"] == {"folders": ["/data"], "options": {"keep": [7]}}, (how, case)
+        assert case["again"] == case["logged"], (how, case)
+        assert not case["edited"] and case["verdict"] == "approved", (how, case)
+    case = out["positional"]
+    assert case["ran"] == [[["/data"], ["/tmp"]]], case
+    assert case["logged"] == case["again"] == {"folders": [["/data"], ["/tmp"]]}, case
+    case = out["edit"]
+    assert case["ran"] == [[["/edited"], {"keep": [1]}]], case
+    assert case["logged"] == case["again"] == {"folders": ["/edited"], "options": {"keep": [1]}}, case
+    assert case["edited"], case

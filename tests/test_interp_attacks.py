@@ -420,3 +420,100 @@ def test_a_thread_of_the_code_cannot_interrupt_the_caller_later():
             "threading.Thread(target=later).start()\n'ok'")
     report = attack_python(code, timeout=5)
     assert report["text"] == "ok" and not report["interrupted"], report
+
+
+# --------------------------------------------------------------------------------------------
+# Process-wide settings a run leaves behind (issue 37): after python() returned, the process
+# goes on as before. Each case runs the code in a limited child that then does what a kernel
+# does later (spends CPU, writes a file, gets a signal of its own, recurses deeply, waits) and
+# reports the settings before and after the run.
+# --------------------------------------------------------------------------------------------
+
+AFTERWARDS = textwrap.dedent("""\
+    import json, os, resource, signal, sys, tempfile, time
+    resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+    from nbtools.interp import run_code
+    signal.signal(signal.SIGUSR1, lambda *args: None)  # a handler of the kernel's own
+
+    def state():
+        return {{
+            "limits": {{name: list(resource.getrlimit(getattr(resource, name)))
+                        for name in ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_AS")}},
+            "recursion": sys.getrecursionlimit(), "switch": sys.getswitchinterval(),
+            "handlers": {{name: repr(signal.getsignal(getattr(signal, name)))
+                          for name in ("SIGUSR1", "SIGTERM", "SIGPROF", "SIGVTALRM", "SIGALRM")}},
+            "timers": [list(signal.getitimer(getattr(signal, which)))
+                       for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")],
+        }}
+
+    code, timeout = json.loads(sys.argv[1])
+    before = state()
+    result = run_code(code, {{}}, timeout=timeout)
+    text = result.for_model()
+    after = state()
+    # what the kernel does later: CPU time, a file written, a signal of its own, deep recursion, waiting
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    with tempfile.TemporaryFile() as scratch:
+        scratch.write(b"x" * 65536)
+    os.kill(os.getpid(), signal.SIGUSR1)
+    deep = []
+    for _ in range(200_000):
+        deep = [deep]
+    try:
+        repr(deep)
+        recursed = "no error"
+    except RecursionError:
+        recursed = "RecursionError"
+    time.sleep(1.2)
+    print(json.dumps({{"text": str(text), "error": result.error, "before": before, "after": after,
+                      "recursed": recursed}}))
+    """)
+
+_HARD_CPU = "resource.getrlimit(resource.RLIMIT_CPU)[1]"
+LEFT_BEHIND = {
+    # refused: a limit lowered cannot always be raised again, and a CPU limit below the time the
+    # process used already ends it at once (a file size limit at the next large write)
+    "a CPU limit below the time used": (f"import resource\nresource.setrlimit(resource.RLIMIT_CPU, (0, {_HARD_CPU}))", True),
+    "the same through prlimit": (f"import resource\nresource.prlimit(0, resource.RLIMIT_CPU, (0, {_HARD_CPU}))", True),
+    "a file size limit": ("import resource\nresource.setrlimit(resource.RLIMIT_FSIZE, "
+                          "(1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))", True),
+    "a hard limit lowered": ("import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))", True),
+    # refused: faulthandler's delayed exit ends the process when it fires, run over or not
+    "a delayed exit": ("import faulthandler\nfaulthandler.dump_traceback_later(0.5, exit=True)", True),
+    # refused: the default action of SIGPROF/SIGVTALRM ends the process
+    "a profiling timer": ("import signal\nsignal.setitimer(signal.ITIMER_PROF, 0.05)", True),
+    "a virtual timer": ("import signal\nsignal.setitimer(signal.ITIMER_VIRTUAL, 0.05, 0.05)", True),
+    # put back when the run ends
+    "a profiling timer with its handler": ("import signal\nsignal.signal(signal.SIGPROF, lambda *a: None)\n"
+                                           "signal.setitimer(signal.ITIMER_PROF, 0.05, 0.05)"),
+    "an alarm in a run without a deadline": ("import signal\nsignal.alarm(1)", False, None),
+    "the kernel's handler reset": "import signal\nsignal.signal(signal.SIGUSR1, signal.SIG_DFL)",
+    "a handler left behind": "import signal\nsignal.signal(signal.SIGTERM, lambda *a: None)",
+    "a recursion limit that overflows the C stack": "import sys\nsys.setrecursionlimit(10**6)",
+    "a switch interval": "import sys\nsys.setswitchinterval(50)",
+    "a traceback dump later": "import faulthandler\nfaulthandler.dump_traceback_later(0.5)",
+    "a delayed exit, positionally": ("import faulthandler, sys\nfaulthandler.dump_traceback_later(0.5, False, "
+                                     "sys.stderr, True)", True),
+    "a traceback dump on the kernel's signal": "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1)",
+}
+
+
+@pytest.mark.parametrize("name", list(LEFT_BEHIND))
+def test_a_run_leaves_no_process_wide_setting_that_outlives_it(name):
+    case = LEFT_BEHIND[name]
+    code, refused, timeout = (case, False, 5) if isinstance(case, str) else (*case, 5)[:3]
+    script = AFTERWARDS.format(limit=MEMORY_LIMIT)
+    done = subprocess.run([sys.executable, "-c", script, json.dumps([code + "\n'ran'", timeout])],
+                          capture_output=True, text=True, timeout=WALL_LIMIT)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # the process survived
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["after"] == report["before"], report  # every setting as it was
+    assert report["recursed"] == "RecursionError", report
+    assert "Timeout (" not in done.stderr and "most recent call first" not in done.stderr, \
+        done.stderr[-2000:]  # no traceback dumped after the run
+    if refused:
+        assert "python():" in report["text"] and report["error"], report
+    else:
+        assert report["text"] == "ran", report

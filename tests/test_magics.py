@@ -498,9 +498,10 @@ def test_tools_table_text_and_html(listed):
     assert "Longer text" not in text
     page = display["data"]["text/html"]
     assert "&lt;everything&gt;" in page and "<everything>" not in page
-    # the destructive tool is marked (⚠ by its name, its hint in red); the read-only one is not
+    # the destructive tool is marked (⚠ by its name, its hint on the theme's error colour); the read-only one is not
     add_row, wipe_row = page.split("<tr")[2:]
-    assert "⚠" in wipe_row and "color:#b3261e" in wipe_row and "⚠" not in add_row
+    assert "⚠" in wipe_row and "background:var(--jp-error-color0" in wipe_row and "⚠" not in add_row
+    assert "jp-error-color0" not in add_row
     listed.run("_registry.disable('wipe')")
     assert "wipe (disabled)" in text_of(listed.run("%tools"))
 

@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, layers_of, yes_or_no
+from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
+    snapshot, yes_or_no
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -61,7 +62,8 @@ class Asking:
             return answer
         tool, source = self.tool, layer.source
         self.source, self.name = source, layer.name
-        self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+        self.shown = _kept(shown)
         remembered = source._memory.remembered.get(layer.name) if source is not None else None
         if remembered is not None:
             self.log("approved" if remembered else "denied", "remembered")
@@ -72,7 +74,7 @@ class Asking:
         if approve is None:
             return SKIP
         _, takes_origin, self.by, _ = _asker(approve, source)
-        given = dict(self.shown)  # the callback's own: an edit in place changes neither the call nor its record
+        given = snapshot(shown, marked=False)  # the callback's own: an edit in place changes neither the call nor its record
         try:
             return approve(tool, given, origin=self.origin) if takes_origin else approve(tool, given)
         except BaseException as error:
@@ -121,7 +123,7 @@ class Asking:
                 raise refused(tool, f"the arguments as edited by the user are invalid"
                                     f"{f' (argument {error.argument!r})' if error.argument else ''}: "
                                     f"{error.problem}") from None
-            self.shown = arguments_as_run(tool, self.positional, self.kwargs, self.raw)
+            self.shown = _kept(arguments_as_run(tool, self.positional, self.kwargs, self.raw))
         self.log("approved", by, edited=edited is not None)
 
 
@@ -145,7 +147,9 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     (bench/instructions.py wipe_approved against wipe_no_policy): the callback's traits are read
     once (`_asker`); for keyword parameters the log keeps the call's own keyword arguments and
     the plan's defaults (merged when read) and the callback gets them merged, one dict it may
-    edit; the record is one `extend` of a bounded deque (`Decisions`)."""
+    edit; the record is one `extend` of a bounded deque (`Decisions`). Only arguments holding
+    more than scalars (a list, a dict, an object) are copied deeply: for the log and again for
+    the callback (`policy.snapshot`), so neither the tool nor the callback rewrites the record."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -166,9 +170,15 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         # merged when read; the callback gets them merged, its own copy to edit
         defaults, kept = view[0], kwargs
         given = defaults | kwargs
+        # a list, a dict...: the log keeps a snapshot (no need to look when the schema admits only
+        # values that cannot change: `_immutable_arguments`, read once per Tool)
+        if not view[2]:  # (copying at once costs about what looking through the values first did)
+            defaults, kept = None, snapshot(given)
+            given = snapshot(given, marked=False)
     else:
-        defaults, kept = None, arguments_as_run(tool, positional, kwargs, raw)
-        given = dict(kept)  # the callback's own: an edit in place changes neither the call nor its record
+        shown = arguments_as_run(tool, positional, kwargs, raw)
+        defaults, kept = None, _kept(shown)
+        given = snapshot(shown, marked=False)  # the callback's own: an edit in place changes neither the call nor its record
     origin = _origin()
     try:
         answer = callback(tool, given, origin=origin) if asker[1] else callback(tool, given)
@@ -210,6 +220,13 @@ def _asked(tool: Tool, source: ToolSource, limits: Limits, positional: tuple, kw
     asking.shown = kept if defaults is None else defaults | kept
     asking.source, asking.origin, asking.by = source, origin, asker[2]
     return asking
+
+
+def _kept(arguments: dict) -> dict:
+    """What the log keeps of `arguments`: a snapshot (`policy.snapshot`), since a tool that consumes
+    or mutates its arguments, or a callback editing a nested value in place, must not rewrite what
+    the log says ran."""
+    return snapshot(arguments)
 
 
 def with_python_allow(tool: Tool, first: ToolSource | None, kwargs: dict) -> dict:
@@ -283,9 +300,10 @@ def arguments_as_run(tool: Tool, positional: tuple, kwargs: dict, raw: Any) -> d
     shape = plan.view if plan is not None else None
     if shape is None:
         shape = _shape(tool.fn, tool.passing)
+        shape = (*shape, shape[0] is not None and _immutable_arguments(tool, shape[0]))
         if plan is not None:
             plan.view = shape
-    template, shape = shape
+    template, shape, _ = shape
     if shape is None:  # no signature to read (some builtins): what is passed
         return {**{str(index): value for index, value in enumerate(positional)}, **kwargs} if positional \
             else dict(kwargs) if kwargs or not isinstance(raw, dict) else dict(raw)
@@ -348,6 +366,39 @@ def _shape(fn: Any, passing: tuple) -> tuple:
                  for _, kind, _, hidden in shape)
     template = {name: default for name, kind, default, _ in shape if kind != _VAR_KEYWORD} if simple else None
     return template, shape
+
+
+_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
+# keywords that do not change what a scalar converts to (anything else: assume it may be an object)
+_SCALAR_KEYWORDS = frozenset({"type", "enum", "const", "default", "description", "title", "format", "minLength",
+                              "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                              "multipleOf", "examples", "deprecated", "anyOf", "oneOf"})
+
+
+def _immutable_arguments(tool: Tool, template: dict) -> bool:
+    """Whether every argument of `tool` is a value that cannot change in place: its schema admits
+    only scalars (converted at most to dates, paths, UUIDs, decimals, enum members: immutable) and
+    its defaults are scalars. Then neither the log nor the callback needs a copy."""
+    parameters = tool.parameters
+    if parameters.get("additionalProperties", False) is not False or "$defs" in parameters:
+        return False
+    return (all(_scalar_schema(each) for each in (parameters.get("properties") or {}).values())
+            and all(immutable(each) for each in template.values() if each is not _EMPTY))  # (required: always passed)
+
+
+def _scalar_schema(schema: Any, depth: int = 0) -> bool:
+    if not isinstance(schema, dict) or depth > 4 or not _SCALAR_KEYWORDS.issuperset(schema):
+        return False
+    for key in ("anyOf", "oneOf"):
+        if key in schema and not all(_scalar_schema(each, depth + 1) for each in schema[key]):
+            return False
+    kind = schema.get("type")
+    if kind is None:
+        values = schema["enum"] if "enum" in schema else [schema["const"]] if "const" in schema else None
+        if values is None:
+            return "anyOf" in schema or "oneOf" in schema
+        return _atomic(map(type, values))
+    return all(each in _SCALAR_TYPES for each in ([kind] if isinstance(kind, str) else kind))
 
 
 def approval_failed(tool: Tool, error: Exception) -> ToolCallError:

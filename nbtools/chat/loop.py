@@ -34,7 +34,8 @@ from ..formats import callers, streamed, turns
 from ..formats.turns import Usage
 from ..policy import asking_as
 from ..registry import Registry, registry as default_registry
-from .spend import _SPENT, BudgetExceeded, check_budget, check_prices, over, priced
+from .spend import _ACCOUNTS, _SPENT, Account, BudgetExceeded, aturn, charge, check_budget, check_prices, over, \
+    priced, turn, used_up
 from .steps import CallRecord, Step, trace_lines
 
 
@@ -89,12 +90,14 @@ class _Run:
     """One call of the chat: its view (None outside a notebook), the create call's keyword arguments
     (the same at every step: the history is the list `chat.messages`, which grows in place), where
     its prompt sits in the history, the usage of its steps so far (handed to the chat's totals when
-    the call ends: `Chat._end`) and what it was doing (for an interrupt's message)."""
+    the call ends: `Chat._end`), what it was doing (for an interrupt's message) and the budgets of
+    the Chats running this one as a tool (`spend.Account`s; empty for a Chat not run by a tool)."""
 
-    __slots__ = ("view", "kwargs", "start", "usages", "doing", "create")
+    __slots__ = ("view", "kwargs", "start", "usages", "doing", "create", "accounts")
 
     def __init__(self, view: Any, kwargs: dict, start: int):
         self.view, self.kwargs, self.start = view, kwargs, start
+        self.accounts: tuple = _ACCOUNTS.get()
         self.usages: list[Any] = []  # each step's usage, as `Chat._receive` keeps it (see `Chat._settled`)
         self.doing = "before the first request"
         self.create: Callable[..., Any] | None = None  # a synchronous client's create (or stream) function
@@ -175,6 +178,8 @@ class Chat:
         self.prices = check_prices(prices)
         self.budget = check_budget(budget, model, self.prices)
         self.native_tools = turns.native_tools(self.endpoint.dialect, native_tools, allow_dangerous_native_tools)
+        # a hosted tool passed around `native_tools=` (Gemini's config, an SDK's extra_body) is held to the same opt-in
+        turns.check_hosted_options(self.endpoint.dialect, create_kwargs, allow_dangerous_native_tools)
         self.create_kwargs = create_kwargs
         self.messages: list[Any] = turns.system_turns(self.endpoint.dialect, system)
         self.usage = Usage(cost=0.0 if model in self.prices else None)  # see the property
@@ -244,8 +249,11 @@ class Chat:
             for number in range(1, self.max_steps + 1):
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
                     raise self._over_budget(run)
-                reply = self._send(run, number)
-                source, usage, text = self._receive(reply, run)
+                if run.accounts:  # run by another Chat's tool: its budget holds for this request
+                    reply, (source, usage, text) = self._exchange(run, number)
+                else:
+                    reply = self._send(run, number)
+                    source, usage, text = self._receive(reply, run)
                 if source is None:  # no call: the answer, or None after a pause (send again)
                     answer = self._without_calls(run, reply, number, usage, text)
                     if answer is not None:
@@ -275,8 +283,11 @@ class Chat:
             for number in range(1, self.max_steps + 1):
                 if self.budget and over(self.budget, self._so_far(run)):  # sub-agents spend in tools
                     raise self._over_budget(run)
-                reply = await self._asend(run, number)
-                source, usage, text = self._receive(reply, run)
+                if run.accounts:
+                    reply, (source, usage, text) = await self._aexchange(run, number)
+                else:
+                    reply = await self._asend(run, number)
+                    source, usage, text = self._receive(reply, run)
                 if source is None:  # no call: the answer, or None after a pause (send again)
                     answer = self._without_calls(run, reply, number, usage, text)
                     if answer is not None:
@@ -318,6 +329,40 @@ class Chat:
         return None
 
     # -- requests ------------------------------------------------------------------------------------
+    def _exchange(self, run: _Run, number: int) -> tuple[Any, tuple]:
+        """`_send` and `_receive` for a Chat run by another Chat's tool: in the request's turn, refused
+        when a budget of those Chats is used up (`spend.Account`), the reply counted in them at once."""
+        with turn(run.accounts):
+            self._within_accounts(run)
+            reply = self._send(run, number)
+            received = self._receive(reply, run)
+            charge(run.accounts, self._settled(received[1]))
+        return reply, received
+
+    async def _aexchange(self, run: _Run, number: int) -> tuple[Any, tuple]:
+        async with aturn(run.accounts):
+            self._within_accounts(run)
+            reply = await self._asend(run, number)
+            received = self._receive(reply, run)
+            charge(run.accounts, self._settled(received[1]))
+        return reply, received
+
+    def _within_accounts(self, run: _Run) -> None:
+        account = used_up(run.accounts)
+        if account is not None:
+            self._take_back(run.start)  # a prompt nothing answered: the history stays valid
+            error = BudgetExceeded(account.budget, account.total(), caller=True)
+            if self.trace is not None:
+                self.trace(str(error))
+            raise error
+
+    def _accounts(self, run: _Run, usage: Any) -> Any:
+        """The accounts the Chats this step's tools run must respect: the outer ones, and this chat's
+        own budget with what it spent so far (`usage`: this step's reply)."""
+        if not self.budget:
+            return None
+        return _ACCOUNTS.set((*run.accounts, Account(self.budget, self._so_far(run, usage))))
+
     def _method(self, path: tuple[str, ...]) -> Callable[..., Any]:
         target = self.client
         for name in path:
@@ -409,7 +454,7 @@ class Chat:
         step is recorded with the finished calls' results and "interrupted: not run" for the rest."""
         progress: dict[int, Any] = {}
         spent: list[Usage] = []
-        token = _SPENT.set(spent)
+        token, accounts = _SPENT.set(spent), self._accounts(run, usage)
         try:
             if run.view is None:  # the names only for a person watching (an interrupt names them from the step)
                 run.doing = f"step {number}: running its tool calls"
@@ -422,11 +467,13 @@ class Chat:
             raise
         finally:
             _SPENT.reset(token)
+            if accounts is not None:
+                _ACCOUNTS.reset(accounts)
 
     async def _arun_calls(self, run: _Run, number: int, text: str, source: Any,
                           usage: Any) -> tuple[list, Usage]:
         spent: list[Usage] = []
-        token = _SPENT.set(spent)
+        token, accounts = _SPENT.set(spent), self._accounts(run, usage)
         try:
             if run.view is None:
                 run.doing = f"step {number}: running its tool calls"
@@ -439,6 +486,8 @@ class Chat:
             raise
         finally:
             _SPENT.reset(token)
+            if accounts is not None:
+                _ACCOUNTS.reset(accounts)
 
     def _status_calls(self, run: _Run, number: int, source: Any) -> None:
         names = ", ".join(request.name for request in parse_reply(source)[1])

@@ -9,10 +9,13 @@ and output tokens together; `budget={"cost": X}` needs the chat's model priced.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import math
-from typing import Any
+import threading
+from typing import Any, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from ..errors import NbtoolsError
 from ..formats.turns import Usage
@@ -20,6 +23,10 @@ from ..formats.turns import Usage
 # The usage of Chats called while another Chat runs its tools (a sub-agent: `as_tool`), collected
 # for the caller, whose usage, cost and budget they count in.
 _SPENT: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_chat_spent", default=None)
+
+# The budgets a request made here must respect: the `Account`s of the budgeted Chats whose tools
+# run this code (outermost first). Empty outside a sub-agent.
+_ACCOUNTS: contextvars.ContextVar[tuple] = contextvars.ContextVar("nbtools_chat_accounts", default=())
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 BUDGET_KEYS = ("tokens", "cost")
@@ -33,11 +40,83 @@ class BudgetExceeded(NbtoolsError):
     conversation stays valid: raise the budget (`chat.budget = {...}`) and call the chat again.
     """
 
-    def __init__(self, budget: dict, usage: Usage, text: str = ""):
+    def __init__(self, budget: dict, usage: Usage, text: str = "", *, caller: bool = False):
         self.budget, self.usage, self.text = budget, usage, text
         spent = f"{usage.tokens} tokens" + (f", cost {usage.cost:.6g}" if usage.cost is not None else "")
+        if caller:  # the budget of a Chat that runs this one as a tool (a sub-agent), or of its other runs
+            super().__init__(f"not run: the budget {budget} of the chat running this sub-agent is used up "
+                             f"({spent}, its sub-agents included); no request was sent. Raise that chat's "
+                             "budget (chat.budget = {...}) and call it again to go on")
+            return
         super().__init__(f"the chat's budget {budget} is used up ({spent}); pending tool calls were not run. "
                          "Raise it (chat.budget = {...}) and call the chat again to go on")
+
+
+class Account:
+    """What a budgeted Chat has spent while Chats run by its tools (sub-agents, maybe in parallel)
+    make requests: `base` (its usage when they started) plus `spent` (each of their replies'
+    usage, added as it arrives, not when they end). A request under accounts takes its turn
+    (`turn`/`aturn`: one request of the tree at a time, so parallel sub-agents cannot all start
+    from the same amount), checks them (`used_up`) and adds its reply to them (`charge`): a budget
+    is passed by at most the one request that found it not yet used up."""
+
+    __slots__ = ("budget", "base", "spent", "lock")
+
+    def __init__(self, budget: dict[str, float], base: Usage):
+        self.budget, self.base, self.spent = budget, base, Usage()
+        self.lock = threading.Lock()  # the turn of the requests under this account (the outermost one's)
+
+    def total(self) -> Usage:
+        return self.base + self.spent
+
+
+def used_up(accounts: tuple) -> Account | None:
+    """The first of `accounts` whose budget is used up, or None."""
+    for account in accounts:
+        if over(account.budget, account.total()):
+            return account
+    return None
+
+
+def charge(accounts: tuple, usage: Usage) -> None:
+    """Add one reply's usage to every account (inside the request's turn)."""
+    step = Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                 usage.cost)
+    for account in accounts:
+        account.spent = account.spent + step
+
+
+@contextmanager
+def turn(accounts: tuple) -> Iterator[None]:
+    """A synchronous request's turn among the requests under `accounts` (see `Account`)."""
+    lock = accounts[0].lock
+    try:
+        asyncio.get_running_loop()
+        # a synchronous Chat run as a tool on an event loop's thread: a holder on this loop cannot
+        # release the turn while this thread waits, so take it only if it is free (the check
+        # still sees every reply counted so far)
+        held = lock.acquire(blocking=False)
+    except RuntimeError:
+        held = lock.acquire()
+    try:
+        yield
+    finally:
+        if held:
+            lock.release()
+
+
+@asynccontextmanager
+async def aturn(accounts: tuple) -> Any:
+    """An async request's turn among the requests under `accounts`: waits for the request in
+    flight (of this loop, another loop or a thread) without blocking the loop."""
+    lock, delay = accounts[0].lock, 0.001
+    while not lock.acquire(blocking=False):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def check_prices(prices: Any) -> dict[str, dict[str, float]]:
@@ -93,4 +172,5 @@ def over(budget: dict[str, float], usage: Usage) -> bool:
         ("cost" in budget and (usage.cost or 0.0) >= budget["cost"])
 
 
-__all__ = ["BudgetExceeded", "check_prices", "check_budget", "priced", "over", "PRICE_KEYS"]
+__all__ = ["BudgetExceeded", "Account", "check_prices", "check_budget", "priced", "over", "used_up", "charge",
+           "turn", "aturn", "PRICE_KEYS"]

@@ -5,6 +5,11 @@ the history it had when `as_tool` was called (its system prompt, any turns given
 calls are independent and may run concurrently; the sub-agent's `messages` and `steps` are then
 those of its last task. What it spends is added to its own `usage` and, while another Chat runs it
 as a tool, to that Chat's usage, cost and budget (`loop._SPENT`).
+
+Budgets hold across runs: each request of a sub-agent is checked against the budgets of the Chats
+running it (`spend.Account`, counted reply by reply) and, when the sub-agent has a budget of its own,
+against what all of its runs in flight spent together: parallel calls do not each start from the
+amount spent before them. A run refused by a used-up budget raises `BudgetExceeded` ("not run").
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import threading
 from typing import Any
 
 from ..formats.turns import Usage
 from ..tool import Tool
-from .spend import _SPENT
+from .spend import _ACCOUNTS, _SPENT, Account
 
 
 def as_tool(chat: Any, name: str | None = None, description: str | None = None) -> Tool:
@@ -39,6 +45,27 @@ def as_tool(chat: Any, name: str | None = None, description: str | None = None) 
             run.show = False
         return run
 
+    def joined() -> tuple[Any, Any]:
+        """(the account of `chat`'s own budget shared by its runs in flight, or None; the token that
+        puts it after the accounts of the Chats running this one)."""
+        if not chat.budget:
+            return None, None
+        with _LIVE:
+            live = chat.__dict__.get("_live")
+            if live is None or live[0].budget != chat.budget:
+                live = chat.__dict__["_live"] = [Account(dict(chat.budget), chat.usage), 0]
+            live[1] += 1
+        return live, _ACCOUNTS.set((*_ACCOUNTS.get(), live[0]))
+
+    def left(live: Any, token: Any) -> None:
+        if live is None:
+            return
+        _ACCOUNTS.reset(token)
+        with _LIVE:
+            live[1] -= 1
+            if not live[1] and chat.__dict__.get("_live") is live:
+                del chat.__dict__["_live"]
+
     def settle(run: Any, spent: list[Usage]) -> None:
         total = Usage()
         for usage in spent:
@@ -53,19 +80,21 @@ def as_tool(chat: Any, name: str | None = None, description: str | None = None) 
     if chat.endpoint.is_async:
         async def run_task(task: str) -> str:
             run, spent = worker(), []
-            token = _SPENT.set(spent)
+            token, (live, accounts) = _SPENT.set(spent), joined()
             try:
                 return str(await run.acall(task))
             finally:
+                left(live, accounts)
                 _SPENT.reset(token)
                 settle(run, spent)
     else:
         def run_task(task: str) -> str:  # type: ignore[misc]
             run, spent = worker(), []
-            token = _SPENT.set(spent)
+            token, (live, accounts) = _SPENT.set(spent), joined()
             try:
                 return str(run(task))
             finally:
+                left(live, accounts)
                 _SPENT.reset(token)
                 settle(run, spent)
 
@@ -73,6 +102,9 @@ def as_tool(chat: Any, name: str | None = None, description: str | None = None) 
                         "needed to do it")
     run_task.__name__ = run_task.__qualname__ = name
     return Tool.from_function(run_task, name=name, description=description)
+
+
+_LIVE = threading.Lock()  # guards the `_live` accounts of Chats run as tools
 
 
 __all__ = ["as_tool"]

@@ -357,6 +357,28 @@ def paused(dialect: str, reply: Any) -> bool:
 # -- provider-hosted tools ------------------------------------------------------------------------------
 # Words in a hosted tool's type that mean the provider runs code, a shell or a computer for the model.
 DANGEROUS_NATIVE = ("code_execution", "code_interpreter", "shell", "computer", "bash")
+# The same words as `_normal` spells them: a type is compared after normalising, so the REST API's
+# `codeExecution`, `Code-Execution` or full-width letters name the same tool as `code_execution`.
+_DANGEROUS = tuple(word.replace("_", "") for word in DANGEROUS_NATIVE)
+
+
+def _normal(text: Any) -> str:
+    """A tool type or key as compared: compatibility-normalised (full-width letters...), case-folded,
+    letters and digits only."""
+    import unicodedata
+
+    return "".join(char for char in unicodedata.normalize("NFKC", str(text)).casefold() if char.isalnum())
+
+
+def dangerous_kind(dialect: str, tool: dict) -> str | None:
+    """The type (Gemini: the key) by which hosted tool `tool` runs code, a shell or a computer for the
+    model, or None. Gemini names a hosted tool by its key (`{"code_execution": {}}`), the others by
+    `type`; every spelling a provider may accept is read alike (`_normal`)."""
+    kinds = list(tool) if dialect == "gemini" else [tool.get("type")]
+    for kind in kinds:
+        if kind is not None and any(word in _normal(kind) for word in _DANGEROUS):
+            return str(kind)
+    return None
 
 
 def native_tools(dialect: str, tools: Any, allow_dangerous: bool) -> list[dict]:
@@ -377,11 +399,47 @@ def native_tools(dialect: str, tools: Any, allow_dangerous: bool) -> list[dict]:
         kind = str(tool.get("type") or "") if dialect != "gemini" else " ".join(map(str, tool))
         if not kind:
             raise ValueError(f"native_tools=: {tool!r} names no tool type; e.g. {_NATIVE_EXAMPLES.get(dialect)}")
-        if not allow_dangerous and any(word in kind.lower() for word in DANGEROUS_NATIVE):
-            raise ValueError(f"native_tools=: {kind!r} lets the provider run code, a shell or a computer for "
-                             "the model; pass allow_dangerous_native_tools=True to Chat if that is what you want")
+        if not allow_dangerous:
+            _refuse_dangerous(dialect, tool, "native_tools=")
         kept.append(tool)
     return kept
+
+
+def check_hosted_options(dialect: str, options: dict, allow_dangerous: bool) -> None:
+    """Raise ValueError, as `native_tools` does, for a tool that runs code, a shell or a computer
+    given in the create call's other arguments (Gemini's `config={"tools": [...]}`, an SDK's
+    `extra_body={"tools": [...]}`...): every list under a key spelled "tools", at any depth."""
+    if allow_dangerous or not options:
+        return
+    pending: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in options.items()]
+    seen = 0
+    while pending:
+        where, value, depth = pending.pop()
+        seen += 1
+        if depth > 16 or seen > 10_000:  # arguments are a person's settings: a bound, not a limit met
+            raise ValueError(f"{where}: too deeply nested or too large to check for hosted tools")
+        value = _plain(value)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _normal(key) == "tools" and isinstance(item, (list, tuple)):
+                    for tool in map(_plain, item):
+                        if isinstance(tool, dict):
+                            _refuse_dangerous(dialect, tool, f"{where}[{key!r}]")
+                elif not isinstance(item, _SCALARS):
+                    pending.append((f"{where}[{key!r}]", item, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            pending.extend((f"{where}[{index}]", item, depth + 1) for index, item in enumerate(value)
+                           if not isinstance(item, _SCALARS))
+
+
+_SCALARS = (str, bytes, int, float, type(None))
+
+
+def _refuse_dangerous(dialect: str, tool: dict, where: str) -> None:
+    kind = dangerous_kind(dialect, tool)
+    if kind is not None:
+        raise ValueError(f"{where}: {kind!r} lets the provider run code, a shell or a computer for the model; "
+                         "pass allow_dangerous_native_tools=True to Chat if that is what you want")
 
 
 _NATIVE_EXAMPLES = {"anthropic": '{"type": "web_search_20250305", "name": "web_search"}',
@@ -399,4 +457,4 @@ def _field(value: Any, name: str) -> Any:
 
 
 __all__ = ["Usage", "Endpoint", "endpoint", "user_turn", "system_turns", "request", "readers", "usage_of",
-           "result_turns", "paused", "native_tools", "DANGEROUS_NATIVE"]
+           "result_turns", "paused", "native_tools", "check_hosted_options", "dangerous_kind", "DANGEROUS_NATIVE"]

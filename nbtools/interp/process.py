@@ -27,6 +27,24 @@ Lasting patches: put in by `install()` (lazily, when the first run begins), take
 2c. `_thread.interrupt_main`: refused (RuntimeError) from a run's context, a thread it started
    included: it would raise a person's interrupt in the main thread, in the caller of `python()`
    or long after the run returned.
+2d. Settings that outlive a run and could end the process later (the kernel dies after `python()`
+   returned). From a run's context in this process (a forked child, such as `isolated=True`'s,
+   passes everything through):
+   - refused (RuntimeError): `resource.setrlimit`/`resource.prlimit` on this process lowering a
+     limit or changing a hard one (a lowered hard limit cannot be raised again; a CPU limit below
+     the CPU time used ends the process at once, a file size limit at its next large write;
+     raising a soft limit passes); `faulthandler.dump_traceback_later(..., exit=True)` (it ends
+     the process when it fires, run over or not); arming `ITIMER_PROF`/`ITIMER_VIRTUAL` while
+     their signal has no handler (its default action ends the process).
+   - put back when the last active run ends (`_Noted`): `sys.setrecursionlimit` (a limit above
+     what the C stack holds turns a later deep recursion into a crash), `sys.setswitchinterval`,
+     `faulthandler.dump_traceback_later` (cancelled) and `faulthandler.register` (unregistered);
+     and, from a main-thread run, when the outermost one ends: the handler of every signal
+     `signal.signal` changed (SIGINT through `interrupts`, SIGALRM under a deadline through
+     `timeouts`), `signal.set_wakeup_fd`, and the interval timers armed where no deadline of ours
+     keeps them (put back first, before the handlers, so a timer never fires into a default action).
+   Not covered (no process-wide kill in them, or not reachable this way): `os.chdir`, `os.umask`,
+   environment variables, the C functions reached through ctypes, a process's own `os.kill`.
 3. An at-fork hook (`os.register_at_fork`, registered once at the first install): in the child of
    a fork only the forking thread exists, so the child gets a fresh lock here, no watchdog thread
    and no main-thread runs in `timeouts`. The `os` module cannot unregister a hook; after
@@ -164,6 +182,8 @@ def _signal_signal(original: Callable) -> Callable:
     def signal_(signalnum: Any, handler: Any) -> Any:
         timer = timeouts.code_timer
         if timer is None or signalnum != timeouts.SIGALRM or threading.get_ident() != timeouts.main_ident:
+            if _main_run():  # the handler there now comes back when the run ends
+                _note_handler(original, signalnum)
             return original(signalnum, handler)
         return timeouts.code_signal(timer, handler)
 
@@ -185,11 +205,19 @@ def _signal_setitimer(original: Callable) -> Callable:
     @functools.wraps(original)
     def setitimer(which: Any, seconds: float, interval: float = 0.0) -> tuple[float, float]:
         if which != timeouts.ITIMER_REAL:
-            if seconds and which in _OTHER_TIMERS:
+            if which in _OTHER_TIMERS and _main_run():
+                if seconds and not callable(signal.getsignal(_OTHER_TIMERS[which])):
+                    raise RuntimeError(f"python(): signal.setitimer() would arm a timer whose signal "
+                                       f"({signal.Signals(_OTHER_TIMERS[which]).name}) has no handler: its "
+                                       "default action ends the whole process. Install a handler first")
+                _note_timer(which)
+            elif seconds and which in _OTHER_TIMERS:
                 _code_timer("signal.setitimer()", _OTHER_TIMERS[which])
             return original(which, seconds, interval)
         timer = _code_timer("signal.setitimer()")
         if timer is None:
+            if _main_run():  # a run without a deadline: the timer is the code's, put back when it ends
+                _note_timer(which)
             return original(which, seconds, interval)
         return timeouts.code_setitimer(timer, seconds, interval)
 
@@ -212,6 +240,8 @@ def _signal_alarm(original: Callable) -> Callable:
     def alarm(seconds: int) -> int:
         timer = _code_timer("signal.alarm()")
         if timer is None:
+            if _main_run():
+                _note_timer(timeouts.ITIMER_REAL)
             return original(seconds)
         return timeouts.code_alarm(timer, seconds)
 
@@ -232,6 +262,173 @@ def _code_timer(what: str, signum: int | None = None) -> Any:
     raise RuntimeError(f"python(): {what} is not available here: the code runs off the main thread "
                        "(or after its run ended), where the timer's signal would stop the whole "
                        "process. Time the work with time.monotonic() instead.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Settings that outlive a run (manual 2d): refused, or noted and put back when the run ends
+# ------------------------------------------------------------------------------------------------
+
+
+class _Noted:
+    """What runs changed that must be put back: key -> the function that puts it back (the first
+    change of each wins: it saw the value from before the runs). `process` holds what any run may
+    change (put back when the last active run ends); `main` what only a main-thread run can
+    (signal handlers, wake-up fd, interval timers: put back when the outermost one ends)."""
+
+    process: dict[Any, Callable[[], Any]] = {}
+    main: dict[Any, Callable[[], Any]] = {}
+
+
+_kernel_pid = os.getpid()  # the process whose settings the patches keep (not a forked child's)
+_main_depth = 0            # main-thread runs active (nested ones count)
+
+
+def _from_a_run(what: str) -> bool:
+    """Whether the caller is a run's code (or a thread it started) in this process; raises when its
+    run has ended (a thread of a timed-out run changing the process after its run returned)."""
+    if current_capture.get() is None or os.getpid() != _kernel_pid:
+        return False
+    if active_capture() is None:
+        raise RuntimeError(f"python(): {what} is not available after the run that started this code ended")
+    return True
+
+
+def _main_run() -> bool:
+    return (threading.get_ident() == timeouts.main_ident and current_capture.get() is not None
+            and active_capture() is not None and os.getpid() == _kernel_pid)
+
+
+def _note(table: dict, key: Any, undo: Callable[[], Any]) -> None:
+    with _lock:
+        table.setdefault(key, undo)
+
+
+def _restore(table: dict) -> None:
+    """Put back what `table` noted, timers before handlers (`_ORDER`); failures are not the caller's."""
+    noted = sorted(table.items(), key=lambda item: _ORDER.get(item[0][0], 9))
+    table.clear()
+    for _, undo in noted:
+        try:
+            undo()
+        except Exception:  # e.g. a wake-up fd closed meanwhile: nothing to put back then
+            pass
+
+
+_ORDER = {"faulthandler.later": 0, "timer": 1, "faulthandler.register": 2, "signal": 3, "wakeup": 4}
+
+
+def _limit_setter(original: Callable, *, with_pid: bool) -> Callable:
+    """`resource.setrlimit` (`with_pid`: `resource.prlimit`): from a run, on this process, only
+    raising a soft limit passes."""
+    if with_pid:
+        @functools.wraps(original)
+        def prlimit(pid: int, resource_: int, *limits: Any) -> Any:
+            if limits and pid in (0, os.getpid()) and _from_a_run("resource.prlimit()"):
+                _check_limit("resource.prlimit()", resource_, limits[0])
+            return original(pid, resource_, *limits)
+
+        return prlimit
+
+    @functools.wraps(original)
+    def setrlimit(resource_: int, limits: Any) -> Any:
+        if _from_a_run("resource.setrlimit()"):
+            _check_limit("resource.setrlimit()", resource_, limits)
+        return original(resource_, limits)
+
+    return setrlimit
+
+
+def _check_limit(what: str, resource_: int, limits: Any) -> None:
+    import resource
+
+    try:
+        soft, hard = (int(each) for each in limits)
+    except (TypeError, ValueError):
+        return  # malformed: the function itself says so
+    now_soft, now_hard = resource.getrlimit(resource_)
+
+    def below(new: int, old: int) -> bool:
+        return new != resource.RLIM_INFINITY and (old == resource.RLIM_INFINITY or new < old)
+
+    if below(soft, now_soft) or hard != now_hard:
+        name = next((key for key, value in vars(resource).items() if key.startswith("RLIMIT_") and value == resource_),
+                    f"limit {resource_}")
+        raise RuntimeError(f"python(): {what} may not lower a limit of this process or change a hard one "
+                           f"({name}: {now_soft, now_hard} -> {soft, hard}): the process outlives "
+                           "the run (a hard limit cannot be raised again; a CPU limit below the time used "
+                           "ends it at once). Run the code with isolated=True to limit it there")
+
+
+def _dump_later(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def dump_traceback_later(timeout: float, *args: Any, **kwargs: Any) -> Any:
+        if _from_a_run("faulthandler.dump_traceback_later()"):
+            if kwargs.get("exit", args[2] if len(args) > 2 else False):  # (repeat, file, exit)
+                raise RuntimeError("python(): faulthandler.dump_traceback_later(..., exit=True) would end the "
+                                   "whole process when it fires, also after this run returned; time the work "
+                                   "with time.monotonic(), or run it with isolated=True")
+            import faulthandler
+
+            _note(_Noted.process, ("faulthandler.later",), faulthandler.cancel_dump_traceback_later)
+        return original(timeout, *args, **kwargs)
+
+    return dump_traceback_later
+
+
+def _fault_register(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def register(signum: int, *args: Any, **kwargs: Any) -> Any:
+        if _from_a_run("faulthandler.register()"):
+            import faulthandler
+
+            _note(_Noted.process, ("faulthandler.register", int(signum)),
+                  functools.partial(faulthandler.unregister, signum))
+        return original(signum, *args, **kwargs)
+
+    return register
+
+
+def _sys_setter(original: Callable, getter: Callable[[], Any], what: str) -> Callable:
+    """`sys.setrecursionlimit`/`sys.setswitchinterval`: from a run, the value before its first
+    change comes back when the last active run ends."""
+    @functools.wraps(original)
+    def setter(value: Any) -> Any:
+        if _from_a_run(what):
+            _note(_Noted.process, (what,), functools.partial(original, getter()))
+        return original(value)
+
+    return setter
+
+
+def _wakeup_fd(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def set_wakeup_fd(fd: int, **kwargs: Any) -> Any:
+        before = original(fd, **kwargs)
+        if _main_run():
+            _note(_Noted.main, ("wakeup",), functools.partial(original, before))
+        return before
+
+    return set_wakeup_fd
+
+
+def _note_handler(original: Callable, signalnum: Any) -> None:
+    """A main-thread run changes the handler of `signalnum`: the one there now comes back when the
+    outermost main-thread run ends (for SIGINT the handler there now is `interrupts`' wrapper, and
+    `interrupts.leave` then puts the kernel's own back, after this)."""
+    before = signal.getsignal(signalnum)
+    if before is not None:  # None: a handler not set from Python, which cannot be put back
+        _note(_Noted.main, ("signal", int(signalnum)), functools.partial(original, signalnum, before))
+
+
+def _note_timer(which: int) -> None:
+    """A main-thread run arms interval timer `which` where no deadline of ours keeps it: it is
+    disarmed (its value before put back) when the outermost main-thread run ends."""
+    before = _REAL_GETITIMER(which)
+    _note(_Noted.main, ("timer", int(which)), functools.partial(_REAL_SETITIMER, which, *before))
+
+
+_REAL_SETITIMER = getattr(signal, "setitimer", None)  # read at import: before our patches
+_REAL_GETITIMER = getattr(signal, "getitimer", None)
 
 
 def _sigmask(original: Callable) -> Callable:
@@ -302,6 +499,7 @@ def _install_locked() -> None:
     import _thread
 
     patches.append(_Patch(_thread, "interrupt_main", _interrupt_main))
+    patches += _lasting_setting_patches()
     _patches = tuple(patches)
     if not _hooks_registered:
         _hooks_registered = True
@@ -310,6 +508,29 @@ def _install_locked() -> None:
         import atexit
 
         atexit.register(uninstall)
+
+
+def _lasting_setting_patches() -> list[_Patch]:
+    """The patches of manual 2d (settings that outlive a run)."""
+    import faulthandler
+
+    patches = [_Patch(sys, "setrecursionlimit", lambda original: _sys_setter(
+                   original, sys.getrecursionlimit, "sys.setrecursionlimit()")),
+               _Patch(sys, "setswitchinterval", lambda original: _sys_setter(
+                   original, sys.getswitchinterval, "sys.setswitchinterval()")),
+               _Patch(faulthandler, "dump_traceback_later", _dump_later)]
+    if hasattr(faulthandler, "register"):
+        patches.append(_Patch(faulthandler, "register", _fault_register))
+    if hasattr(signal, "set_wakeup_fd"):
+        patches.append(_Patch(signal, "set_wakeup_fd", _wakeup_fd))
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return patches
+    patches.append(_Patch(resource, "setrlimit", lambda original: _limit_setter(original, with_pid=False)))
+    if hasattr(resource, "prlimit"):
+        patches.append(_Patch(resource, "prlimit", lambda original: _limit_setter(original, with_pid=True)))
+    return patches
 
 
 def _uninstall_locked() -> None:
@@ -321,8 +542,11 @@ def _uninstall_locked() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _main_depth
     _lock = threading.Lock()  # another thread may have held it at the fork
+    _main_depth = 0
+    _Noted.process.clear()  # the parent's to put back, not the child's: the child passes everything through
+    _Noted.main.clear()
     timeouts.reset_after_fork()
     interrupts.reset_after_fork()
 
@@ -385,18 +609,22 @@ def enter(shell: Any) -> None:
                     shell.ask_exit = _guarded_ask_exit(shell.ask_exit)
         _users += 1
         if threading.get_ident() == timeouts.main_ident:
+            global _main_depth
+            _main_depth += 1
             interrupts.enter()
 
 
 def leave() -> None:
     """A run ends: when it was the last active one, put the streams and the publisher back (and
     carry out an uninstall that was asked for meanwhile)."""
-    global _users, _routed_shell, _publisher_before, _streams_before
+    global _users, _routed_shell, _publisher_before, _streams_before, _main_depth
     try:
         with _lock:
             _users -= 1
             if _users:
                 return
+            if _Noted.process:
+                _restore(_Noted.process)
             sys.stdout, sys.stderr, sys.stdin = _streams_before
             _streams_before = (None, None, None)
             if _routed_shell is not None:
@@ -412,4 +640,7 @@ def leave() -> None:
         # Last: putting the mask back may deliver a person's interrupt that waited while the code
         # blocked SIGINT; it propagates from here, after everything else is back in place.
         if threading.get_ident() == timeouts.main_ident:
+            _main_depth -= 1
+            if not _main_depth and _Noted.main:
+                _restore(_Noted.main)  # before interrupts: it puts the kernel's SIGINT handler back over ours
             interrupts.leave()
