@@ -114,7 +114,8 @@ class JupyterServer:
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
              f"--ServerApp.root_dir={self.root}", "--ServerApp.allow_root=True", *extra_args],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=limits)
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=limits,
+            cwd=folder)  # what the server writes beside it (collaboration's .jupyter_ystore.db) stays in `folder`
         self.kernels: list[ServerKernel] = []
         try:
             self._wait_until_up()

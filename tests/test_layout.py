@@ -235,8 +235,8 @@ def test_every_third_party_import_is_declared_for_its_part_of_the_package():
     distributions = importlib.metadata.packages_distributions()
     undeclared = []
     for name, path in modules().items():
-        extra = ("mcp" if name.startswith("nbtools.mcp") else "codemode" if name == "nbtools.codemode"
-                 else "jupyter" if name.startswith("nbtools.jupyter") else None)
+        extra = "mcp" if name.startswith("nbtools.mcp") else "jupyter" if name.startswith("nbtools.jupyter") \
+            else "codemode" if name == "nbtools.codemode" else None
         declared = _declared(extra)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         guarded = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)

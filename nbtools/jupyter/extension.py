@@ -8,6 +8,8 @@ never a login redirect; `Authorization: token T` and `Bearer T` both work and ne
   whether it serves, its tools, and the URL paths to reach it.
 * `nbtools/mcp/kernels/<kernel_id>` and `nbtools/mcp/notebooks/<path>`: the MCP endpoint of that
   kernel (`proxy.McpProxy`).
+* `nbtools/api/cells/<kernel_id>`: a serving kernel's own channel for `%tools --serve --cells`
+  (`cellwriter.CellsHandler`): not Jupyter's authentication but the kernel's private cells token.
 The handlers are in `serving` (the listing, finding a serving kernel) and `proxy`.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 from jupyter_server.utils import url_path_join
 
 from . import registration
+from .cellwriter import CellsHandler
 from .proxy import McpProxy
 from .serving import KernelsHandler
 
@@ -30,12 +33,14 @@ def load(serverapp: Any) -> None:
     # started, whose parent it is, from a process started in a terminal)
     os.environ[registration.ENV] = json.dumps({"runtime_dir": str(serverapp.runtime_dir),
                                                "base_url": serverapp.base_url,
-                                               "root_dir": str(serverapp.root_dir), "pid": os.getpid()})
+                                               "root_dir": str(serverapp.root_dir), "pid": os.getpid(),
+                                               "url": serverapp.connection_url})
     base = serverapp.base_url
     serverapp.web_app.add_handlers(".*$", [
         (url_path_join(base, "nbtools/api/kernels"), KernelsHandler),
         (url_path_join(base, "nbtools/mcp/(kernels)/([^/]+)"), McpProxy),
         (url_path_join(base, "nbtools/mcp/(notebooks)/(.+)"), McpProxy),
+        (url_path_join(base, "nbtools/api/cells/([^/]+)"), CellsHandler),
     ])
     serverapp.log.info("nbtools: MCP endpoints at %snbtools/mcp/kernels/<id> and %snbtools/mcp/notebooks/<path> "
                        "for kernels that run `%%tools --serve`", base, base)

@@ -21,9 +21,10 @@ def proxy_token() -> str | None:
     return secrets.token_urlsafe(32)
 
 
-def register(server: Any, token: str) -> str:
+def register(server: Any, token: str, *, cells: bool = False) -> str:
     """Register `server` (a `RunningServer` started with `proxy_token=token`) with the extension;
-    returns the line `%tools --serve` prints: the URL paths to use through Jupyter."""
+    returns the line `%tools --serve` prints: the URL paths to use through Jupyter. `cells`: also
+    write each call as a cell into this kernel's notebook (`cells.enable`), with a token of its own."""
     info = registration.server_info()
     kernel_id = registration.kernel_id_here()
     if info is None or kernel_id is None:
@@ -31,12 +32,13 @@ def register(server: Any, token: str) -> str:
     lock = threading.Lock()
     stopped = threading.Event()
     path = registration.file_for(info["runtime_dir"], kernel_id)
+    cells_token = secrets.token_urlsafe(32) if cells else ""
 
     def write() -> None:  # at start, and whenever the registry changes (on whatever thread changed it)
         with lock:
             if not stopped.is_set():
                 registration.write(info["runtime_dir"], kernel_id, server.port, token,
-                                   [tool.name for tool in server.registry.enabled()])
+                                   [tool.name for tool in server.registry.enabled()], cells_token)
 
     write()
     unsubscribe = server.registry.on_change(write)
@@ -51,8 +53,14 @@ def register(server: Any, token: str) -> str:
     by_kernel, by_notebook = registration.url_paths(info["base_url"], kernel_id,
                                                     registration.notebook_here(info.get("root_dir")))
     where = f"{by_notebook} (or {by_kernel})" if by_notebook else by_kernel
+    written = ""
+    if cells:
+        from .cells import enable
+
+        written = enable(server, info, kernel_id, cells_token)
     return (f"\nThrough this Jupyter server: {where}, after the address you open Jupyter at, with your "
-            "Jupyter token (`Authorization: token <Jupyter token>`) or, under JupyterHub, a Hub API token.")
+            "Jupyter token (`Authorization: token <Jupyter token>`) or, under JupyterHub, a Hub API token."
+            + written)
 
 
 __all__ = ["proxy_token", "register"]

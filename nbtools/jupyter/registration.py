@@ -43,11 +43,13 @@ class Registration:
     pid: int
     tools: tuple[str, ...] = ()
     token: str = field(default="", repr=False)
+    cells_token: str = field(default="", repr=False)  # `%tools --serve --cells`: the kernel's token to the extension
 
 
 def server_info() -> dict[str, str] | None:
     """In a kernel started by a server with the extension (its parent): {"runtime_dir", "base_url",
-    "root_dir", "pid"}; else None."""
+    "root_dir", "pid", "url"} ("url": where the server listens, for the kernel's own requests to the
+    extension: `cells`); else None."""
     raw = os.environ.get(ENV)
     if not raw:
         return None
@@ -82,11 +84,13 @@ def file_for(runtime_dir: str | os.PathLike, kernel_id: str) -> Path:
     return Path(runtime_dir) / f"{PREFIX}{kernel_id}.json"
 
 
-def write(runtime_dir: str | os.PathLike, kernel_id: str, port: int, token: str, tools: list[str]) -> Path:
-    """Write (or replace) this kernel's registration, owner-only from its first byte; returns its path."""
+def write(runtime_dir: str | os.PathLike, kernel_id: str, port: int, token: str, tools: list[str],
+          cells_token: str = "") -> Path:
+    """Write (or replace) this kernel's registration, owner-only from its first byte; returns its path.
+    `cells_token`: the token the kernel sends the extension with its cells' events (`cells`), if any."""
     path = file_for(runtime_dir, kernel_id)
     data = json.dumps({"kernel_id": kernel_id, "port": port, "pid": os.getpid(), "token": token,
-                       "tools": list(tools)})
+                       "tools": list(tools), **({"cells_token": cells_token} if cells_token else {})})
     descriptor, temporary = tempfile.mkstemp(prefix=".nbtools-", dir=str(path.parent))  # mode 0600
     try:
         with os.fdopen(descriptor, "w") as handle:
@@ -127,12 +131,14 @@ def read(runtime_dir: str | os.PathLike, kernel_id: str) -> Registration | None:
     try:
         port, pid, token = data["port"], data["pid"], data["token"]
         tools = tuple(str(name) for name in data.get("tools", ()))
+        cells_token = data.get("cells_token", "")
     except (KeyError, TypeError):
         return None
     if data.get("kernel_id") != kernel_id or not isinstance(port, int) or not 0 < port < 65536 \
-            or not isinstance(pid, int) or not isinstance(token, str) or not token:
+            or not isinstance(pid, int) or not isinstance(token, str) or not token \
+            or not isinstance(cells_token, str):
         return None
-    return Registration(kernel_id, port, pid, tools, token)
+    return Registration(kernel_id, port, pid, tools, token, cells_token)
 
 
 def url_paths(base_url: str, kernel_id: str, notebook: str | None) -> tuple[str, str | None]:

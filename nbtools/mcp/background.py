@@ -60,6 +60,7 @@ class RunningServer:
     _record: Any = field(default=None, repr=False)  # `ownservers.Record`: this user's nbtools serves here
     jupyter: str = field(default="", repr=False)  # how to reach it through Jupyter (`nbtools.jupyter.reach`)
     on_stop: list = field(default_factory=list, repr=False)  # called once when stopped (`nbtools.jupyter.reach`)
+    cells: Any = field(default=None, repr=False)  # `nbtools.jupyter.cells.CellWriter` under `--cells`
 
     @property
     def running(self) -> bool:
@@ -112,7 +113,7 @@ _RUNNING: dict[int, RunningServer] = {}
 
 def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name: str = "nbtools",
           log_level: str = "warning", token: str | bool | None = None,
-          allow_hosts: Iterable[str] = (), proxy_token: str | None = None) -> RunningServer:
+          allow_hosts: Iterable[str] = (), proxy_token: str | None = None, cells: bool = False) -> RunningServer:
     """Serve the registry's tools over streamable HTTP from this process, and return at once.
 
     `port=0` picks a free port (see `.port`/`.url` on the result). The transport runs on a thread of
@@ -126,6 +127,9 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     authentication off (with a warning). `Host:`/`Origin:` must name `host` (its loopback aliases
     when it is loopback) or one of `allow_hosts`. `proxy_token`: a second token, private to the
     Jupyter Server extension, whose requests may name the Jupyter user (`access.proxied_user`).
+    `cells=True` (`%tools --serve --cells`), in a kernel of a Jupyter server with nbtools' extension
+    and real-time collaboration: register with the extension and write each call as a cell at the end
+    of this kernel's notebook (`nbtools.jupyter.cells`); elsewhere `.jupyter` says in one line why not.
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
     from .activity import Activity
@@ -145,6 +149,10 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
         calls = MainThreadCalls(calls_loop, contextvars.copy_context())
     server = build_server(tools, name=name, activity=activity, calls=calls)
     secret = resolve_token(token)
+    if cells and proxy_token is None and secret is not None:  # the extension reaches it with a token of its own
+        from ..jupyter import reach
+
+        proxy_token = reach.proxy_token()
     listener = bind_socket(host, port)
     # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
     entry = ownservers.record(host, listener.getsockname()[1])
@@ -164,6 +172,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     if previous is not None:  # a port reused after the old server was stopped by hand
         previous.stop()
     _RUNNING[running.port] = running
+    if cells:
+        from ..jupyter import reach
+        from ..jupyter.cells import NO_EXTENSION
+
+        running.jupyter = reach.register(running, proxy_token, cells=True) if proxy_token else "\n" + NO_EXTENSION
     return running
 
 

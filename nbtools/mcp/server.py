@@ -175,11 +175,15 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         client = client_name(ctx)
         user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
         # a task's run: the task has its own row in the activity log (tasks.py)
-        record = activity.begin(client, params.name, params.arguments, user=user) \
+        record = activity.begin(client, params.name, params.arguments, user=user, origin=origin_of(client, user)) \
             if activity is not None and not in_task.get() else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
+            if record is not None and record.live is not None:  # its cell is written as it runs (--cells)
+                from ..interp.capture import live_output
+
+                live_output.set(record.live)  # this task's own context: gone when the call ends
             try:
                 # who asks: an approval prompt names the client, registry.decisions records it
                 with asking_as(origin_of(client, user)):
