@@ -334,3 +334,31 @@ def test_a_question_inside_a_2025_task_goes_to_the_client_and_the_task_waits_for
     assert seen == [("Your name?", "input required")]
     record = next(record for record in reversed(server.activity.records) if record.tool == "ask_name")
     assert (record.kind, record.status) == ("task", "completed")
+
+
+def test_room_is_made_by_dropping_finished_tasks_fetched_and_own_first(monkeypatch):
+    from nbtools.mcp import tasks
+
+    monkeypatch.setattr(tasks, "MAX_TASKS", 4)
+    monkeypatch.setattr(tasks, "MAX_KEPT_PER_TOKEN", 3)
+    store = tasks.TaskStore()
+    mine, theirs = ("tok-a", "one"), ("tok-b", "two")
+    old_theirs = store.create(theirs, "t", {}, modern=False)
+    fetched_theirs = store.create(theirs, "t", {}, modern=False)
+    old_mine = store.create(mine, "t", {}, modern=False)
+    new_mine = store.create(mine, "t", {}, modern=False)
+    for task in (old_theirs, fetched_theirs, old_mine, new_mine):
+        store.change(task, "completed")
+    fetched_theirs.fetched = True
+    store.create(mine, "t", {}, modern=False)  # full: the fetched one goes, though it is not the oldest
+    assert fetched_theirs.task_id not in store.tasks and old_theirs.task_id in store.tasks
+    store.create(mine, "t", {}, modern=False)  # full again: my own oldest goes before theirs
+    assert old_mine.task_id not in store.tasks and old_theirs.task_id in store.tasks
+    store.create(mine, "t", {}, modern=False)  # my token keeps 3 at most: my oldest finished goes
+    assert new_mine.task_id not in store.tasks and old_theirs.task_id in store.tasks
+    with pytest.raises(Exception, match="this token already has 3 unfinished tasks"):
+        store.create(mine, "t", {}, modern=False)  # all three of mine still run: nothing to drop
+    third = store.create(("tok-c", "three"), "t", {}, modern=False)  # another token: their finished one goes
+    assert old_theirs.task_id not in store.tasks and third.task_id in store.tasks
+    with pytest.raises(Exception, match="already runs 4 unfinished tasks"):
+        store.create(("tok-d", "four"), "t", {}, modern=False)
