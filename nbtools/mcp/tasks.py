@@ -100,7 +100,14 @@ class TaskRun:
             params["message"] = str(message)
         if self.task is not None:
             params["_meta"] = {RELATED_TASK: {"taskId": self.task.task_id}}
-        await session._connection.outbound.notify("notifications/progress", params)
+        outbound = getattr(getattr(session, "_connection", None), "outbound", None)
+        if outbound is None:  # private to the SDK (mcp 2.3): say what is missing rather than fail obscurely
+            from ..errors import NbtoolsError
+
+            raise NbtoolsError("a 2025-11-25 task's progress needs ServerSession._connection.outbound, private to "
+                               "the MCP SDK and missing from this mcp version: install mcp 2.3 "
+                               "(pip install 'mcp>=2.3,<2.4')")
+        await outbound.notify("notifications/progress", params)
 
 
 # Set inside a task's run: the tools/call handler then leaves the activity log to the task, and the
