@@ -77,13 +77,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def server(kind: str) -> Iterator[tuple[str, int]]:
-    """Start one server process; yield its URL and process id; stop it."""
+def server(kind: str, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
+    """Start one server process (under `prefix`, e.g. a valgrind command line); yield its URL and
+    process id; stop it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if kind == "nbtools":
         helped = subprocess.run([sys.executable, "-m", "nbtools.cli", "serve", "--help"], capture_output=True,
                                 text=True, env=env)
-        command = [sys.executable, "-m", "nbtools.cli", "serve", f"{__file__}:TOOLS", "--http", "0"]
+        command = [*prefix, sys.executable, "-m", "nbtools.cli", "serve", f"{__file__}:TOOLS", "--http", "0"]
         if "--no-token" in helped.stdout:
             command.append("--no-token")
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -97,10 +98,10 @@ def server(kind: str) -> Iterator[tuple[str, int]]:
             url = match.group(1) if match else None
     else:
         port = _free_port()
-        process = subprocess.Popen([sys.executable, __file__, "--serve", "sdk", str(port)], env=env, cwd=ROOT,
+        process = subprocess.Popen([*prefix, sys.executable, __file__, "--serve", "sdk", str(port)], env=env, cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + (600 if prefix else 60)
         while True:  # wait until it accepts connections
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

@@ -7,7 +7,9 @@ warmed); a child that runs no calls gives the set-up's count, so (count - set-up
 cost of one call. Also the import rows of `bench_import` as instructions (a child that imports
 against one that does only `pass`), and the agent loop's own work per conversation of two steps
 (bench_chat's `loops`: `Chat` against the hand-written loop, per provider, plain and streamed;
-variants `chat` (all of them) or `chat:openai`, `chat:gemini:stream`...).
+variants `chat` (all of them) or `chat:openai`, `chat:gemini:stream`...), and serving (variant
+`serve`: bench_serve's two servers, `nbtools serve` and the SDK's MCPServer, each run under callgrind
+with instrumentation switched on only while the client makes its calls, sequential then 20 at once).
 
 Run: `python bench/instructions.py [variant ...]` (needs valgrind; takes minutes). Not a section
 of `bench.py`: it is slow, and the timed sections are the figures of record.
@@ -177,11 +179,91 @@ def chat_counts(wanted: set[str]) -> dict[str, float]:
     return per_call
 
 
+SERVE_SEQUENTIAL = 100
+SERVE_BATCHES = 5  # of bench_serve.CONCURRENT calls in flight at once
+
+
+def _callgrind(pid: int, *options: str) -> None:
+    subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True, timeout=600)
+
+
+def _window_count(out_dir: Path, pid: int) -> int:
+    """Instructions counted since the last zeroing: dump them and read the newest dump's total."""
+    before = set(out_dir.iterdir())
+    _callgrind(pid, "-d")
+    (dumped,) = set(out_dir.iterdir()) - before
+    text = dumped.read_text(errors="replace")
+    found = re.search(r"^totals:\s+(\d+)", text, re.M)  # (its `summary:` line reads 0 after a -z)
+    if found is None:
+        raise RuntimeError(f"no total in callgrind dump {dumped}")
+    return int(found.group(1))
+
+
+def serve_counts(kinds: tuple[str, ...] = ("nbtools", "sdk")) -> dict[str, float]:
+    """Server instructions per tools/call: `<kind>:sequential` and `<kind>:concurrent` for nbtools and sdk.
+
+    Only the server process is counted (all its threads), from the first measured call to the last;
+    both servers run uvicorn, whose 0.1 s tick adds a little in proportion to the (slow) wall time."""
+    import asyncio
+    import tempfile
+
+    import bench_serve
+
+    async def drive(url: str, pid: int, out_dir: Path) -> dict[str, int]:
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        counts = {}
+        async with streamable_http_client(url) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                for _ in range(10):  # warm up both ends
+                    await session.call_tool("add", {"a": 2, "b": 3})
+                for mode in ("sequential", "concurrent"):
+                    _callgrind(pid, "-z")
+                    _callgrind(pid, "-i", "on")
+                    if mode == "sequential":
+                        for index in range(SERVE_SEQUENTIAL):
+                            await session.call_tool("add", {"a": index, "b": 1})
+                    else:
+                        for _ in range(SERVE_BATCHES):
+                            await asyncio.gather(*(session.call_tool("add", {"a": index, "b": 1})
+                                                   for index in range(bench_serve.CONCURRENT)))
+                    _callgrind(pid, "-i", "off")
+                    counts[mode] = _window_count(out_dir, pid)
+        return counts
+
+    per_call: dict[str, float] = {}
+    for kind in kinds:
+        with tempfile.TemporaryDirectory() as folder:
+            out_dir = Path(folder)
+            prefix = ("valgrind", "--tool=callgrind", "--instr-atstart=no",
+                      f"--callgrind-out-file={out_dir}/callgrind.out.%p")
+            with bench_serve.server(kind, prefix) as (url, pid):
+                counts = asyncio.run(drive(url, pid, out_dir))
+        print(f"serve:{kind}: {counts}", flush=True)
+        per_call[f"{kind}:sequential"] = counts["sequential"] / SERVE_SEQUENTIAL
+        per_call[f"{kind}:concurrent"] = counts["concurrent"] / (SERVE_BATCHES * bench_serve.CONCURRENT)
+    for mode in ("sequential", "concurrent") if len(kinds) == 2 else ():
+        ours, ref = per_call[f"nbtools:{mode}"], per_call[f"sdk:{mode}"]
+        print(f"serve:{mode:10} nbtools {ours:12,.0f} vs MCPServer {ref:12,.0f} instructions per call: "
+              f"{ours / ref:.2f}x", flush=True)
+    return per_call
+
+
 def main(argv: list[str]) -> int:
     if shutil.which("valgrind") is None:
         print("instructions.py: valgrind is not installed", file=sys.stderr)
         return 2
     wanted = set(argv)
+    serving = {"serve", "serve:nbtools", "serve:sdk"} & wanted
+    if serving:
+        sys.path.insert(0, str(HERE))
+        counts = serve_counts(("nbtools", "sdk") if "serve" in serving else (serving.pop().split(":")[1],))
+        print(json.dumps({name: round(value) for name, value in counts.items()}))
+        wanted -= {"serve", "serve:nbtools", "serve:sdk"}
+        if not wanted:
+            return 0
     chat_wanted = {name for name in wanted if name.startswith("chat")}
     if chat_wanted:
         counts = chat_counts(chat_wanted)

@@ -113,12 +113,14 @@ class ApprovalInterrupted(asyncio.CancelledError):
 
 
 def who_asks(origin: str) -> str:
-    """The asker, in words: "call" -> this notebook, "chat:M" -> the model M, "mcp:C" -> the MCP client C."""
+    """The asker, in words: "call" -> this notebook, "chat:M" -> the model M, "mcp:C" -> the MCP client C,
+    "mcp:C@U" -> the MCP client C as the Jupyter user U."""
     kind, _, name = origin.partition(":")
     if kind == "chat":
         return f"The model {name or '?'} (Chat)"
     if kind == "mcp":
-        return f"The MCP client {name or '?'}"
+        client, at, user = name.partition("@")  # `mcp:<client>@<user>`: through Jupyter, for that user
+        return f"The MCP client {client or '?'} as {user}" if at else f"The MCP client {name or '?'}"
     return "A call in this notebook"
 
 

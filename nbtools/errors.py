@@ -114,6 +114,8 @@ class ToolCallError(NbtoolsError):
             record["argument"] = self.argument
         if self.schema is not None:
             record["schema"] = self.schema
+        if isinstance(self, CallRefused):  # nothing ran: a client (or a notebook's agent cell) says "refused"
+            record["refused"] = True
         return record
 
     @classmethod
@@ -126,7 +128,8 @@ class ToolCallError(NbtoolsError):
         if (not isinstance(problem, str) or not isinstance(argument, (str, type(None)))
                 or not isinstance(schema, (dict, type(None)))):
             return None
-        return cls(tool, problem, argument, schema)
+        made = CallRefused if record.get("refused") is True and cls is ToolCallError else cls
+        return made(tool, problem, argument, schema)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.tool, self.problem, self.argument, self.schema))

@@ -288,7 +288,7 @@ def tool_definitions(registry: Registry, fmt: str | None, strict: bool, glob: st
 # -- what `%tools --serve` / `--stop` say ---------------------------------------------------------
 
 def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, filtered: bool = False,
-                token: str | bool | None = None, allow_hosts: Iterable[str] = ()) -> str:
+                token: str | bool | None = None, allow_hosts: Iterable[str] = (), cells: bool = False) -> str:
     """What `%tools --serve [PORT]` / `%tools --stop` do; returns the line to print.
 
     Raises IPython's UsageError for a combination that makes no sense or a port that is taken.
@@ -313,20 +313,33 @@ def serve_magic(registry: Registry, port: int | None, stop_servers: bool, *, fil
     # Running the cell again (or "Run All") must not fail on our own port nor start a second server.
     for server in running_servers():
         if server.registry is registry and port in (None, 0, server.port):
+            if cells and server.cells is None:
+                raise UsageError(f"%tools --serve --cells: already serving at {server.url} without --cells; "
+                                 "`%tools --stop`, then `%tools --serve --cells`")
             show_activity(server)
             return (f"Already serving {count} tool{'s' if count != 1 else ''} at {server.url} "
-                    f"(`%tools --stop` ends it).{_token_line(server)}")
+                    f"(`%tools --stop` ends it).{_token_line(server)}{server.jupyter}")
+    from .jupyter import reach
+
+    # in a kernel of a Jupyter Server with nbtools.jupyter: a private token for the extension alone
+    proxy_token = reach.proxy_token() if token is not False else None
     try:
-        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts)
+        server = start(registry, port=port or 0, token=token, allow_hosts=allow_hosts, proxy_token=proxy_token,
+                       cells=cells)
     except (OSError, ValueError) as error:
         busy = isinstance(error, OSError) and error.errno == errno.EADDRINUSE
         hint = " (another program listens there); `%tools --serve` with no PORT picks a free one" if busy else ""
         raise UsageError(f"%tools --serve: {getattr(error, 'strerror', None) or error}{hint}") from None
     where = ("on this kernel's main thread, between cells" if not server.in_thread
              else "on a background thread")
+    if proxy_token is not None and not cells:  # with cells, `start` registered it
+        server.jupyter = reach.register(server, proxy_token)  # the Jupyter URL paths, printed below
+    elif token is False and reach.proxy_token() is not None:
+        server.jupyter = ("\nNot reachable through this Jupyter server: without a token the kernel cannot tell "
+                          "the server's requests from anyone's; serve with a token (the default) for that.")
     show_activity(server)  # the activity log, under this cell
     return (f"MCP server for {count} tool{'s' if count != 1 else ''} at {server.url} "
-            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}")
+            f"(tool calls run {where}; `%tools --stop` ends it).{_token_line(server)}{server.jupyter}")
 
 
 def _token_line(server: Any) -> str:
@@ -527,6 +540,9 @@ class ToolMagics(Magics):
                    "random one, printed)")
     @argument("--no-token", action="store_true",
               help="with --serve: no authentication (anyone who can reach the port may call the tools)")
+    @argument("--cells", action="store_true",
+              help="with --serve, under a Jupyter server with real-time collaboration: write each served call "
+                   "as a cell at the end of this notebook, its outputs as it runs")
     @argument("--allow-host", action="append", default=[], metavar="HOST",
               help="with --serve: another name clients may use in Host/Origin (repeatable)")
     @line_magic("tools")
@@ -560,8 +576,8 @@ class ToolMagics(Magics):
                   if given]
         if len(chosen) > 1:  # each is a different action; doing one and ignoring the other misleads
             raise UsageError(f"%tools: {' and '.join(chosen)} cannot be combined; use one at a time")
-        if args.serve is None and (args.token is not None or args.no_token or args.allow_host):
-            raise UsageError("%tools: --token, --no-token and --allow-host go with --serve")
+        if args.serve is None and (args.token is not None or args.no_token or args.allow_host or args.cells):
+            raise UsageError("%tools: --token, --no-token, --allow-host and --cells go with --serve")
         if args.serve is not None or args.stop:
             from .extras import MissingExtra, require_extra
 
@@ -574,7 +590,7 @@ class ToolMagics(Magics):
             if args.no_token and args.token is not None:
                 raise UsageError("%tools: give either --token or --no-token")
             print(serve_magic(self.registry, args.serve, args.stop, filtered=bool(args.glob or args.group),
-                              token=token, allow_hosts=args.allow_host))
+                              token=token, allow_hosts=args.allow_host, cells=args.cells))
             return
 
         if args.strict and args.fmt is None:

@@ -416,6 +416,17 @@ def _decisions_of(kind: type, entries: list) -> Decisions:
 _ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("nbtools_origin", default="call")
 
 
+# A list collecting the decisions logged for the calls made in this context (their `Decisions.record`
+# fields), or None: set by a caller that must know the decision of its own call (code mode's answer
+# shows the arguments as run), which the shared log cannot tell apart from another run's.
+_WITNESS: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_decision_witness", default=None)
+
+
+def witnessed(fields: tuple) -> DecisionRecord:
+    """The DecisionRecord of fields a witness list collected (see `_WITNESS`)."""
+    return Decisions._make(fields)
+
+
 def current_origin() -> str:
     """Who asks for the call running now: "call", "chat:<model>" or "mcp:<client name>"."""
     return _ORIGIN.get()

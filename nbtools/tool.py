@@ -66,6 +66,8 @@ class Tool(ir._Frozen):
         callers: which callers may call the tool, a subset of CALLERS: "direct" (the model itself),
             "code" (code the model wrote: a provider's programmatic calling, `Registry.code_tool`);
             None: not said (providers then let the model call it directly; code mode may call it).
+            A model's call by a caller left out is refused (`run_tool_calls`, Chat, code mode); the
+            person's own calls (`registry.call`, `call_func`) are not checked.
         defer: rendered `defer_loading: true` where the provider has tool search (loaded on demand).
         source: the registry whose approval policy this Tool carries (set on the Tools a registry
             hands out; None for a Tool no registry handed out). Every copy keeps it (`replace`,
@@ -100,14 +102,13 @@ class Tool(ir._Frozen):
     def __init__(self, name: str, description: str, parameters: dict, fn: Callable[..., Any] | None = None,
                  returns: dict | None = None, returns_description: str | None = None, group: str | None = None,
                  hints: frozenset[str] = frozenset(), strict: bool = False, args: ir.Object | None = None,
-                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, source: Any = None,
-                 task: str | None = None, callers: tuple[str, ...] | None = None,
-                 defer: bool = False) -> None:
+                 passing: tuple[tuple[str, str], ...] = (), is_async: bool = False, task: str | None = None,
+                 callers: tuple[str, ...] | None = None, defer: bool = False, source: Any = None) -> None:
         self.__dict__.update(name=name, description=description, parameters=parameters, fn=fn, returns=returns,
                              returns_description=returns_description, group=group, hints=hints, strict=strict,
-                             args=args, passing=passing, is_async=is_async, source=source,
-                             task=check_task(task), _cache={}, _origin=None)
-        self.__dict__.update(callers=normalise_callers(callers), defer=bool(defer))
+                             args=args, passing=passing, is_async=is_async, task=check_task(task),
+                             callers=normalise_callers(callers), defer=bool(defer), source=source, _cache={},
+                             _origin=None)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod

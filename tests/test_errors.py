@@ -52,6 +52,16 @@ def test_tool_call_error_record_round_trip():
         assert ToolCallError.from_record(malformed, "t") is None
 
 
+def test_a_refusal_record_says_so_and_comes_back_a_refusal():
+    from nbtools.errors import CallRefused
+
+    refused = CallRefused("wipe", "refused: the user denied this call")
+    assert refused.record() == {"tool": "wipe", "problem": "refused: the user denied this call", "refused": True}
+    rebuilt = ToolCallError.from_record(refused.record(), "wipe")
+    assert type(rebuilt) is CallRefused and str(rebuilt) == str(refused)
+    assert type(ToolCallError.from_record({"problem": "p", "refused": "yes"}, "t")) is ToolCallError
+
+
 # -- how the errors read in a cell (IPython shows `_render_traceback_` instead of a traceback) --------
 
 def test_every_nbtools_error_reads_as_its_message_in_a_cell():

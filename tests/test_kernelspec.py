@@ -31,12 +31,15 @@ def test_the_kernelspec_preloads_the_extension():
 def test_the_wheel_installs_it_as_shared_data():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     shared = project["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
-    assert shared == {"jupyter-config/kernels/nbtools": "share/jupyter/kernels/nbtools"}
-    # Only the kernelspec is shipped: an IPython profile config file would clash with other packages.
+    assert shared == {"jupyter-config/kernels/nbtools": "share/jupyter/kernels/nbtools",
+                      "jupyter-config/jupyter_server_config.d/nbtools.json":
+                          "etc/jupyter/jupyter_server_config.d/nbtools.json"}
+    # Only the kernelspec and the server extension's switch (tests/test_jupyter_server.py) are shipped:
+    # an IPython profile config file would clash with other packages.
     shipped = sorted(str(path.relative_to(ROOT / "jupyter-config")) for path in (ROOT / "jupyter-config").rglob("*")
                      if path.is_file())
-    assert shipped == ["kernels/nbtools/kernel.json", "kernels/nbtools/logo-32x32.png",
-                       "kernels/nbtools/logo-64x64.png"]
+    assert shipped == ["jupyter_server_config.d/nbtools.json", "kernels/nbtools/kernel.json",
+                       "kernels/nbtools/logo-32x32.png", "kernels/nbtools/logo-64x64.png"]
 
 
 def test_the_kernelspec_has_its_logos():

@@ -235,7 +235,8 @@ def test_every_third_party_import_is_declared_for_its_part_of_the_package():
     distributions = importlib.metadata.packages_distributions()
     undeclared = []
     for name, path in modules().items():
-        extra = "mcp" if name.startswith("nbtools.mcp") else "codemode" if name == "nbtools.codemode" else None
+        extra = "mcp" if name.startswith("nbtools.mcp") else "jupyter" if name.startswith("nbtools.jupyter") \
+            else "codemode" if name == "nbtools.codemode" else None
         declared = _declared(extra)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         guarded = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
@@ -256,7 +257,7 @@ def test_every_third_party_import_is_declared_for_its_part_of_the_package():
                 if not owners & declared:
                     undeclared.append(f"{name} imports {top} ({', '.join(sorted(owners))})")
     assert not undeclared, ("imports not declared in pyproject.toml (base dependencies; the [mcp] extra for "
-                            "nbtools/mcp/): " + "; ".join(sorted(set(undeclared))))
+                            "nbtools/mcp/, [jupyter] for nbtools/jupyter/): " + "; ".join(sorted(set(undeclared))))
 
 
 # -- imports ----------------------------------------------------------------------------------------
@@ -285,7 +286,7 @@ def test_the_record_imports_no_stage_above_it_at_module_level():
 
 
 def test_import_nbtools_stays_light():
-    heavy = ("IPython", "ipywidgets", "pydantic", "mcp", "docstring_parser")
+    heavy = ("IPython", "ipywidgets", "pydantic", "mcp", "docstring_parser", "jupyter_server", "tornado")
     code = f"import sys, nbtools; print([name for name in {heavy!r} if name in sys.modules])"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT.parent), os.environ.get("PYTHONPATH")]))}
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,

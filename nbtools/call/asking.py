@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
+from ..policy import _ORIGIN, _WITNESS, Decision, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
     snapshot, snapshots, yes_or_no
 from ..tool import Tool
 from .plan import prepare
@@ -52,8 +52,11 @@ class Asking:
 
     def log(self, verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
         if self.source is not None:
-            self.source._memory.decisions.add(DecisionRecord(time.time(), self.tool.name, self.shown, self.origin,
-                                                        verdict, by, reason, edited))
+            fields = (time.time(), self.tool.name, self.shown, self.origin, None, (verdict, by, reason, edited))
+            self.source._memory.decisions.record(fields)
+            seen = _witness()
+            if seen is not None:
+                seen.append(fields)
 
     def question(self, layer: Layer) -> Any:
         """Ask `layer`'s callback (or answer from what its registry remembers)."""
@@ -186,7 +189,11 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     except BaseException as error:
         _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        memory.decisions.record((_now(), tool.name, kept, origin, defaults, asker[3]))
+        fields = (_now(), tool.name, kept, origin, defaults, asker[3])
+        memory.decisions.record(fields)
+        seen = _witness()
+        if seen is not None:  # a caller that shows this call's own decision (code mode)
+            seen.append(fields)
         return None
     asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
@@ -246,7 +253,7 @@ def with_python_allow(tool: Tool, first: ToolSource | None, kwargs: dict) -> dic
 
 
 # bound once: `_ORIGIN.get()` built a bound method on every call (~500 instructions of the fast path)
-_origin, _now = _ORIGIN.get, time.time
+_origin, _now, _witness = _ORIGIN.get, time.time, _WITNESS.get
 
 
 def is_pending(answer: Any) -> bool:

@@ -54,10 +54,14 @@ class Capture:
     closed = False
     threads: list[Any] | None = None  # `started.Started` records of the threads the run started
     stopped = 0.0  # the run timed out (its time-out in seconds): its threads are being stopped
+    live: Any = None  # `live_output` when the run began: told each write and display as it happens
 
     def __init__(self) -> None:
         self.chunks: list[tuple[str, str]] = []
         self.displays: list[dict] = []
+        live = live_output.get()
+        if live is not None:
+            self.live = live
 
     def add(self, stream: str, text: str) -> None:
         if not text:
@@ -193,6 +197,18 @@ def claim_for_child(capture: Capture) -> None:
 current_capture: contextvars.ContextVar[Capture | None] = contextvars.ContextVar(
     "nbtools_interp_capture", default=None)
 
+live_output: contextvars.ContextVar[Any] = contextvars.ContextVar("nbtools_interp_live_output", default=None)
+"""Set around a served call whose cell is written as it runs (`%tools --serve --cells`): a run that
+begins in that context calls it with ("stream", name, text) per write and ("display", bundle) per
+`display()`, on the thread that wrote; it must not raise and must not block."""
+
+
+def _tell_live(capture: Capture, *event: Any) -> None:
+    try:
+        capture.live(*event)
+    except Exception:  # a broken listener must never break the run
+        pass
+
 
 def active_capture() -> Capture | None:
     """The capture of the run whose context this is, if that run is still going."""
@@ -216,6 +232,8 @@ class StreamRouter:
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         if text:
             capture.add(self._name, text)
+            if capture.live is not None:
+                _tell_live(capture, "stream", self._name, text)
             if _child_stream is not None and _child_stream.capture is capture:
                 _child_stream.send(["chunk", self._name, text])
         return len(text)
@@ -249,6 +267,8 @@ class DisplayRouter:
         if capture is None:
             return self._original.publish(data, metadata, *args, **kwargs)
         capture.add_display(dict(data))
+        if capture.live is not None:
+            _tell_live(capture, "display", dict(data))
         text = bundle_text(data)
         text = text if text.endswith("\n") else text + "\n"
         capture.add("stdout", text)

@@ -9,6 +9,12 @@ Both checks use the `mcp` SDK's own hooks (`web.uvicorn_server` passes them in):
   DNS-rebinding protection on by itself only for a host spelled `127.0.0.1`, `localhost` or `::1`;
   with `127.0.0.2`, `0.0.0.0` or a LAN address it would accept any `Host:` and `Origin:`.
 
+* the proxy's token: a kernel started by a Jupyter Server with the extension `nbtools.jupyter` serves
+  with a second, private token that only the extension holds (`nbtools.jupyter.registration`). A
+  request bearing it comes through Jupyter's own authentication, and only such a request may name
+  the Jupyter user (`registration.USER_HEADER`; `proxied_user`): with the public token, or without
+  the private one, the header is ignored, so a client cannot claim to be someone else.
+
 Stdio serving has no token: whoever started the process owns it.
 """
 
@@ -48,22 +54,34 @@ def resolve_token(token: str | bool | None) -> str | None:
     return token
 
 
-class StaticToken:
-    """The SDK's `TokenVerifier` for one shared secret (constant-time comparison)."""
+PROXY_CLIENT = "nbtools-jupyter"
+"""The client id of a request that bore the private token of the Jupyter Server extension."""
 
-    def __init__(self, token: str):
+
+class StaticToken:
+    """The SDK's `TokenVerifier` for one shared secret, and the proxy's private one if any
+    (constant-time comparisons, both always made)."""
+
+    def __init__(self, token: str, proxy_token: str | None = None):
         self._token = token.encode()
+        self._proxy = proxy_token.encode() if proxy_token else None
 
     async def verify_token(self, token: str) -> "AccessToken | None":
         from mcp.server.auth.provider import AccessToken
 
-        if hmac.compare_digest(token.encode(), self._token):
+        given = token.encode()
+        public = hmac.compare_digest(given, self._token)
+        proxied = self._proxy is not None and hmac.compare_digest(given, self._proxy)
+        if proxied:
+            return AccessToken(token="<redacted>", client_id=PROXY_CLIENT, scopes=[])
+        if public:
             return AccessToken(token="<redacted>", client_id="nbtools-token", scopes=[])
         return None
 
 
-def auth_hooks(token: str | None, url: str) -> dict[str, Any]:
-    """The `streamable_http_app` keyword arguments that require `token` (none when `token` is None).
+def auth_hooks(token: str | None, url: str, proxy_token: str | None = None) -> dict[str, Any]:
+    """The `streamable_http_app` keyword arguments that require `token` (none when `token` is None),
+    or the Jupyter extension's `proxy_token`.
 
     `AuthSettings` wants an issuer URL; the token's issuer is this server itself (`url`). No
     `resource_server_url`: there is no OAuth metadata to advertise for a static token.
@@ -72,7 +90,36 @@ def auth_hooks(token: str | None, url: str) -> dict[str, Any]:
         return {}
     from mcp.server.auth.settings import AuthSettings
 
-    return {"auth": AuthSettings(issuer_url=url, resource_server_url=None), "token_verifier": StaticToken(token)}
+    return {"auth": AuthSettings(issuer_url=url, resource_server_url=None),
+            "token_verifier": StaticToken(token, proxy_token)}
+
+
+def proxied_user(request_ctx: Any) -> str | None:
+    """The Jupyter user a request came through the extension for, or None (see the module docs).
+
+    Read from the HTTP request the SDK attaches to the request context: believed only when the SDK's
+    bearer middleware authenticated it with the proxy's private token.
+    """
+    from urllib.parse import unquote
+
+    from ..jupyter.registration import USER_HEADER
+
+    request = getattr(request_ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    access = getattr(user, "access_token", None)
+    if getattr(access, "client_id", None) != PROXY_CLIENT:
+        return None
+    raw = request.headers.get(USER_HEADER)
+    name = unquote(raw).strip() if raw else ""
+    return "".join(ch for ch in name if ch.isprintable())[:120] or None
+
+
+def origin_of(client: str, user: str | None) -> str:
+    """The approval origin of a served call: `mcp:<client>`, or `mcp:<client>@<user>` for a Jupyter
+    user (an "@" in the client's name is written "(at)", so an "@" always starts the user's name)."""
+    client = client.replace("@", "(at)")
+    return f"mcp:{client}" if user is None else f"mcp:{client}@{user}"
 
 
 def is_loopback(host: str) -> bool:
@@ -134,6 +181,6 @@ def transport_security(host: str, allow_hosts: Iterable[str] = ()) -> Any:
                                      allowed_origins=origins)
 
 
-__all__ = ["TOKEN_ENV", "resolve_token", "StaticToken", "auth_hooks", "is_loopback", "allowed_names",
+__all__ = ["TOKEN_ENV", "PROXY_CLIENT", "resolve_token", "StaticToken", "auth_hooks", "proxied_user", "origin_of", "is_loopback", "allowed_names",
            "transport_security"]
 

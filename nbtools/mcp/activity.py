@@ -32,11 +32,15 @@ class CallRecord:
     arguments: Any
     began: float = field(default_factory=time.monotonic)
     ended: float | None = None
-    status: str = "running"  # running / ok / error / cancelled; a task: working / input required /
+    status: str = "running"  # running / ok / error / refused / cancelled; a task: working / input required /
     # completed / failed / cancelled
     outcome: str = ""
     kind: str = "tool"  # tool / resource / prompt / task
     note: str = ""  # what serving it cost beyond its result (a slow, cut or stopped preview)
+    user: str | None = None  # the Jupyter user it came through the extension for (`access.proxied_user`)
+    origin: str = ""  # who asks, as approvals name it (`access.origin_of`): "mcp:<client>@<user>"
+    result: Any = field(default=None, repr=False)  # the MCP result sent, for watchers (`nbtools.jupyter.cells`)
+    live: Any = field(default=None, repr=False)  # set by a watcher: told the call's output as it runs
 
     @property
     def elapsed(self) -> float:
@@ -49,15 +53,23 @@ class Activity:
     def __init__(self) -> None:
         self.records: list[CallRecord] = []
         self._listeners: list[Callable[[], Any]] = []
+        self._watchers: list[Callable[[CallRecord], Any]] = []
 
     def on_change(self, callback: Callable[[], Any]) -> None:
         self._listeners.append(callback)
 
-    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool") -> CallRecord:
-        record = CallRecord(client, tool, arguments, kind=kind)
+    def watch(self, callback: Callable[[CallRecord], Any]) -> Callable[[], None]:
+        """Call `callback(record)` when a call begins (before it runs) and when it ends, on the
+        transport's thread; returns the function that stops it."""
+        self._watchers.append(callback)
+        return lambda: self._watchers.remove(callback) if callback in self._watchers else None
+
+    def begin(self, client: str, tool: str, arguments: Any, kind: str = "tool", user: str | None = None,
+              origin: str = "") -> CallRecord:
+        record = CallRecord(client, tool, arguments, kind=kind, user=user, origin=origin)
         self.records.append(record)
         del self.records[:-KEEP]
-        self._tell()
+        self._tell(record)
         return record
 
     def end(self, record: CallRecord, result: Any = None, *, cancelled: bool = False,
@@ -74,22 +86,28 @@ class Activity:
         elif error is not None:
             record.status, record.outcome = "error", str(error) or type(error).__name__
         else:
-            record.status = "error" if getattr(result, "is_error", False) else "ok"
+            record.status = _status(result)
             record.outcome = _result_text(result)
-        self._tell()
+            record.result = result
+        self._tell(record)
 
     def state(self, record: CallRecord, status: str, outcome: str = "") -> None:
         """A task's record moved to `status` (working, input required, completed, failed, cancelled)."""
         record.status, record.outcome = status, outcome
         if status in _ENDED:
             record.ended = time.monotonic()
-        self._tell()
+        self._tell(record)
 
     @property
     def running(self) -> bool:
         return any(record.status in _GOING for record in self.records)
 
-    def _tell(self) -> None:
+    def _tell(self, record: CallRecord) -> None:
+        for watcher in list(self._watchers):
+            try:
+                watcher(record)
+            except Exception:  # a broken watcher must never fail a call
+                pass
         for callback in list(self._listeners):
             try:
                 callback()
@@ -97,10 +115,20 @@ class Activity:
                 pass
 
 
+def _status(result: Any) -> str:
+    """ok, error, or refused (an error result whose nbtools record says nothing ran: `CallRefused`)."""
+    if not getattr(result, "is_error", False):
+        return "ok"
+    from .toolresults import ERROR_META_KEY
+
+    record = (getattr(result, "meta", None) or {}).get(ERROR_META_KEY)
+    return "refused" if isinstance(record, dict) and record.get("refused") is True else "error"
+
+
 _GOING = ("running", "working", "input required")
 _ENDED = ("completed", "failed", "cancelled")
 _COLOURS = {"running": "#b58900", "working": "#b58900", "input required": "#6c71c4", "ok": "#2a7a2a",
-            "completed": "#2a7a2a", "error": "#b00020", "failed": "#b00020", "cancelled": "#666"}
+            "completed": "#2a7a2a", "error": "#b00020", "refused": "#b00020", "failed": "#b00020", "cancelled": "#666"}
 
 
 def wire_text(result: dict) -> str:
@@ -135,17 +163,20 @@ def render(activity: Activity) -> str:
     if not activity.records:
         return "<i>MCP activity: no tool calls yet.</i>"
     rows = []
-    for record in reversed(activity.records[-SHOWN:]):
+    shown = activity.records[-SHOWN:]
+    users = any(record.user for record in shown)  # a user column when calls came through Jupyter
+    for record in reversed(shown):
         colour = _COLOURS.get(record.status, "#666")
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
-            html.escape(_short(record.client)),
+            html.escape(_short(record.client)), *([html.escape(_short(record.user or ""))] if users else []),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
             f"<code>{html.escape(_short(record.arguments or {}))}</code>", f"{record.elapsed:.1f} s",
             f"<span style='color:{colour}'>{html.escape(record.status)}</span>",
             (f"<b>{html.escape(_short(record.note))}</b> " if record.note else "")
             + html.escape(_short(record.outcome)))) + "</tr>")
     head = "".join(f"<th style='padding:0 8px;text-align:left'>{name}</th>"
-                   for name in ("client", "call", "arguments", "elapsed", "status", "result"))
+                   for name in ("client", *(("user",) if users else ()), "call", "arguments", "elapsed", "status",
+                                "result"))
     return f"<table style='font-size:90%'><tr>{head}</tr>{''.join(rows)}</table>"
 
 

@@ -58,6 +58,9 @@ class RunningServer:
     activity: Any = field(default=None, repr=False)  # `activity.Activity`: the recent tool calls
     view: Any = field(default=None, repr=False)  # the `activity.ActivityView` shown last (in a kernel)
     _record: Any = field(default=None, repr=False)  # `ownservers.Record`: this user's nbtools serves here
+    jupyter: str = field(default="", repr=False)  # how to reach it through Jupyter (`nbtools.jupyter.reach`)
+    on_stop: list = field(default_factory=list, repr=False)  # called once when stopped (`nbtools.jupyter.reach`)
+    cells: Any = field(default=None, repr=False)  # `nbtools.jupyter.cells.CellWriter` under `--cells`
 
     @property
     def running(self) -> bool:
@@ -68,6 +71,7 @@ class RunningServer:
         if _RUNNING.get(self.port) is self:
             _RUNNING.pop(self.port, None)
         ownservers.forget(self._record)
+        self._ended()
         if self._task is None or self._task.done() or self._loop is None:
             self._listener.close()
             return
@@ -87,6 +91,12 @@ class RunningServer:
         # closing the socket would make it fail to listen (EBADF). It sees `should_exit` once
         # started, shuts down at once and closes the socket itself.
 
+    def _ended(self) -> None:
+        """Run the `on_stop` hooks, once (stopped by hand, or its thread ended on an error)."""
+        while self.on_stop:
+            with contextlib.suppress(Exception):  # stopping must not fail on a hook
+                self.on_stop.pop()()
+
     async def wait_closed(self) -> None:
         """Await the end of the server's thread after `stop()` (without blocking this loop)."""
         while self._thread is not None and self._thread.is_alive():
@@ -103,7 +113,7 @@ _RUNNING: dict[int, RunningServer] = {}
 
 def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name: str = "nbtools",
           log_level: str = "warning", token: str | bool | None = None,
-          allow_hosts: Iterable[str] = ()) -> RunningServer:
+          allow_hosts: Iterable[str] = (), proxy_token: str | None = None, cells: bool = False) -> RunningServer:
     """Serve the registry's tools over streamable HTTP from this process, and return at once.
 
     `port=0` picks a free port (see `.port`/`.url` on the result). The transport runs on a thread of
@@ -115,7 +125,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     Every request must carry `Authorization: Bearer <token>` (401 otherwise): `token` as given,
     else `$NBTOOLS_MCP_TOKEN`, else a fresh random one; read it from `.token`. `token=False` turns
     authentication off (with a warning). `Host:`/`Origin:` must name `host` (its loopback aliases
-    when it is loopback) or one of `allow_hosts`.
+    when it is loopback) or one of `allow_hosts`. `proxy_token`: a second token, private to the
+    Jupyter Server extension, whose requests may name the Jupyter user (`access.proxied_user`).
+    `cells=True` (`%tools --serve --cells`), in a kernel of a Jupyter server with nbtools' extension
+    and real-time collaboration: register with the extension and write each call as a cell at the end
+    of this kernel's notebook (`nbtools.jupyter.cells`); elsewhere `.jupyter` says in one line why not.
     """
     # 1. The server, its socket (bound now, so the port is taken and known before this returns), uvicorn.
     from .activity import Activity
@@ -135,13 +149,17 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
         calls = MainThreadCalls(calls_loop, contextvars.copy_context())
     server = build_server(tools, name=name, activity=activity, calls=calls)
     secret = resolve_token(token)
+    if cells and proxy_token is None and secret is not None:  # the extension reaches it with a token of its own
+        from ..jupyter import reach
+
+        proxy_token = reach.proxy_token()
     listener = bind_socket(host, port)
     # recorded as soon as it listens, so connect() may send it $NBTOOLS_MCP_TOKEN (`ownservers`)
     entry = ownservers.record(host, listener.getsockname()[1])
     try:
         url = listener_url(host, listener)
         served = uvicorn_server(server, host, log_level=log_level, embedded=True, token=secret, url=url,
-                                allow_hosts=allow_hosts)
+                                allow_hosts=allow_hosts, proxy_token=proxy_token if secret is not None else None)
         running = RunningServer(url, host, listener.getsockname()[1], tools, calls_loop is None, secret, served,
                                 listener, None, activity=activity, _calls_loop=calls_loop, _record=entry)
         _serve_in_thread(running)  # 2. The transport on a thread and loop of its own.
@@ -154,6 +172,11 @@ def start(registry: Any = None, host: str = "127.0.0.1", port: int = 0, *, name:
     if previous is not None:  # a port reused after the old server was stopped by hand
         previous.stop()
     _RUNNING[running.port] = running
+    if cells:
+        from ..jupyter import reach
+        from ..jupyter.cells import NO_EXTENSION
+
+        running.jupyter = reach.register(running, proxy_token, cells=True) if proxy_token else "\n" + NO_EXTENSION
     return running
 
 
@@ -175,6 +198,7 @@ def _serve_in_thread(running: RunningServer) -> None:
         except Exception as error:  # nobody awaits this thread: say why it ended
             if _RUNNING.get(running.port) is running:
                 _RUNNING.pop(running.port, None)
+            running._ended()
             print(f"nbtools: the MCP server at {running.url} stopped: {type(error).__name__}: {error}",
                   file=sys.stderr)
         finally:

@@ -36,6 +36,7 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
+    from .access import proxied_user
     from .served import ServedContext, client_name, connection_of, round_outcome
 
     def failure(error: BaseException) -> MCPError:
@@ -54,7 +55,8 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         kernel's main thread when `calls` is given)."""
         connections.add(connection_of(ctx))
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
-        record = activity.begin(client_name(ctx), what[1], what[2], kind=what[0]) if activity is not None else None
+        record = (activity.begin(client_name(ctx), what[1], what[2], kind=what[0], user=proxied_user(ctx))
+                  if activity is not None else None)
 
         async def call() -> Any:
             token = use_context(served)
@@ -129,7 +131,7 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         except ResourceError as error:
             raise MCPError(RESOURCE_NOT_FOUND, str(error), data={"uri": uri}) from None
         return await run(ctx, params, lambda: catalog.read(uri, run_sync=run_sync),
-                         lambda read: types.ReadResourceResult(contents=[resource_contents(uri, *read)]),
+                         lambda read: types.ReadResourceResult(contents=resource_contents_list(uri, *read)),
                          ("resource", uri, None))
 
     async def subscribe(ctx: Any, params: Any) -> Any:
@@ -189,6 +191,16 @@ def add_offerings(server: Any, catalog: Catalog, connections: Any, *, activity: 
         ("completion/complete", types.CompleteRequestParams, complete),
     ):
         server.add_request_handler(method, params_type, handler)
+
+
+def resource_contents_list(uri: str, value: Any, mime: str | None) -> list:
+    """The contents of a resource's value: one entry, or one per item of a list holding content objects
+    (`[text, Image, ...]`: a notebook cell's source and its pictures); a plain JSON list stays one entry."""
+    from ..content import Audio, Image, Resource
+
+    if isinstance(value, list) and any(isinstance(item, (Image, Audio, Resource)) for item in value):
+        return [resource_contents(uri, item, mime if isinstance(item, str) else None) for item in value]
+    return [resource_contents(uri, value, mime)]
 
 
 def resource_contents(uri: str, value: Any, mime: str | None) -> Any:

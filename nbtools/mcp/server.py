@@ -39,6 +39,7 @@ from ..errors import ToolCallError
 from ..policy import asking_as
 from ..registry import Registry
 from ..tool import Tool
+from .access import origin_of, proxied_user
 from .stopping import interruptible
 from .toolresults import error_result, success_result
 
@@ -172,15 +173,20 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                                                  "tools/list names the tools it has")
         served = ServedContext(ctx, asyncio.get_running_loop(), params)
         client = client_name(ctx)
+        user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
         # a task's run: the task has its own row in the activity log (tasks.py)
-        record = activity.begin(client, params.name, params.arguments) \
+        record = activity.begin(client, params.name, params.arguments, user=user, origin=origin_of(client, user)) \
             if activity is not None and not in_task.get() else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
+            if record is not None and record.live is not None:  # its cell is written as it runs (--cells)
+                from ..interp.capture import live_output
+
+                live_output.set(record.live)  # this task's own context: gone when the call ends
             try:
                 # who asks: an approval prompt names the client, registry.decisions records it
-                with asking_as(f"mcp:{client}"):
+                with asking_as(origin_of(client, user)):
                     return await call_result(tools, params.name, params.arguments,
                                              in_thread=threads and not tool.is_async)
             finally:

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from .access import proxied_user
+
 EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -116,10 +118,14 @@ def _iso(moment: float) -> str:
 
 
 def owner_of(ctx: Any, client_name: Callable[[Any], str]) -> tuple[str, str]:
-    """(fingerprint of the request's bearer token, `client_name(ctx)`) of a request."""
+    """(fingerprint of the request's bearer token, `client_name(ctx)`) of a request. Through the
+    Jupyter Server extension every Jupyter user's request bears the extension's one private token:
+    the user it vouches for (`access.proxied_user`) is part of the fingerprint then."""
     headers = getattr(getattr(ctx, "request", None), "headers", None)
     auth = headers.get("authorization", "") if headers is not None else ""
-    return (hashlib.sha256(auth.encode()).hexdigest()[:32] if auth else "", client_name(ctx))
+    user = proxied_user(ctx)
+    key = auth if user is None else f"{auth}\nuser:{user}"
+    return (hashlib.sha256(key.encode()).hexdigest()[:32] if key else "", client_name(ctx))
 
 
 def _modern(ctx: Any) -> bool:
@@ -190,7 +196,7 @@ class TaskStore:
         self.activity = activity
 
     def create(self, owner: tuple[str, str], tool: str, arguments: Any, *, modern: bool,
-               ttl_ms: Any = None) -> Task:
+               ttl_ms: Any = None, user: str | None = None) -> Task:
         self.admit(owner)
         asked = ttl_ms if isinstance(ttl_ms, int) and not isinstance(ttl_ms, bool) and ttl_ms > 0 else None
         ttl = min(asked or DEFAULT_TTL_MS, MAX_TTL_MS)
@@ -202,7 +208,7 @@ class TaskStore:
         with contextlib.suppress(RuntimeError):  # removed (and stopped) once its ttl is over
             asyncio.get_running_loop().call_later(ttl / 1000 + 0.05, self.purge)
         if self.activity is not None:
-            task.record = self.activity.begin(owner[1], tool, arguments, kind="task")
+            task.record = self.activity.begin(owner[1], tool, arguments, kind="task", user=user)
             self.activity.state(task.record, "working")
         return task
 
@@ -382,7 +388,7 @@ class TaskCalls:
                 return job.result()
         try:
             task = self.store.create(self.owner(ctx), ctx.params["name"], ctx.params.get("arguments"), modern=modern,
-                                     ttl_ms=ttl_ms)
+                                     ttl_ms=ttl_ms, user=proxied_user(ctx))
         except BaseException:  # refused (too many tasks): its run must not go on unseen
             job.cancel()
             raise

@@ -46,7 +46,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise ValueError(f"cannot serve MCP on port {port!r}: a TCP port is an integer from 0 to 65535 "
                          "(0 picks a free one)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and the
+    # accepted ones inherit it; with Nagle on, an event stream's body waited ~40 ms for the client's
+    # delayed ACK of its headers on a kept-alive connection
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
@@ -70,12 +73,13 @@ def _url_host(host: str) -> str:
 
 
 def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: bool, token: str | None,
-                   url: str, allow_hosts: Iterable[str] = ()) -> Any:
+                   url: str, allow_hosts: Iterable[str] = (), proxy_token: str | None = None) -> Any:
     """A uvicorn server for the streamable HTTP app at `/mcp`, behind the checks of `access`.
 
     `token`: the bearer token every request must carry (None: none, see `access.resolve_token`);
     Host/Origin must name `host` (or a loopback alias when it is loopback, or one of `allow_hosts`).
     `embedded`: it runs inside a process that owns SIGINT (a kernel), so uvicorn must not take it.
+    `proxy_token`: the private token of the Jupyter Server extension (see `access`), accepted too.
     """
     import uvicorn
 
@@ -83,7 +87,7 @@ def uvicorn_server(server: "Server", host: str, *, log_level: str, embedded: boo
 
     app = _closing_refusals(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
                                                        transport_security=transport_security(host, allow_hosts),
-                                                       **auth_hooks(token, url)))
+                                                       **auth_hooks(token, url, proxy_token)))
     config = uvicorn.Config(app, log_config=None, log_level=log_level, access_log=False,
                             lifespan="on", timeout_graceful_shutdown=2, http=_guarded_protocol(),
                             timeout_keep_alive=KEEP_ALIVE, h11_max_incomplete_event_size=MOST_HEADER_BYTES,

@@ -1,0 +1,305 @@
+"""The kernel's side of `%tools --serve --cells`: each served call told to the Jupyter Server
+extension, which writes it as a cell at the end of this kernel's notebook (`cellwriter`), and the
+resources `notebook://cells` and `notebook://cells/{index}`.
+
+A call's cell: for `python()` its code; for any other tool the equivalent Python call
+(`add(a=2, b=3)`, arguments as Python literals), so running the cell repeats it. Metadata
+`nbtools: {by, tool, started, status}` (status running, then ok / error / refused / cancelled) and
+the tag `nbtools-agent`. Outputs: what `python()`'s code prints and displays as it runs (through
+`interp.capture.live_output`), then the result (`execute_result`, images as `display_data`) or the
+error (an `error` output naming a refusal or a cancellation).
+
+Events leave the kernel on one sender thread, in order, a batch per request (so a tool printing in a
+loop costs few requests and never waits for the server); the served call itself never waits.
+Standard library and nbtools only: this runs in the kernel.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import queue
+import secrets
+import threading
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import quote
+
+PYTHON_TOOLS = ("python", "python_async")
+TIMEOUT = 30.0  # seconds for one request to the server (a loaded machine answers slowly, never this slowly)
+INSTALL = ("`%tools --serve --cells` writes nothing here: this Jupyter server has no real-time collaboration; "
+           "`pip install jupyter-collaboration` (jupyterlab >= 4.6) and restart it. Serving works as before.")
+NO_EXTENSION = ("`%tools --serve --cells` writes nothing here: it needs this kernel to run under a Jupyter server "
+                "with nbtools' extension and real-time collaboration (`pip install 'nbtools-llm[jupyter]'`, then "
+                "restart Jupyter). Serving works as before.")
+
+
+def call_source(tool: Any, name: str, arguments: Any) -> str:
+    """The cell's source: `python()`'s code itself, else `name(arg=value, ...)` with Python literals."""
+    arguments = arguments if isinstance(arguments, dict) else {}
+    code = arguments.get("code")
+    if name in PYTHON_TOOLS and isinstance(code, str) and _is_python_tool(tool):
+        return code
+    listed = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+    return f"{name}({listed})" if name.isidentifier() else f"# the tool {name!r}\n{name.replace('.', '_')}({listed})"
+
+
+def _is_python_tool(tool: Any) -> bool:
+    fn = getattr(tool, "fn", None)
+    return getattr(fn, "__module__", "") == "nbtools.interp.pytool"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class Channel:
+    """The kernel's requests to `nbtools/api/cells/<kernel_id>` with its cells token."""
+
+    def __init__(self, server_url: str, kernel_id: str, token: str) -> None:
+        base = server_url if server_url.endswith("/") else server_url + "/"
+        self.url = f"{base}nbtools/api/cells/{quote(kernel_id, safe='')}"
+        self.token = token
+
+    def request(self, method: str, body: Any = None) -> tuple[int, dict]:
+        data = json.dumps(body).encode() if body is not None else None
+        sent = urllib.request.Request(self.url, data=data, method=method, headers={
+            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+        try:
+            with opener.open(sent, timeout=TIMEOUT) as answer:
+                return answer.status, json.loads(answer.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            try:
+                return error.code, json.loads(error.read() or b"{}")
+            except ValueError:
+                return error.code, {}
+
+
+class CellWriter:
+    """Watches a `RunningServer`'s activity and sends each tool call's events (see the module docs)."""
+
+    def __init__(self, server: Any, channel: Channel) -> None:
+        self.server = server
+        self.channel = channel
+        self.problem = ""  # the last request that failed, in one line (shown by `%tools --serve` again)
+        self._calls: dict[int, dict] = {}  # id(record) -> {"id", "printed"}
+        self._queue: queue.Queue = queue.Queue()
+        self._count = 0
+        self._thread = threading.Thread(target=self._send_loop, name="nbtools cells", daemon=True)
+        self._thread.start()
+        self._unwatch = server.activity.watch(self.watch)
+
+    def stop(self) -> None:
+        self._unwatch()
+        self._queue.put(None)
+
+    # -- on the transport's thread (begin, end) and the kernel's main thread (output) ----------------
+    def watch(self, record: Any) -> None:
+        if record.kind != "tool":
+            return
+        if record.ended is None and id(record) not in self._calls:
+            self._begin(record)
+        elif record.ended is not None and id(record) in self._calls:
+            self._end(record, self._calls.pop(id(record)))
+
+    def _begin(self, record: Any) -> None:
+        self._count += 1
+        call = {"id": self._count, "printed": []}
+        self._calls[id(record)] = call
+        tool = self.server.registry.resolve(record.tool)
+        self._queue.put({"type": "begin", "call": call["id"],
+                         "source": call_source(tool, record.tool, record.arguments),
+                         "nbtools": {"by": record.origin, "tool": record.tool,
+                                     "started": _now(), "status": "running"}})
+
+        def live(kind: str, *event: Any) -> None:  # python()'s prints and displays, as they happen
+            if kind == "stream":
+                name, text = event
+                call["printed"].append(text)
+                self._queue.put({"type": "output", "call": call["id"],
+                                 "output": {"output_type": "stream", "name": name, "text": text}})
+            elif kind == "display":
+                from ..interp.capture import bundle_text
+
+                shown = bundle_text(event[0])  # what python()'s answer holds for it, as the capture writes it
+                call["printed"].append(shown if shown.endswith("\n") else shown + "\n")
+                data = {mime: value for mime, value in event[0].items() if isinstance(value, (str, dict, list))}
+                self._queue.put({"type": "output", "call": call["id"],
+                                 "output": {"output_type": "display_data", "data": data, "metadata": {}}})
+
+        record.live = live
+
+    def _end(self, record: Any, call: dict) -> None:
+        status, outputs = _ending(record, "".join(call["printed"]))
+        self._queue.put({"type": "end", "call": call["id"], "outputs": outputs,
+                         "nbtools": {"status": status, "ended": _now()}})
+
+    # -- the sender thread ------------------------------------------------------------------------
+    def _send_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = batch[-1] is None
+            events = _joined([event for event in batch if event is not None])
+            try:
+                status, answer = self.channel.request("POST", {"events": events})
+                self.problem = "" if status == 200 else f"the server answered {status}: {answer.get('message', '')}"
+            except OSError as error:
+                self.problem = f"the Jupyter server did not answer ({error})"
+            if stop:
+                return
+
+
+def _joined(events: list[dict]) -> list[dict]:
+    """Consecutive stream outputs of one call and stream joined into one event."""
+    joined: list[dict] = []
+    for event in events:
+        last = joined[-1] if joined else None
+        if last is not None and event["type"] == last["type"] == "output" and event["call"] == last["call"] \
+                and event["output"]["output_type"] == last["output"]["output_type"] == "stream" \
+                and event["output"]["name"] == last["output"]["name"]:
+            last["output"] = dict(last["output"], text=last["output"]["text"] + event["output"]["text"])
+        else:
+            joined.append(event)
+    return joined
+
+
+def _ending(record: Any, printed: str) -> tuple[str, list[dict]]:
+    """(status, the outputs that end the cell) of a finished call."""
+    if record.status == "cancelled":
+        return "cancelled", [_error("Cancelled", "the call was cancelled by its client (or the server stopped)")]
+    result = record.result
+    if record.status == "error" and result is None:  # a JSON-RPC error, not a result
+        return "error", [_error("Error", record.outcome)]
+    texts, images = [], []
+    for block in getattr(result, "content", None) or ():
+        if getattr(block, "type", None) == "text":
+            texts.append(block.text)
+        elif getattr(block, "type", None) == "image":
+            images.append({"output_type": "display_data", "data": {block.mime_type: block.data}, "metadata": {}})
+    text = "\n".join(texts)
+    if record.status == "refused":  # the approval policy said no: nothing ran
+        return "refused", [_error("CallRefused", text)]
+    if getattr(result, "is_error", False):
+        return "error", [_error("ToolCallError", text)]
+    if printed and text.startswith(printed):  # python(): what it printed is in the cell already
+        text = text[len(printed):].lstrip("\n")
+    outputs = [{"output_type": "execute_result", "execution_count": None, "metadata": {},
+                "data": {"text/plain": text}}] if text else []
+    return "ok", outputs + images
+
+
+def _error(name: str, text: str) -> dict:
+    return {"output_type": "error", "ename": name, "evalue": text, "traceback": [f"{name}: {text}"]}
+
+
+# -- the resources ---------------------------------------------------------------------------------
+
+CELLS_URI = "notebook://cells"
+CELL_URI = "notebook://cells/{index}"
+
+
+def add_resources(registry: Any, channel: Channel) -> Any:
+    """Serve `notebook://cells` and `notebook://cells/{index}` for `registry`; returns their remover."""
+    from ..resources import catalog_of, resource
+
+    def read() -> dict:
+        status, answer = channel.request("GET")
+        if status != 200:
+            raise LookupError(f"the Jupyter server answered {status}: {answer.get('message', '')}")
+        return answer
+
+    @resource(CELLS_URI, name="notebook cells", mime_type="text/plain", registry=registry)
+    def notebook_cells() -> str:
+        """This kernel's notebook: every cell's source and text outputs (images: read notebook://cells/{index})."""
+        answer = read()
+        where = "the shared document (open)" if answer.get("open") else "the saved file"
+        lines = [f"# {answer.get('notebook')}: {len(answer['cells'])} cells, from {where}"]
+        for index, cell in enumerate(answer["cells"]):
+            lines.append(cell_text(index, cell))
+        return "\n".join(lines)
+
+    @resource(CELL_URI, name="notebook cell", registry=registry)
+    def notebook_cell(index: int) -> Any:
+        """One cell of this kernel's notebook: its source and text outputs, its images as image content."""
+        from ..content import Image
+
+        cells = read()["cells"]
+        if not -len(cells) <= index < len(cells):
+            raise LookupError(f"the notebook has {len(cells)} cells (0 to {len(cells) - 1}); no cell {index}")
+        cell = cells[index]
+        images = [Image.from_base64(data[mime], mime) for output in cell.get("outputs") or ()
+                  for data in [output.get("data") or {}] for mime in ("image/png", "image/jpeg")
+                  if isinstance(data.get(mime), str)]
+        return [cell_text(index % len(cells), cell), *images] if images else cell_text(index % len(cells), cell)
+
+    catalog = catalog_of(registry)
+
+    def remove() -> None:
+        catalog.remove(CELLS_URI)
+        catalog.remove(CELL_URI)
+
+    return remove
+
+
+def cell_text(index: int, cell: dict) -> str:
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else source
+    tags = (cell.get("metadata") or {}).get("tags") or []
+    lines = [f"--- cell {index} [{cell.get('cell_type')}]{' (agent)' if 'nbtools-agent' in tags else ''} ---", source]
+    for output in cell.get("outputs") or ():
+        kind = output.get("output_type")
+        if kind == "stream":
+            text = output.get("text", "")
+            lines.append("".join(text) if isinstance(text, list) else str(text))
+        elif kind == "error":
+            lines.append(f"{output.get('ename')}: {output.get('evalue')}")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data") or {}
+            plain = data.get("text/plain")
+            if plain is not None:
+                lines.append("".join(plain) if isinstance(plain, list) else str(plain))
+            lines.extend(f"[{mime}: read notebook://cells/{index}]" for mime in data if mime.startswith("image/"))
+    return "\n".join(line.rstrip("\n") for line in lines)
+
+
+# -- turning it on -----------------------------------------------------------------------------------
+
+def enable(server: Any, info: dict, kernel_id: str, cells_token: str) -> str:
+    """Write `server`'s calls into this kernel's notebook (its registration already carries
+    `cells_token`); returns the line `%tools --serve --cells` prints."""
+    if not info.get("url"):
+        return "\n" + NO_EXTENSION
+    channel = Channel(info["url"], kernel_id, cells_token)
+    try:
+        status, answer = channel.request("GET")
+    except OSError as error:
+        return f"\n`%tools --serve --cells` writes nothing: the Jupyter server did not answer ({error})."
+    if status != 200:
+        return f"\n`%tools --serve --cells` writes nothing: the Jupyter server answered {status}: {answer.get('message')}"
+    if not answer.get("collaboration"):
+        return "\n" + INSTALL
+    writer = CellWriter(server, channel)
+    remove = add_resources(server.registry, channel)
+    server.on_stop.append(writer.stop)
+    server.on_stop.append(remove)
+    server.cells = writer
+    where = answer.get("notebook") or "this kernel's notebook"
+    return (f"\nEach call is written as a cell at the end of {where} (tag `nbtools-agent`); "
+            f"the resources {CELLS_URI} and {CELL_URI} give an agent its cells.")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+__all__ = ["call_source", "CellWriter", "Channel", "enable", "add_resources", "cell_text", "INSTALL"]
