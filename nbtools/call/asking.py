@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
 from ..policy import _ORIGIN, _WITNESS, Decision, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
-    snapshot, yes_or_no
+    snapshot, snapshots, yes_or_no
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -152,7 +152,8 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     the plan's defaults (merged when read) and the callback gets them merged, one dict it may
     edit; the record is one `extend` of a bounded deque (`Decisions`). Only arguments holding
     more than scalars (a list, a dict, an object) are copied deeply: for the log and again for
-    the callback (`policy.snapshot`), so neither the tool nor the callback rewrites the record."""
+    the callback, both in one pass (`policy.snapshots`), so neither the tool nor the callback
+    rewrites the record."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -176,8 +177,8 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         # a list, a dict...: the log keeps a snapshot (no need to look when the schema admits only
         # values that cannot change: `_immutable_arguments`, read once per Tool)
         if not view[2]:  # (copying at once costs about what looking through the values first did)
-            defaults, kept = None, snapshot(given)
-            given = snapshot(given, marked=False)
+            defaults = None
+            kept, given = snapshots(given)
     else:
         shown = arguments_as_run(tool, positional, kwargs, raw)
         defaults, kept = None, _kept(shown)
