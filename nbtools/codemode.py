@@ -36,7 +36,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 from .errors import CallRefused, ToolCallError
-from .policy import asking_as, current_origin
+from .policy import _WITNESS, asking_as, current_origin, witnessed
 from .shortening import short
 from .tool import Tool
 
@@ -402,8 +402,8 @@ class _Run:
         except TypeError as error:
             self._record(tool, _plain({"args": list(args), **kwargs}), False, str(error))
             return {"exception": error}
-        asked = "destructive" in tool.hints
-        before = len(registry.decisions) if asked else 0
+        seen: list = []  # the decisions logged for this call (`policy._WITNESS`), not another run's
+        witness = _WITNESS.set(seen)
         try:
             with asking_as(self.origin):
                 value = registry.call(tool.name, arguments)
@@ -411,23 +411,26 @@ class _Run:
             line = str(error).splitlines()[0]
             kind = PermissionError if isinstance(error, CallRefused) else \
                 RuntimeError if error.problem.startswith("the tool raised") else TypeError
-            self._record(tool, self._as_run(tool, shape, arguments, asked, before), False, line)
+            self._record(tool, self._as_run(tool, shape, arguments, seen), False, line)
             return {"exception": kind(line)}
+        finally:
+            _WITNESS.reset(witness)
         result = _plain(value)
-        self._record(tool, self._as_run(tool, shape, arguments, asked, before), True, result)
+        self._record(tool, self._as_run(tool, shape, arguments, seen), True, result)
         return {"return_value": result}
 
-    def _as_run(self, tool: Tool, shape: Shape, arguments: dict, asked: bool, before: int) -> dict:
-        """The arguments as the call ran them: from the decision recorded for it (edits included),
-        else as the code gave them with the tool's defaults filled in (JSON: the values before
-        conversion, which a validated call ran converted)."""
-        if asked:
-            decisions = self.runner.registry.decisions
-            count = len(decisions)
-            for index in range(count - 1, max(before, count - 8) - 1, -1):
-                record = decisions[index]
-                if record.tool == tool.name and record.origin == self.origin:
-                    return _plain(record.arguments)
+    def _as_run(self, tool: Tool, shape: Shape, arguments: dict, seen: list) -> dict:
+        """The arguments as the call ran them: from the last decision logged for this very call
+        before it ran (edits included; `seen`: the decisions logged in its context, where a tool
+        calling tools adds theirs after), else as the code gave them with the tool's defaults
+        filled in (JSON: the values before conversion, which a validated call ran converted)."""
+        own = None
+        for fields in seen:
+            if fields[1] != tool.name or fields[3] != self.origin:
+                break  # a call the tool made while running: this call's decisions came before
+            own = fields
+        if own is not None:
+            return _plain(witnessed(own).arguments)
         return _plain({**shape.defaults, **arguments} if shape.defaults else arguments)
 
     def _record(self, tool: Tool, arguments: Any, ok: bool, outcome: Any) -> None:

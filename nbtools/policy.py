@@ -165,56 +165,122 @@ _atomic = _ATOMIC.issuperset
 
 def snapshot(arguments: dict, *, marked: bool = True) -> dict:
     """A copy of `arguments` that shares nothing mutable with them: what the audit log keeps, and
-    what an approval callback is given (its own, to edit in place without effect): scalars as they
-    are, every other value copied deeply (`_copied`). A value that
-    cannot be copied is its marked repr (`marked`: the log's record), else the value itself (the
-    callback's copy: it must see the object it approves)."""
-    return {key: value if type(value) in _ATOMIC else _copy_of(value, marked) for key, value in arguments.items()}
+    what an approval callback is given (its own, to edit in place without effect): immutable
+    values as they are, every other value copied deeply (`_copied`). A value that cannot be
+    copied is its marked repr (`marked`: the log's record), else the value itself (the callback's
+    copy: it must see the object it approves)."""
+    copied = arguments.copy()  # one frame, no comprehension: most values are scalars, kept
+    for key, value in arguments.items():
+        if type(value) not in _KEPT:
+            try:
+                copied[key] = _copied(value, 0)
+            except Exception as error:  # e.g. an object holding a lock
+                copied[key] = _not_copyable(value, error) if marked else value
+    return copied
 
 
-def _copy_of(value: Any, marked: bool) -> Any:
-    """`value` copied deeply (`_copied`); one that cannot be copied is kept as its repr, marked
-    (or, not `marked`, as it is)."""
+def snapshots(arguments: dict) -> tuple[dict, dict]:
+    """Two `snapshot`s of `arguments` sharing nothing mutable with them nor with each other, made
+    in one pass: the log's (marked) and the approval callback's (unmarked). For a call the log
+    records and a callback is asked about, each object is looked at once (`_copied_twice`)."""
+    kept, given = arguments.copy(), arguments.copy()
+    for key, value in arguments.items():
+        if type(value) not in _KEPT:
+            try:
+                kept[key], given[key] = _copied_twice(value, 0)
+            except Exception as error:
+                kept[key], given[key] = _not_copyable(value, error), value
+    return kept, given
+
+
+def _copied_twice(value: Any, depth: int) -> tuple[Any, Any]:
+    """Two deep copies of `value` (`_copied`), sharing nothing mutable."""
+    kind = type(value)
+    if depth < 200:
+        depth += 1
+        if kind is list:
+            if _all_kept(map(type, value)):
+                return value.copy(), value.copy()
+            first, second = [], []
+            add_first, add_second = first.append, second.append
+            for item in value:
+                if type(item) in _KEPT:
+                    add_first(item)
+                    add_second(item)
+                else:
+                    one, two = _copied_twice(item, depth)
+                    add_first(one)
+                    add_second(two)
+            return first, second
+        if kind is dict:
+            if _all_kept(map(type, value.values())):
+                return value.copy(), value.copy()
+        elif kind is tuple:
+            if _all_kept(map(type, value)):
+                return value, value
+        else:
+            how = _HOW.get(kind)
+            if how is None:
+                how = _learn(kind)
+            if how is _FIELDS:
+                fields = value.__dict__
+                if _all_kept(map(type, fields.values())):
+                    first, second = object.__new__(kind), object.__new__(kind)
+                    first.__dict__.update(fields)
+                    second.__dict__.update(fields)
+                    return first, second
+            elif how is _KEEP:
+                return value, value
+    first = _copied(value, depth)  # deeper: the first copy is as good a source as the value
+    return first, _copied(first, depth)
+
+
+def _not_copyable(value: Any, error: Exception) -> str:
+    """What the log keeps of a value it cannot copy: what it looked like, marked."""
+    from .shortening import short
+
     try:
-        return _copied(value, 0)
-    except Exception as error:  # e.g. an object holding a lock: the log keeps what it looked like
-        if not marked:
-            return value
-        from .shortening import short
-
-        try:
-            shown = short(repr(value), 300)
-        except Exception:
-            shown = f"a {type(value).__name__}"
-        return f"<not copyable ({type(error).__name__}): {shown}>"
+        shown = short(repr(value), 300)
+    except Exception:
+        shown = f"a {type(value).__name__}"
+    return f"<not copyable ({type(error).__name__}): {shown}>"
 
 
 def _copied(value: Any, depth: int) -> Any:
     """`value` copied deeply: by hand for what converted arguments are made of (lists, dicts,
     tuples, plain objects and dataclasses; immutable values such as dates, enums and paths kept),
-    by `copy.deepcopy` for the rest (which may raise)."""
+    by `copy.deepcopy` for the rest (which may raise). A container or object holding only
+    immutable values (most do: strings, numbers, enum members) is copied in one C-level step
+    after one C-level look at its values' types (`_all_kept`)."""
     kind = type(value)
-    if kind in _ATOMIC:
+    if kind in _KEPT:
         return value
     if depth < 200:  # validated arguments nest at most `Limits.max_depth`; deeper: deepcopy's own
-        # (scalars inside are taken as they are without a call: most items of arguments are)
         depth += 1
         if kind is list:
-            return [item if type(item) in _ATOMIC else _copied(item, depth) for item in value]
+            if _all_kept(map(type, value)):
+                return value.copy()
+            return [item if type(item) in _KEPT else _copied(item, depth) for item in value]
         if kind is dict:
-            return {key: item if type(item) in _ATOMIC else _copied(item, depth) for key, item in value.items()}
+            if _all_kept(map(type, value.values())):
+                return value.copy()
+            return {key: item if type(item) in _KEPT else _copied(item, depth) for key, item in value.items()}
         if kind is tuple:
-            return tuple([item if type(item) in _ATOMIC else _copied(item, depth) for item in value])
+            if _all_kept(map(type, value)):  # immutable all the way down: its own copy
+                return value
+            return tuple([item if type(item) in _KEPT else _copied(item, depth) for item in value])
         how = _HOW.get(kind)
         if how is None:
-            how = _HOW[kind] = _how_to_copy(kind)
-        if how is _KEEP:
-            return value
+            how = _learn(kind)
         if how is _FIELDS:  # a plain object: a new one of its class with its attributes copied
             made = object.__new__(kind)
-            made.__dict__.update({name: item if type(item) in _ATOMIC else _copied(item, depth)
-                                  for name, item in value.__dict__.items()})
+            fields = value.__dict__
+            made.__dict__.update(fields if _all_kept(map(type, fields.values())) else
+                                 {name: item if type(item) in _KEPT else _copied(item, depth)
+                                  for name, item in fields.items()})
             return made
+        if how is _KEEP:  # (met before `_learn` added its class to `_KEPT`: not again)
+            return value
     import copy
 
     return copy.deepcopy(value)
@@ -227,12 +293,23 @@ def immutable(value: Any) -> bool:
         return True
     how = _HOW.get(kind)
     if how is None:
-        how = _HOW[kind] = _how_to_copy(kind)
+        how = _learn(kind)
     return how is _KEEP
 
 
 _KEEP, _FIELDS, _DEEPCOPY = "keep", "fields", "deepcopy"
 _HOW: dict[type, str] = {}  # per class met in arguments: how `_copied` copies its values
+# the classes whose values a snapshot keeps as they are: the scalars, and every class `_learn`
+# found immutable (dates, enums, paths...); only added to (a set.add is atomic)
+_KEPT: set[type] = set(_ATOMIC)
+_all_kept = _KEPT.issuperset
+
+
+def _learn(kind: type) -> str:
+    how = _HOW[kind] = _how_to_copy(kind)
+    if how is _KEEP:
+        _KEPT.add(kind)
+    return how
 # immutable values of the standard library, named (their modules need not be imported here)
 _IMMUTABLE = {"datetime": {"date", "datetime", "time", "timedelta", "timezone"}, "decimal": {"Decimal"},
               "uuid": {"UUID"}, "fractions": {"Fraction"}, "ipaddress": {"IPv4Address", "IPv6Address"},
@@ -337,6 +414,17 @@ def _decisions_of(kind: type, entries: list) -> Decisions:
 # Who asks for the calls running in this context: "call" (code in a cell or a script), set to
 # "chat:<model>" by a Chat and to "mcp:<client name>" by the MCP server around their calls.
 _ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("nbtools_origin", default="call")
+
+
+# A list collecting the decisions logged for the calls made in this context (their `Decisions.record`
+# fields), or None: set by a caller that must know the decision of its own call (code mode's answer
+# shows the arguments as run), which the shared log cannot tell apart from another run's.
+_WITNESS: contextvars.ContextVar[list | None] = contextvars.ContextVar("nbtools_decision_witness", default=None)
+
+
+def witnessed(fields: tuple) -> DecisionRecord:
+    """The DecisionRecord of fields a witness list collected (see `_WITNESS`)."""
+    return Decisions._make(fields)
 
 
 def current_origin() -> str:

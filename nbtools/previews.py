@@ -28,6 +28,8 @@ import math
 import time
 from typing import Any
 
+from .shortening import Bounded, Full
+
 __all__ = ["preview", "PREVIEW_SECONDS", "MAX_TEXT", "MAX_BYTES", "TABLE_ROWS", "TABLE_COLUMNS"]
 
 PREVIEW_SECONDS = 2.0  # a preview still being made after this is stopped
@@ -38,10 +40,6 @@ TABLE_COLUMNS = 50
 SLOW = 0.25  # a preview taking longer than this (seconds) is noted in the activity log
 _MOST_DEPTH = 100  # JSON nested deeper is shown by its repr
 _MOST_INT_BITS = 14_000  # a larger int has more decimal digits than Python converts by default (4,300)
-
-
-class _Full(Exception):
-    """The text being built reached its limit."""
 
 
 class _NotJson(Exception):
@@ -199,25 +197,18 @@ def _json_text(value: Any, limit: int) -> tuple[str, bool]:
     (text, whether it was cut). `_NotJson` when the part read holds what JSON cannot carry."""
     import json
 
-    pieces: list[str] = []
-    size = 0
+    out = Bounded(limit)
+    write = out.write
     open_ids: set[int] = set()
-
-    def write(piece: str) -> None:
-        nonlocal size
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit:
-            raise _Full
 
     def emit(item: Any, depth: int) -> None:
         if item is None or item is True or item is False:
             write("null" if item is None else "true" if item else "false")
         elif isinstance(item, str):
-            head = str.__getitem__(item, slice(0, limit - size + 1))
+            head = str.__getitem__(item, slice(0, out.room()))
             write(json.dumps(head, ensure_ascii=False))
             if len(head) < len(item):
-                raise _Full
+                raise Full
         elif isinstance(item, int):
             if item.bit_length() > _MOST_INT_BITS:
                 raise _NotJson
@@ -247,9 +238,9 @@ def _json_text(value: Any, limit: int) -> tuple[str, bool]:
 
     try:
         emit(value, 0)
-    except _Full:
-        return "".join(pieces)[:limit], True
-    return "".join(pieces), False
+    except Full:
+        return out.text(True)
+    return out.text(False)
 
 
 def _json_key(key: Any) -> str:

@@ -14,4 +14,34 @@ def short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: max(limit - len(MARKER), 0)] + MARKER
 
 
-__all__ = ["MARKER", "short"]
+class Full(Exception):
+    """A `Bounded` text reached its limit."""
+
+
+class Bounded:
+    """Text built piece by piece up to `limit` characters (a preview, a repr's start): `write`
+    raises `Full` once the text passes the limit, so a walk over a large value stops there;
+    `room` is how much of the next piece can still be seen (one more than fits: enough to tell
+    it was cut); `text(cut)` is the text and whether it was cut."""
+
+    __slots__ = ("pieces", "size", "limit")
+
+    def __init__(self, limit: int):
+        self.pieces: list[str] = []
+        self.size, self.limit = 0, limit
+
+    def write(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.size += len(piece)
+        if self.size > self.limit:
+            raise Full
+
+    def room(self) -> int:
+        return self.limit - self.size + 1
+
+    def text(self, cut: bool) -> tuple[str, bool]:
+        joined = "".join(self.pieces)
+        return (joined[:self.limit], True) if cut else (joined, False)
+
+
+__all__ = ["MARKER", "short", "Full", "Bounded"]

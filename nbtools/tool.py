@@ -66,6 +66,8 @@ class Tool(ir._Frozen):
         callers: which callers may call the tool, a subset of CALLERS: "direct" (the model itself),
             "code" (code the model wrote: a provider's programmatic calling, `Registry.code_tool`);
             None: not said (providers then let the model call it directly; code mode may call it).
+            A model's call by a caller left out is refused (`run_tool_calls`, Chat, code mode); the
+            person's own calls (`registry.call`, `call_func`) are not checked.
         defer: rendered `defer_loading: true` where the provider has tool search (loaded on demand).
         source: the registry whose approval policy this Tool carries (set on the Tools a registry
             hands out; None for a Tool no registry handed out). Every copy keeps it (`replace`,

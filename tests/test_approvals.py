@@ -748,6 +748,51 @@ def test_a_snapshot_of_arguments_shares_nothing_mutable_and_keeps_what_cannot_ch
     assert copied["box"].items[1]["k"] == [2]
 
 
+def test_the_two_snapshots_of_a_call_equal_deepcopies_and_share_nothing_mutable():
+    """`policy.snapshots` (the log's and the callback's copy in one pass) gives what two
+    `copy.deepcopy`s give, sharing no list, dict or object with the original nor each other."""
+    import copy
+    import dataclasses
+    import enum
+
+    from nbtools.policy import snapshots
+
+    class Side(enum.Enum):
+        BUY = "buy"
+
+    @dataclasses.dataclass
+    class Line:
+        symbol: str
+        tags: list
+
+    @dataclasses.dataclass
+    class Flat:
+        symbol: str
+        side: Side
+
+    given = {"lines": [Line("A", ["x"]), Line("B", [])], "flat": [Flat("C", Side.BUY)], "words": ["a", "b"],
+             "sides": [Side.BUY], "map": {"k": 1.5}, "deep": {"k": [[1], {"n": [2]}]}, "pair": ([1], 2),
+             "frozen": (1, "a"), "n": 3, "none": None}
+    expected = copy.deepcopy(given)
+    log, mine = snapshots(given)
+    assert log == mine == expected
+
+    def containers(value, found):
+        if isinstance(value, (list, dict)) or dataclasses.is_dataclass(value):
+            found.append(id(value))
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else \
+            vars(value).values() if dataclasses.is_dataclass(value) else ()
+        for item in items:
+            containers(item, found)
+        return found
+
+    ours, theirs, original = (set(containers(each, [])) for each in (log, mine, given))
+    assert not ours & theirs and not ours & original and not theirs & original
+    mine["lines"][0].tags.append("edited")
+    mine["deep"]["k"][1]["n"].append(9)
+    assert log == given == expected
+
+
 class Connection:
     """A plain class holding a lock: built from validated arguments, it cannot be copied."""
 

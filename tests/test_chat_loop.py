@@ -403,6 +403,42 @@ def test_a_budget_holds_across_parallel_sub_agent_calls(caller):
         assert texts[-1] == "sub answer" and all("not run" in text for text in texts[:-1]), texts
 
 
+def test_a_budget_holds_for_a_sync_sub_agent_beside_an_async_one_on_a_running_loop():
+    # Review of issue 37: a synchronous sub-agent on a thread whose event loop runs (every cell of a
+    # kernel) took the turn only if it was free, and otherwise sent its request without it: under an
+    # async Chat, beside an async sub-agent whose request was in flight, both passed the budget. Its
+    # thread cannot wait for a request of its own loop (it would stop that loop), so its request is
+    # not run, and the budget is passed by at most one request. Run in a thread of its own whose
+    # loop runs the cell, as in a kernel.
+    calls = REPLIES["openai"]([("call_1", "fast", {"task": "a"}), ("call_2", "slow", {"task": "b"})])
+    with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
+            RecordedModel([(200, calls)]) as outer:
+        fast = _chat("gemini", inner.url, [], asynchronous=True).as_tool(name="fast")
+        slow = _chat("gemini", inner.url, []).as_tool(name="slow")
+        assert fast.is_async and not slow.is_async
+        main = _chat("openai", outer.url, [fast, slow], asynchronous=True, budget={"tokens": 200})
+        failure: list = []
+
+        def kernel() -> None:
+            async def cell() -> None:
+                with pytest.raises(BudgetExceeded):
+                    await main.acall("go")
+
+            try:
+                asyncio.run(cell())
+            except BaseException as error:  # shown by the main thread
+                failure.append(error)
+
+        thread = threading.Thread(target=kernel)
+        thread.start()
+        thread.join(120)
+        assert not thread.is_alive() and not failure, failure
+        assert len(inner.requests) == 1 and main.usage.tokens == 160 + 132
+        texts = {call.name: call.text for call in main.steps[-1].calls}
+        assert texts["fast"] == "sub answer"
+        assert "not run" in texts["slow"] and "event loop" in texts["slow"], texts
+
+
 def test_a_sub_agents_own_budget_holds_across_its_parallel_runs():
     with RecordedModel([(200, REPLIES["gemini"](text="sub answer"))]) as inner, \
             RecordedModel([(200, _three_helper_calls()), (200, REPLIES["openai"](text="ok"))]) as outer:

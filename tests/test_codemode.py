@@ -390,6 +390,44 @@ def test_runs_side_by_side_in_threads_each_get_their_own_sandbox():
         index: f"run {index} saw {index}" for index in range(3)}
 
 
+def test_two_runs_at_once_with_one_origin_each_log_their_own_arguments():
+    # Review of issue 35: a run's answer took the newest decision for (tool, origin), which two runs
+    # at once with the same origin (threads, MCP clients all "mcp:x/code") share: each must show
+    # the arguments its own call ran, edits included, never the other run's.
+    import threading
+
+    gate = threading.Barrier(2, timeout=30)
+
+    def approve(tool, args, *, origin):
+        return Decision(True, args={"path": args["path"] + "-edited"})
+
+    registry = Registry(approve=approve)
+
+    @tool(registry=registry, hints="destructive")
+    def remove(path: str) -> str:
+        """Delete a file (waits until both runs' calls were approved)."""
+        gate.wait()
+        return f"removed {path}"
+
+    run = registry.code_tool()
+    results: dict[str, dict] = {}
+
+    def one(path: str) -> None:
+        with asking_as("mcp:client"):
+            results[path] = run.call({"code": f"remove({path!r})"})
+
+    threads = [threading.Thread(target=one, args=(path,)) for path in ("/a", "/b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for path in ("/a", "/b"):
+        assert results[path]["value"] == f"removed {path}-edited"
+        assert results[path]["calls"] == [{"tool": "remove", "arguments": {"path": f"{path}-edited"}, "ok": True,
+                                           "outcome": f"removed {path}-edited"}]
+    assert sorted(record.origin for record in registry.decisions) == ["mcp:client/code"] * 2
+
+
 def test_an_async_approval_callback_answers_calls_from_code():
     asked = []
 

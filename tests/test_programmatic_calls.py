@@ -202,10 +202,40 @@ def test_a_call_from_code_to_a_tool_whose_callers_leave_out_code_is_refused():
 
 def test_a_direct_call_is_asked_for_as_before():
     asker = Asker()
+    registry = _registry(asker)
+    registry.add(registry.get("query").fn, name="query_anyone", hints="destructive")  # no `callers`: anyone
     reply = _anthropic_reply()
-    reply["content"][2] = {**reply["content"][2], "caller": {"type": "direct"}}
-    run_tool_calls(reply, ns=_registry(asker))
-    assert asker.origins == ["call"]
+    reply["content"][2] = {**reply["content"][2], "name": "query_anyone", "caller": {"type": "direct"}}
+    answer = run_tool_calls(reply, ns=registry)
+    assert asker.origins == ["call"] and "120" in answer["content"][0]["content"]
+
+
+@pytest.mark.parametrize("caller", [None, {"type": "direct"}])
+def test_a_direct_call_to_a_code_only_tool_is_refused(caller):
+    # Review of issue 35: `callers=("code",)` refused nothing when the model called the tool itself.
+    ran = []
+
+    def double(x: int) -> int:
+        """Double x."""
+        ran.append(x)
+        return 2 * x
+
+    from nbtools import Tool
+
+    registry = Registry()
+    registry.add(Tool.from_function(double, callers=("code",)))
+    reply = _anthropic_reply()
+    reply["content"][2] = {"type": "tool_use", "id": "toolu_01Def", "name": "double", "input": {"x": 2},
+                           **({} if caller is None else {"caller": caller})}
+    block = run_tool_calls(reply, ns=registry)["content"][0]
+    assert ran == [] and block["is_error"] is True
+    assert "may only be called from code" in block["content"] and "code" in block["content"]
+    assert run_tool_calls(_anthropic_reply(), ns=_registry())["content"][0].get("is_error") is None  # from code: runs
+    # the person's own calls are not the model's: `callers` says what the model may do
+    assert registry.call("double", {"x": 3}) == 6 and ran == [3]
+    from nbtools import call_func
+
+    assert call_func("double", {"x": 4}, ns=registry) == 8
 
 
 # -- Chat ------------------------------------------------------------------------------------------------------
@@ -306,3 +336,20 @@ def test_callers_and_defer_on_every_way_a_tool_is_made():
         assert definition["allowed_callers"] == ["programmatic"] and definition["defer_loading"] is True
     assert Tool.from_function(ping).callers is None and Tool.from_function(ping).defer is False
     assert "allowed_callers" not in Tool.from_function(ping).schema("responses")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_chat_refuses_the_models_own_call_to_a_code_only_tool(asynchronous):
+    import asyncio
+
+    asker = Asker()
+    registry = _registry(asker)
+    direct = _anthropic_reply()
+    direct["content"][2] = {"type": "tool_use", "id": "toolu_01Def", "name": "query", "input": {"region": "West"}}
+    with RecordedModel([(200, direct), (200, _final_anthropic("container_011CVXkq"))]) as model:
+        chat = Chat(make_client("anthropic", model.url, asynchronous=asynchronous), model="test-model",
+                    tools=registry, max_tokens=1024, show=False)
+        asyncio.run(chat.acall("Sales?")) if asynchronous else chat("Sales?")
+        answer = model.requests[1]["body"]["messages"][-1]["content"][0]
+    assert answer["is_error"] is True and "may only be called from code" in answer["content"]
+    assert asker.origins == [] and len(registry.decisions) == 0  # never asked: refused before

@@ -105,3 +105,30 @@ def test_one_client_cannot_start_tasks_without_end(served):
     flooder.request("tasks/cancel", {"taskId": started[0]})
     assert "task" in flooder.request("tools/call", {"name": "nap", "arguments": {"seconds": 600}, "task": {}})
     assert served.process.poll() is None
+
+
+def test_finished_tasks_kept_for_a_day_do_not_lock_others_out(served):
+    """One token holder fills the server with finished tasks kept for a day, under ten client names it
+    chose; a new task is still admitted: the oldest finished tasks make room (the flooder's, never
+    fetched), and the newest are kept."""
+    from nbtools.mcp.tasks import MAX_TASKS
+
+    names = 10
+    flooders = [PlainClient(served, name=f"flood-{n}") for n in range(names)]
+    first = last = None
+    for index in range(MAX_TASKS):
+        answer = flooders[index % names].call("tools/call", {"name": "nap", "arguments": {"seconds": 0},
+                                                             "task": {"ttl": 86_400_000}})
+        assert "result" in answer, f"task {index} of the flood was refused: {answer}"
+        first = first or answer["result"]["task"]["taskId"]
+        last = answer["result"]["task"]["taskId"]
+    innocent = PlainClient(served, name="innocent")
+    answer = innocent.call("tools/call", {"name": "nap", "arguments": {"seconds": 0}, "task": {}})
+    assert "result" in answer, f"a new client was locked out by {MAX_TASKS} finished tasks: {answer['error']}"
+    task = answer["result"]["task"]
+    assert innocent.request("tasks/result", {"taskId": task["taskId"]})["content"][0]["text"] == "napped 0.0 s"
+    gone = flooders[0].error("tasks/get", {"taskId": first})
+    assert gone["code"] == -32602 and "make room" in gone["message"]
+    kept = flooders[(MAX_TASKS - 1) % names].request("tasks/result", {"taskId": last})
+    assert kept["content"][0]["text"] == "napped 0.0 s"
+    assert served.process.poll() is None

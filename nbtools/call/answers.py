@@ -5,7 +5,10 @@ namespace's approval and limits included) and answers in that provider's tool-re
 (`formats` reads the reply and writes the answer). A failing call is an error result for the
 model; it never loses the other calls' results. A call that code the model wrote made (its
 `caller`: provider-native programmatic calling) goes through the same path, asked for by
-`<origin>/code` (`call/code`, `chat:<model>/code`).
+`<origin>/code` (`call/code`, `chat:<model>/code`). A call by a caller the tool's `callers` leave
+out is refused before anything is asked: the model's own call to a code-only tool, or a call from
+code to a direct-only one (`callers` says what the model may do; the person's own `registry.call`
+and `call_func` are not checked).
 """
 
 from __future__ import annotations
@@ -124,12 +127,26 @@ def _from_code(request: Any, ns: Any) -> asking_as:
     return asking_as(f"{current_origin()}/code")
 
 
+def _direct(request: Any, ns: Any) -> None:
+    """The model's own call (a reply's call without a `caller`): refused when the tool's `callers`
+    leave out "direct" (a tool offered only to the model's code). `callers` is about what the model
+    may do: the person's own calls (`registry.call`, `call_func`) are not checked."""
+    try:
+        tool = resolve_tool(request.name, ns)
+    except ToolCallError:  # an unknown name: `call_func` says so
+        return
+    if tool.callers is not None and "direct" not in tool.callers:
+        raise CallRefused(request.name, "refused: this tool may only be called from code (its callers are "
+                                        f"{', '.join(tool.callers)}); call it from the code you run, not directly")
+
+
 async def _run_one_async(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
     try:
         if getattr(request, "caller", None) is not None:
             with _from_code(request, ns):
                 value = await call_func_async(request.name, request.arguments, ns=ns)
         else:
+            _direct(request, ns)
             value = await call_func_async(request.name, request.arguments, ns=ns)
     except Exception as error:  # a failing call is an answer for the model, not a lost batch
         return _result_for(request, None, error, max_chars), None
@@ -145,6 +162,7 @@ def _run_one(request: Any, ns: Any, max_chars: int) -> tuple[Any, Any]:
             with _from_code(request, ns):
                 value = call_func(request.name, request.arguments, ns=ns)
         else:
+            _direct(request, ns)
             value = call_func(request.name, request.arguments, ns=ns)
     except Exception as error:
         return _result_for(request, None, error, max_chars), None

@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from ..errors import ApprovalInterrupt, CallRefused, ToolCallError
-from ..policy import _ORIGIN, Decision, DecisionRecord, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
-    snapshot, yes_or_no
+from ..policy import _ORIGIN, _WITNESS, Decision, Layer, Limits, ToolSource, _atomic, immutable, layers_of, \
+    snapshot, snapshots, yes_or_no
 from ..tool import Tool
 from .plan import prepare
 from ..shortening import short
@@ -52,8 +52,11 @@ class Asking:
 
     def log(self, verdict: str, by: str, reason: str | None = None, edited: bool = False) -> None:
         if self.source is not None:
-            self.source._memory.decisions.add(DecisionRecord(time.time(), self.tool.name, self.shown, self.origin,
-                                                        verdict, by, reason, edited))
+            fields = (time.time(), self.tool.name, self.shown, self.origin, None, (verdict, by, reason, edited))
+            self.source._memory.decisions.record(fields)
+            seen = _witness()
+            if seen is not None:
+                seen.append(fields)
 
     def question(self, layer: Layer) -> Any:
         """Ask `layer`'s callback (or answer from what its registry remembers)."""
@@ -149,7 +152,8 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     the plan's defaults (merged when read) and the callback gets them merged, one dict it may
     edit; the record is one `extend` of a bounded deque (`Decisions`). Only arguments holding
     more than scalars (a list, a dict, an object) are copied deeply: for the log and again for
-    the callback (`policy.snapshot`), so neither the tool nor the callback rewrites the record."""
+    the callback, both in one pass (`policy.snapshots`), so neither the tool nor the callback
+    rewrites the record."""
     first, checked, approve, refuse = rules
     if not (checked and first._parent is None and not first._upstream and approve is _UNSET
             and refuse is _UNSET):
@@ -173,8 +177,8 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
         # a list, a dict...: the log keeps a snapshot (no need to look when the schema admits only
         # values that cannot change: `_immutable_arguments`, read once per Tool)
         if not view[2]:  # (copying at once costs about what looking through the values first did)
-            defaults, kept = None, snapshot(given)
-            given = snapshot(given, marked=False)
+            defaults = None
+            kept, given = snapshots(given)
     else:
         shown = arguments_as_run(tool, positional, kwargs, raw)
         defaults, kept = None, _kept(shown)
@@ -185,7 +189,11 @@ def approval(tool: Tool, limits: Limits, rules: tuple, positional: tuple, kwargs
     except BaseException as error:
         _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker).failed(error)
     if answer is True:
-        memory.decisions.record((_now(), tool.name, kept, origin, defaults, asker[3]))
+        fields = (_now(), tool.name, kept, origin, defaults, asker[3])
+        memory.decisions.record(fields)
+        seen = _witness()
+        if seen is not None:  # a caller that shows this call's own decision (code mode)
+            seen.append(fields)
         return None
     asking = _asked(tool, first, limits, positional, kwargs, raw, kept, defaults, origin, asker)
     asking.answer = answer
@@ -245,7 +253,7 @@ def with_python_allow(tool: Tool, first: ToolSource | None, kwargs: dict) -> dic
 
 
 # bound once: `_ORIGIN.get()` built a bound method on every call (~500 instructions of the fast path)
-_origin, _now = _ORIGIN.get, time.time
+_origin, _now, _witness = _ORIGIN.get, time.time, _WITNESS.get
 
 
 def is_pending(answer: Any) -> bool:

@@ -34,8 +34,8 @@ from ..formats import callers, streamed, turns
 from ..formats.turns import Usage
 from ..policy import asking_as
 from ..registry import Registry, registry as default_registry
-from .spend import _ACCOUNTS, _SPENT, Account, BudgetExceeded, aturn, charge, check_budget, check_prices, over, \
-    priced, turn, used_up
+from .spend import _ACCOUNTS, _SPENT, Account, BudgetExceeded, TurnRefused, aturn, charge, check_budget, \
+    check_prices, over, priced, used_up
 from .steps import CallRecord, Step, trace_lines
 
 
@@ -332,11 +332,21 @@ class Chat:
     def _exchange(self, run: _Run, number: int) -> tuple[Any, tuple]:
         """`_send` and `_receive` for a Chat run by another Chat's tool: in the request's turn, refused
         when a budget of those Chats is used up (`spend.Account`), the reply counted in them at once."""
-        with turn(run.accounts):
+        lock = run.accounts[0].lock
+        try:
+            lock.acquire()
+        except TurnRefused as error:  # it would wait for a request of its own thread's loop: not sent
+            self._take_back(run.start)  # a prompt nothing answered: the history stays valid
+            if self.trace is not None:
+                self.trace(str(error))
+            raise
+        try:
             self._within_accounts(run)
             reply = self._send(run, number)
             received = self._receive(reply, run)
             charge(run.accounts, self._settled(received[1]))
+        finally:
+            lock.release()
         return reply, received
 
     async def _aexchange(self, run: _Run, number: int) -> tuple[Any, tuple]:

@@ -52,19 +52,100 @@ class BudgetExceeded(NbtoolsError):
                          "Raise it (chat.budget = {...}) and call the chat again to go on")
 
 
+class TurnRefused(NbtoolsError):
+    """A synchronous request could not take its turn (see `Turn.acquire`): it was not sent."""
+
+
+class Turn:
+    """The turn of the requests under one budget: one at a time, whoever holds it (a thread, or a
+    task of an event loop) and whoever waits. A thread waits blocked; a task waits on a future of
+    its own loop, which goes on running. A thread cannot wait for a task of the very loop it is
+    running (a synchronous Chat run as a tool of an async Chat, on the loop's thread: that task
+    could never go on): then `acquire` raises `TurnRefused` at once, and the request is not sent."""
+
+    __slots__ = ("_guard", "_holder", "_waiters")
+
+    def __init__(self) -> None:
+        self._guard = threading.Condition(threading.Lock())
+        self._holder: Any = None  # None (free), the loop of the task holding it, or _THREAD
+        self._waiters: list[tuple[Any, Any]] = []  # (loop, future) of the tasks waiting
+
+    def acquire(self) -> None:
+        """Take the turn from a thread (blocking); TurnRefused when a task of this thread's own
+        running loop holds it."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._guard:
+            while self._holder is not None:
+                if loop is not None and self._holder is loop:
+                    raise TurnRefused(
+                        "not run: another request under the same budget is in flight on this thread's event loop, "
+                        "and this synchronous chat, run on that loop's thread, cannot wait for it without stopping "
+                        "it; give the sub-agent an async client (or run it from a thread)")
+                self._guard.wait()
+            self._holder = _THREAD
+
+    async def aacquire(self) -> None:
+        """Take the turn from a task, waiting without blocking its loop."""
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._guard:
+                if self._holder is None:
+                    self._holder = loop
+                    return
+                future = loop.create_future()
+                self._waiters.append((loop, future))
+            try:
+                await future
+            except BaseException:
+                with self._guard:
+                    if (loop, future) in self._waiters:
+                        self._waiters.remove((loop, future))
+                if future.done() and not future.cancelled():  # woken while cancelled: wake another
+                    self._wake()
+                raise
+
+    def release(self) -> None:
+        with self._guard:
+            self._holder = None
+            self._guard.notify_all()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the waiting tasks (each on its own loop; they check again which one takes it)."""
+        with self._guard:
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            try:
+                loop.call_soon_threadsafe(_set, future)
+            except RuntimeError:  # its loop is closed: nobody waits there any more
+                pass
+
+
+_THREAD: Any = object()  # `Turn._holder` when a thread holds it
+
+
+def _set(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Account:
     """What a budgeted Chat has spent while Chats run by its tools (sub-agents, maybe in parallel)
     make requests: `base` (its usage when they started) plus `spent` (each of their replies'
     usage, added as it arrives, not when they end). A request under accounts takes its turn
-    (`turn`/`aturn`: one request of the tree at a time, so parallel sub-agents cannot all start
-    from the same amount), checks them (`used_up`) and adds its reply to them (`charge`): a budget
-    is passed by at most the one request that found it not yet used up."""
+    (`turn`/`aturn`, a `Turn`: one request of the tree at a time, so parallel sub-agents' requests
+    go one after another and cannot all start from the same amount), checks them (`used_up`) and
+    adds its reply to them (`charge`): a budget is passed by at most the one request that found it
+    not yet used up."""
 
     __slots__ = ("budget", "base", "spent", "lock")
 
     def __init__(self, budget: dict[str, float], base: Usage):
         self.budget, self.base, self.spent = budget, base, Usage()
-        self.lock = threading.Lock()  # the turn of the requests under this account (the outermost one's)
+        self.lock = Turn()  # the turn of the requests under this account (the outermost one's)
 
     def total(self) -> Usage:
         return self.base + self.spent
@@ -88,31 +169,21 @@ def charge(accounts: tuple, usage: Usage) -> None:
 
 @contextmanager
 def turn(accounts: tuple) -> Iterator[None]:
-    """A synchronous request's turn among the requests under `accounts` (see `Account`)."""
+    """A synchronous request's turn among the requests under `accounts` (see `Account`, `Turn`)."""
     lock = accounts[0].lock
-    try:
-        asyncio.get_running_loop()
-        # a synchronous Chat run as a tool on an event loop's thread: a holder on this loop cannot
-        # release the turn while this thread waits, so take it only if it is free (the check
-        # still sees every reply counted so far)
-        held = lock.acquire(blocking=False)
-    except RuntimeError:
-        held = lock.acquire()
+    lock.acquire()
     try:
         yield
     finally:
-        if held:
-            lock.release()
+        lock.release()
 
 
 @asynccontextmanager
 async def aturn(accounts: tuple) -> Any:
     """An async request's turn among the requests under `accounts`: waits for the request in
     flight (of this loop, another loop or a thread) without blocking the loop."""
-    lock, delay = accounts[0].lock, 0.001
-    while not lock.acquire(blocking=False):
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
+    lock = accounts[0].lock
+    await lock.aacquire()
     try:
         yield
     finally:
@@ -172,5 +243,5 @@ def over(budget: dict[str, float], usage: Usage) -> bool:
         ("cost" in budget and (usage.cost or 0.0) >= budget["cost"])
 
 
-__all__ = ["BudgetExceeded", "Account", "check_prices", "check_budget", "priced", "over", "used_up", "charge",
+__all__ = ["BudgetExceeded", "TurnRefused", "Turn", "Account", "check_prices", "check_budget", "priced", "over", "used_up", "charge",
            "turn", "aturn", "PRICE_KEYS"]

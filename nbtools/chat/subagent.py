@@ -9,7 +9,11 @@ as a tool, to that Chat's usage, cost and budget (`loop._SPENT`).
 Budgets hold across runs: each request of a sub-agent is checked against the budgets of the Chats
 running it (`spend.Account`, counted reply by reply) and, when the sub-agent has a budget of its own,
 against what all of its runs in flight spent together: parallel calls do not each start from the
-amount spent before them. A run refused by a used-up budget raises `BudgetExceeded` ("not run").
+amount spent before them. Under a budget, parallel sub-agents' requests therefore go one at a time
+(`spend.Turn`: each waits for the one in flight, from a thread or an event loop). A run refused by a
+used-up budget raises `BudgetExceeded` ("not run"); a synchronous sub-agent on the thread of an event
+loop whose task holds the turn (beside an async sub-agent under an async Chat) cannot wait for it
+without stopping that loop, and raises `TurnRefused` ("not run") instead of passing the budget.
 """
 
 from __future__ import annotations

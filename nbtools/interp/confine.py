@@ -17,8 +17,10 @@ How a run is confined (`Confinement`):
   Landlock does not cover, leaving the process group the child made, so what the code starts is
   killed with the run, and without `run=True` running programs); every capability is dropped
   (a kernel running as root would otherwise hand the code raw sockets, kernel modules, mounts:
-  things Landlock does not cover); sockets can be made for IPv4, IPv6 and netlink only (a UNIX
-  socket by path is out of Landlock's reach here); then every descriptor but the standard streams and the result
+  things Landlock does not cover); sockets can be made for IPv4, IPv6 (TCP and UDP only) and
+  netlink only (a UNIX socket by path is out of Landlock's reach here, MPTCP out of its TCP
+  rules); TCP Fast Open, io_uring and new namespaces are refused (each a route past Landlock or
+  past this filter, see the tables below); then every descriptor but the standard streams and the result
   pipe is closed (an inherited socket or file of the kernel's would be a way around the rules:
   Landlock checks opening, not using). Only the forking thread exists in the child, so the
   restriction covers every thread the code starts and every program it runs (both inherit it,
@@ -84,9 +86,31 @@ _METADATA = {
 # killed with the run.
 _GROUP = {"x86_64": (112, 109), "aarch64": (157, 154)}
 # socket(): only these address families may be made (UNIX sockets by path, which Landlock ABI 7
-# does not cover, and packet, vsock... sockets are refused; socketpair() stays allowed)
+# does not cover, and packet, vsock... sockets are refused; socketpair() stays allowed), and for
+# IPv4 and IPv6 only these protocols: the default, TCP and UDP (Landlock's port rules hold for TCP
+# sockets only: MPTCP (262) or SCTP (132) would pass them; ICMP "ping" sockets are not needed)
 _SOCKET = {"x86_64": 41, "aarch64": 198}
 _FAMILIES = (2, 10, 16)  # AF_INET, AF_INET6, AF_NETLINK
+_INET, _PROTOCOLS = (2, 10), (0, 6, 17)
+# Calls whose arguments are checked (number: index of the argument holding the flags):
+# TCP Fast Open connects inside sendto/sendmsg/sendmmsg (MSG_FASTOPEN), where Landlock's connect
+# rule is never asked; setsockopt(IPPROTO_TCP, TCP_FASTOPEN_CONNECT) is refused too.
+_SENDS = {"x86_64": {44: 3, 46: 2, 307: 3}, "aarch64": {206: 3, 211: 2, 269: 3}}
+_MSG_FASTOPEN = 0x20000000
+_SETSOCKOPT = {"x86_64": 54, "aarch64": 208}
+_IPPROTO_TCP, _TCP_FASTOPEN_CONNECT = 6, 30
+# Namespaces: a new user namespace hands the process every capability inside it (mounts, raw
+# sockets in a network namespace of its own), kernel surface no run needs. unshare and setns are
+# refused; clone with any CLONE_NEW* flag too; clone3 (whose flags sit in memory, out of a
+# filter's sight) answers ENOSYS, so the C library falls back to clone.
+_CLONE = {"x86_64": 56, "aarch64": 220}
+_CLONE_NEW = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_NAMESPACES = {"x86_64": (272, 308), "aarch64": (97, 268)}  # unshare, setns
+_CLONE3 = 435
+# io_uring (setup, enter, register: the same numbers everywhere) performs socket, file and xattr
+# operations without their system calls: this filter would never see them.
+_IO_URING = (425, 426, 427)
+_ENOSYS = 38
 _EPERM = 1
 
 
@@ -127,6 +151,9 @@ class Allow(_Frozen):
     def _fields(self) -> tuple:
         return self.write, self.read, self.connect, self.run
 
+    def __reduce__(self) -> tuple:  # copy, deepcopy and pickle rebuild it through __init__ (frozen slots)
+        return self.__class__, (self.write, self.read, self.connect, self.run)
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
             return self._fields() == other._fields()  # type: ignore[attr-defined]
@@ -142,7 +169,7 @@ class Allow(_Frozen):
         """One line a person approving a run reads."""
         write = ", ".join(self.write)
         parts = [f"write only a fresh temporary folder{' and ' + write if write else ''}",
-                 "read anything" if self.read is None else f"read only {', '.join(self.read) or 'what Python needs'}",
+                 "read anything" if self.read is None else f"read only {_readable(self.read)}",
                  "connect to " + ", ".join(f"{host}:{port}" for host, port in self.connect) + " (TCP ports)"
                  if self.connect else "connect nowhere",
                  "run programs" if self.run else "run no program"]
@@ -184,6 +211,15 @@ def _endpoints(pairs: Any) -> tuple[tuple[str, int], ...]:
             raise TypeError(f"Allow(connect=...) takes (host, port) pairs with a port from 1 to 65535, got {pair!r}")
         out.append((pair[0], pair[1]))
     return tuple(dict.fromkeys(out))
+
+
+def _readable(listed: tuple[str, ...]) -> str:
+    """What `read=` opens, said in full: the listed paths, then the interpreter's own (its
+    installation and every absolute `sys.path` entry, which a PYTHONPATH can point anywhere)."""
+    extra = [path for path in _interpreter_paths() if not any(_under(path, folder) for folder in listed)]
+    extra = [path for path in extra if not any(other != path and _under(path, other) for other in extra)]
+    own = f"what Python needs ({', '.join(extra)})" if extra else "what Python needs"
+    return f"{', '.join(listed)} and {own}" if listed else own
 
 
 def _under(path: str, folder: str) -> bool:
@@ -300,14 +336,21 @@ def missing() -> str | None:
 
 
 def seccomp_program(refused: dict[int, int], machine: str | None = None,
-                    families: tuple[int, ...] | None = None) -> Any:
+                    families: tuple[int, ...] | None = None, *, arguments: bool = False) -> Any:
     """A BPF program (`sock_fprog`, with its instructions kept alive on it) that answers each
     syscall number in `refused` with that errno and lets every other through; with `families`,
-    `socket()` of any other address family is refused with EPERM; a call made with another
+    `socket()` of any other address family (or, for IPv4 and IPv6, of a protocol but TCP and UDP)
+    is refused with EPERM; with `arguments`, sends with MSG_FASTOPEN, TCP_FASTOPEN_CONNECT and
+    clone with a namespace flag are refused with EPERM too; a call made with another
     architecture's numbers (x32, i386) is refused with EPERM whatever it is."""
     import ctypes
 
-    audit_arch, _, _, _, x32 = _ARCHES[machine or os.uname().machine]
+    machine = machine or os.uname().machine
+    audit_arch, _, _, _, x32 = _ARCHES[machine]
+
+    def argument(index: int) -> tuple:  # seccomp_data.args[index], its low 32 bits (little-endian)
+        return ("ld", 16 + 8 * index)
+
     # (operation, value, label jumped to when true); a label marks where it stands
     program: list[tuple] = [("ld", 4), ("jeq", audit_arch, "native"), ("ret", _RET_ERRNO | _EPERM),
                             ("label", "native"), ("ld", 0)]  # seccomp_data.arch, then .nr
@@ -315,14 +358,27 @@ def seccomp_program(refused: dict[int, int], machine: str | None = None,
         program.append(("jge", x32, "deny"))
     program += [("jeq", number, f"refuse {number}") for number in refused]
     if families is not None:
-        program.append(("jeq", _SOCKET[machine or os.uname().machine], "socket"))
+        program.append(("jeq", _SOCKET[machine], "socket"))
+    if arguments:
+        program += [("jeq", number, f"send {index}") for number, index in _SENDS[machine].items()]
+        program += [("jeq", _SETSOCKOPT[machine], "setsockopt"), ("jeq", _CLONE[machine], "clone")]
     program.append(("ret", _RET_ALLOW))
     for number, errno_value in refused.items():
         program += [("label", f"refuse {number}"), ("ret", _RET_ERRNO | (errno_value & 0xFFFF))]
-    if families is not None:  # seccomp_data.args[0], its low 32 bits (little-endian): the family
-        program += [("label", "socket"), ("ld", 16), *[("jeq", family, "allow") for family in families],
-                    ("ret", _RET_ERRNO | _EPERM), ("label", "allow"), ("ret", _RET_ALLOW)]
-    program += [("label", "deny"), ("ret", _RET_ERRNO | _EPERM)]
+    if families is not None:
+        program += [("label", "socket"), argument(0), *[("jeq", family, "inet") for family in _INET if family in families],
+                    *[("jeq", family, "allow") for family in families if family not in _INET],
+                    ("ret", _RET_ERRNO | _EPERM),
+                    ("label", "inet"), argument(2), *[("jeq", protocol, "allow") for protocol in _PROTOCOLS],
+                    ("ret", _RET_ERRNO | _EPERM)]
+    if arguments:
+        for index in sorted(set(_SENDS[machine].values())):
+            program += [("label", f"send {index}"), argument(index), ("jset", _MSG_FASTOPEN, "deny"),
+                        ("ret", _RET_ALLOW)]
+        program += [("label", "setsockopt"), argument(1), ("jeq", _IPPROTO_TCP, "tcp option"), ("ret", _RET_ALLOW),
+                    ("label", "tcp option"), argument(2), ("jeq", _TCP_FASTOPEN_CONNECT, "deny"), ("ret", _RET_ALLOW),
+                    ("label", "clone"), argument(0), ("jset", _CLONE_NEW, "deny"), ("ret", _RET_ALLOW)]
+    program += [("label", "allow"), ("ret", _RET_ALLOW), ("label", "deny"), ("ret", _RET_ERRNO | _EPERM)]
     at: dict[str, int] = {}  # label -> index of the instruction after it
     count = 0
     for item in program:
@@ -330,12 +386,12 @@ def seccomp_program(refused: dict[int, int], machine: str | None = None,
             at[item[1]] = count
         else:
             count += 1
-    opcodes = {"ld": 0x20, "jeq": 0x15, "jge": 0x35, "ret": 0x06}  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
+    opcodes = {"ld": 0x20, "jeq": 0x15, "jge": 0x35, "jset": 0x45, "ret": 0x06}  # LD|W|ABS, JMP|JEQ|K, JGE, JSET, RET|K
     code = []
     for item in program:
         if item[0] == "label":
             continue
-        jump = at[item[2]] - len(code) - 1 if item[0] in ("jeq", "jge") else 0
+        jump = at[item[2]] - len(code) - 1 if item[0] in ("jeq", "jge", "jset") else 0
         if not 0 <= jump < 256:  # a BPF jump offset is one byte
             raise ValueError(f"seccomp program too long for a jump of {jump}")
         code.append((opcodes[item[0]], jump, 0, item[1]))
@@ -380,10 +436,11 @@ class Confinement:
             self.close()
             raise
         machine = os.uname().machine
-        refused = dict.fromkeys((*_METADATA[machine], *_GROUP[machine]), _EPERM)
+        refused = dict.fromkeys((*_METADATA[machine], *_GROUP[machine], *_NAMESPACES[machine], *_IO_URING), _EPERM)
+        refused[_CLONE3] = _ENOSYS
         if not allow.run:
             refused.update({_ARCHES[machine][2]: _EPERM, _ARCHES[machine][3]: _EPERM})
-        self.program = seccomp_program(refused, machine, _FAMILIES)
+        self.program = seccomp_program(refused, machine, _FAMILIES, arguments=True)
         self._restrict = (_c().syscall, ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(self.ruleset), ctypes.c_uint32(0))
 
     def _ruleset(self, allow: Allow) -> int:

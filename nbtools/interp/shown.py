@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..shortening import Bounded, Full
+
 VALUE_CHARS = 200_000  # a value shown as text is cut to this many characters (the caller cuts further)
 _MOST_DEPTH = 100      # plain data nested deeper is shown as text
 _MOST_RICH_ITEMS = 1_000  # a longer list is not searched for pictures
 _CONTAINERS = (list, tuple, dict, set, frozenset)
-
-class _Full(Exception):
-    """The text being built reached its limit."""
-
 
 def _is_small_plain(value: Any, budget: int = VALUE_CHARS) -> bool:
     """Whether `value` is plain data (exact builtin types; dict keys str or int) of at most about
@@ -134,16 +132,9 @@ def _bounded_text(value: Any, limit: int, *, as_json: bool) -> tuple[str, bool]:
     `json.dumps`) call, whose text is then cut."""
     from ..values import to_json
 
-    pieces: list[str] = []
-    size = 0
+    out = Bounded(limit)
+    write = out.write
     active: set[int] = set()
-
-    def write(piece: str) -> None:
-        nonlocal size
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit:
-            raise _Full
 
     def emit(item: Any) -> None:
         kind = type(item)
@@ -154,10 +145,10 @@ def _bounded_text(value: Any, limit: int, *, as_json: bool) -> tuple[str, bool]:
             write(json.dumps(item) if as_json else repr(item))
             return
         if kind is str:
-            head = item[:limit - size + 1]
+            head = item[:out.room()]
             write(json.dumps(head, ensure_ascii=False) if as_json else repr(head))
             if len(head) < len(item):
-                raise _Full
+                raise Full
             return
         if kind is list or kind is tuple or kind is dict or kind is set or kind is frozenset:
             if id(item) in active:
@@ -194,12 +185,10 @@ def _bounded_text(value: Any, limit: int, *, as_json: bool) -> tuple[str, bool]:
             text = json.dumps(data, ensure_ascii=False, default=str)
         else:
             text = repr(item)
-        write(text[:limit - size + 1])
+        write(text[:out.room()])
 
     try:
         emit(value)
-    except _Full:
-        return "".join(pieces)[:limit], True
-    except RecursionError:
-        return "".join(pieces)[:limit], True
-    return "".join(pieces), False
+    except (Full, RecursionError):
+        return out.text(True)
+    return out.text(False)

@@ -17,6 +17,9 @@ this module adds the extension to one request's capabilities, and the `Mcp-Name`
 `tasks/*` requests carry (the task id). Only elicitation questions are answered (`on_elicit`);
 a task asking for sampling or roots fails with an error saying so.
 
+Those two are private to the SDK, so `call_as_task` checks they are there before sending anything and
+names what is missing (the [mcp] extra pins `mcp<2.4` for the same reason).
+
 If the wait is cancelled (an interrupt), the task is cancelled on the server (`tasks/cancel`).
 """
 
@@ -32,6 +35,28 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = ("completed", "failed", "cancelled")
 _MIN_POLL = 0.05  # seconds: a pollInterval of 0 must not become a busy loop
 _MAX_POLL = 5.0  # seconds: an absent or huge pollInterval still checks back this often
+
+
+WORKS_WITH = "mcp 2.3"  # the SDK whose private request path this module was written against
+
+
+def _check_sdk(session: Any, name: str) -> None:
+    """Refuse with one clear line when this SDK lacks the private request path the task requests use."""
+    missing = [what for what, there in (
+        ("ClientSession._stamp", callable(getattr(session, "_stamp", None))),
+        ("ClientSession._dispatcher.send_raw_request",
+         callable(getattr(getattr(session, "_dispatcher", None), "send_raw_request", None))),
+    ) if not there]
+    if missing:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = f"mcp {version('mcp')}"
+        except PackageNotFoundError:
+            installed = "this mcp"
+        raise ToolCallError(name, f"call(task=True) needs {' and '.join(missing)}, private to the MCP SDK, which "
+                                  f"{installed} lacks: install {WORKS_WITH} (pip install 'mcp>=2.3,<2.4'), or "
+                                  "call without task=True")
 
 
 class _Raw:
@@ -71,6 +96,7 @@ async def call_as_task(session: Any, name: str, arguments: dict, *, modern: bool
     `ask(key, request)` answers one input request (a dict: `method`, `params`) with the answer's dict."""
     import mcp_types as types
 
+    _check_sdk(session, name)
     send = _Raw(session, modern, timeout)
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if not modern:

@@ -32,6 +32,12 @@ the name the client gave. Any holder of the token can give any client name, so t
 a token holder's clients, not people. Other owners get -32602 as for an unknown id. A task is kept
 for its ttl (asked for, or `DEFAULT_TTL_MS`; at most `MAX_TTL_MS`: a longer ask is shortened and
 the task's `statusMessage` says so), then removed, and stopped if it still runs.
+
+Room: the server keeps at most `MAX_TASKS` tasks, one token at most `MAX_KEPT_PER_TOKEN` (client names
+are free, tokens are not), one owner at most `MAX_RUNNING_PER_CLIENT` unfinished ones. When a new task
+finds no room, finished tasks are dropped before their ttl ends, oldest first: those whose outcome the
+client has already fetched, then the same token's, then others'. A dropped task's unfetched result is
+lost (`tasks/get` answers -32602). Only when every kept task is still running is a new one refused.
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ MAX_TTL_MS = 24 * 60 * 60 * 1000  # a day
 POLL_INTERVAL_MS = 500
 PRELUDE = 0.5  # seconds a task-required tool may take to ask its first questions as an input round
 PAGE = 50  # tasks per tasks/list page
-MAX_TASKS = 1000  # tasks kept per server: more are refused until some expire
+MAX_TASKS = 1000  # tasks kept per server: past it, finished ones are dropped to make room
+MAX_KEPT_PER_TOKEN = 500  # tasks kept per token: one token holder cannot fill the server
 MAX_RUNNING_PER_CLIENT = 100  # unfinished tasks one owner may have: each holds a run (and maybe a thread)
 
 
@@ -95,7 +102,14 @@ class TaskRun:
             params["message"] = str(message)
         if self.task is not None:
             params["_meta"] = {RELATED_TASK: {"taskId": self.task.task_id}}
-        await session._connection.outbound.notify("notifications/progress", params)
+        outbound = getattr(getattr(session, "_connection", None), "outbound", None)
+        if outbound is None:  # private to the SDK (mcp 2.3): say what is missing rather than fail obscurely
+            from ..errors import NbtoolsError
+
+            raise NbtoolsError("a 2025-11-25 task's progress needs ServerSession._connection.outbound, private to "
+                               "the MCP SDK and missing from this mcp version: install mcp 2.3 "
+                               "(pip install 'mcp>=2.3,<2.4')")
+        await outbound.notify("notifications/progress", params)
 
 
 # Set inside a task's run: the tools/call handler then leaves the activity log to the task, and the
@@ -161,6 +175,7 @@ class Task:
     job: "asyncio.Task[Any] | None" = None
     again: Callable[[dict], "asyncio.Task[Any]"] | None = None  # runs the call again with answers
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    fetched: bool = False  # the client has seen its outcome: dropping it early loses nothing
     record: Any = None  # its row in the activity log
     connection: Any = None  # 2025-11-25: the session told of status changes
 
@@ -213,15 +228,32 @@ class TaskStore:
         return task
 
     def admit(self, owner: tuple[str, str]) -> None:
-        """Refuse a new task (before anything of it runs) when the server or this owner has too many."""
+        """Make room for a new task of `owner` (dropping finished tasks, see the module docs), or refuse it
+        before anything of it runs when the server, its token or `owner` has too many unfinished tasks."""
         self.purge()
-        if len(self.tasks) >= MAX_TASKS:
-            raise _error(-32600, f"this server already keeps {MAX_TASKS} tasks: wait for some to end and expire "
-                                 "(or cancel them), then call again")
         running = sum(1 for task in self.tasks.values() if task.owner == owner and task.status not in TERMINAL)
         if running >= MAX_RUNNING_PER_CLIENT:
             raise _error(-32600, f"this client already has {running} unfinished tasks on this server: wait for some "
                                  "to end, or stop them with tasks/cancel, then call again")
+        token = owner[0]
+        kept = sum(1 for task in self.tasks.values() if task.owner[0] == token)
+        if kept >= MAX_KEPT_PER_TOKEN and not self._drop(owner, same_token_only=True):
+            raise _error(-32600, f"this token already has {MAX_KEPT_PER_TOKEN} unfinished tasks on this server: "
+                                 "wait for some to end, or stop them with tasks/cancel, then call again")
+        if len(self.tasks) >= MAX_TASKS and not self._drop(owner, same_token_only=False):
+            raise _error(-32600, f"this server already runs {MAX_TASKS} unfinished tasks: wait for some to end, "
+                                 "or stop yours with tasks/cancel, then call again")
+
+    def _drop(self, owner: tuple[str, str], *, same_token_only: bool) -> bool:
+        """Drop one finished task to make room for `owner`'s new one: fetched ones first, then the same
+        token's, oldest first. False when no finished task may go."""
+        finished = [task for task in self.tasks.values() if task.status in TERMINAL
+                    and (not same_token_only or task.owner[0] == owner[0])]
+        if not finished:
+            return False
+        victim = min(finished, key=lambda task: (not task.fetched, task.owner[0] != owner[0], task.updated))
+        del self.tasks[victim.task_id]
+        return True
 
     def find(self, task_id: Any, owner: tuple[str, str]) -> Task:
         """The caller's task, else -32602 (also for another owner's task: its existence is not told)."""
@@ -229,7 +261,8 @@ class TaskStore:
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None or task.owner != owner:
             raise _error(-32602, f"Failed to retrieve task: no task {task_id!r} for this client (unknown id, "
-                                 "expired after its ttl, or created by another client)")
+                                 "expired after its ttl, finished and dropped to make room for newer tasks, or "
+                                 "created by another client)")
         return task
 
     def owned(self, owner: tuple[str, str]) -> list[Task]:
@@ -452,6 +485,8 @@ class TaskCalls:
 
     async def get(self, ctx: Any, params: Any) -> dict:
         task = self._task(ctx, params, "tasks/get")
+        if task.status in TERMINAL and (task.modern or _modern(ctx) or task.result is None):
+            task.fetched = True  # its outcome is in this answer (2025-11-25: none left to fetch)
         return task.detailed() if task.modern or _modern(ctx) else task.wire()
 
     async def update(self, ctx: Any, params: Any) -> dict:
@@ -473,6 +508,7 @@ class TaskCalls:
 
     async def cancel(self, ctx: Any, params: Any) -> dict:
         task = self._task(ctx, params, "tasks/cancel")
+        task.fetched = True  # the client gives its outcome up
         if task.status in TERMINAL:
             if _modern(ctx):
                 return {}  # idempotent acknowledgement
@@ -487,6 +523,7 @@ class TaskCalls:
             raise _error(-32601, "tasks/result does not exist at 2026-07-28: tasks/get inlines the result")
         task = self._task(ctx, params, "tasks/result")
         await task.ended.wait()  # blocks until the task ends, as the 2025-11-25 text says
+        task.fetched = True
         if task.error is not None:
             raise _error(task.error.get("code", -32603), task.error.get("message", "the task failed"),
                          task.error.get("data"))
