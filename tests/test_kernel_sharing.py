@@ -158,15 +158,16 @@ CANCELLABLE = """
 """
 
 
-async def _cancel_then_add(url: str, name: str, protocol: str, started) -> tuple[bool, int]:
-    """Call `name`, cancel it once it has `started` (a file it writes), then call `add`: (whether the
-    call was cancelled, what `add` answered)."""
+async def _cancel_then_add(url: str, name: str, protocol: str, started,
+                          arguments: dict | None = None) -> tuple[bool, int]:
+    """Call `name` (with `arguments`), cancel it once it has `started` (a file it writes), then call
+    `add`: (whether the call was cancelled, what `add` answered)."""
     transport, ClientSession = await _session(url)
 
     async def cancel_then_add(session) -> tuple[bool, int]:
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as group:
-                group.start_soon(session.call_tool, name, {})
+                group.start_soon(session.call_tool, name, arguments or {})
                 with anyio.fail_after(DEADLINE):
                     while not started.exists():
                         await anyio.sleep(0.05)
@@ -212,6 +213,48 @@ def test_a_client_cancellation_stops_a_call_served_from_the_kernel(nbtools_kerne
     assert ">cancelled<" in view and "running" not in view
     nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
 
+
+
+# The model's code for a served `python()`: it says it started, then sleeps (or spins, or swallows
+# every KeyboardInterrupt it can catch) far past any test's patience.
+PYTHON_RUNS = {
+    "sleeps": "import time\nfrom pathlib import Path\nPath({started!r}).write_text('python')\ntime.sleep(600)",
+    "spins": ("import time\nfrom pathlib import Path\nPath({started!r}).write_text('python')\n"
+              "end = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass"),
+    "swallows": ("import time\nfrom pathlib import Path\nPath({started!r}).write_text('python')\n"
+                 "for _ in range(600):\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n"
+                 "        caught_by_the_code = True\n    except BaseException:\n        caught_by_the_code = True"),
+    "awaits": "import asyncio\nfrom pathlib import Path\nPath({started!r}).write_text('python')\nawait asyncio.sleep(600)",
+}
+
+
+@pytest.mark.parametrize("tool, run, protocol", [
+    ("python", "sleeps", "2025-11-25"), ("python", "spins", "2025-11-25"), ("python", "swallows", "2025-11-25"),
+    ("python", "sleeps", "2026-07-28"), ("python_async", "sleeps", "2025-11-25"),
+    ("python_async", "awaits", "2025-11-25"), ("python_async", "awaits", "2026-07-28")])
+def test_a_client_cancellation_stops_a_served_python_run(nbtools_kernel, tmp_path, tool, run, protocol):
+    """`python()` (or `python_async`) served from the kernel, its code holding the main thread or
+    awaiting: the client's cancellation stops the run as a kernel interrupt would (the code cannot
+    catch it), its record says cancelled, and the kernel runs the next call and the next cell.
+    python() wraps the SIGINT handler for its run (to tell a person's interrupt from the code's own
+    `raise KeyboardInterrupt`): the cancellation must still reach it through that wrapper."""
+    started = tmp_path / "started"
+    nbtools_kernel.run(CANCELLABLE.format(started="unused"))  # for `add`
+    nbtools_kernel.run(f"import nbtools\nnbtools.registry.add(nbtools.{tool})")
+    url, port, _ = _serve(nbtools_kernel)
+    code = PYTHON_RUNS[run].format(started=str(started))
+    cancelled, added = anyio.run(_cancel_then_add, url, tool, protocol, started, {"code": code})
+    assert cancelled and added == 5
+    records = nbtools_kernel.value(f"[(r.tool, r.status, r.elapsed) for r in __import__('nbtools.mcp').mcp"
+                                   f".served_at({port}).activity.records]")
+    assert [record[:2] for record in records] == [[tool, "cancelled"], ["add", "ok"]]
+    assert records[0][2] < DEADLINE  # it ended long before its 600 s
+    assert nbtools_kernel.value("1 + 1") == 2
+    assert nbtools_kernel.value("'caught_by_the_code' in globals()") is False
+    assert nbtools_kernel.value("nbtools.python('6 * 7')") == 42  # python() itself still runs
+    view = nbtools_kernel.value(f"__import__('nbtools.mcp').mcp.served_at({port}).view.widget.value")
+    assert ">cancelled<" in view and "running" not in view
+    nbtools_kernel.run("import nbtools.mcp\nnbtools.mcp.stop()")
 
 def test_a_call_on_the_kernels_main_thread_reaches_its_client_through_the_transports_thread(nbtools_kernel):
     """Progress and log notifications (from a plain function) and an elicitation (from a coroutine)

@@ -4,7 +4,9 @@
    one, or whatever the kernel put there) is wrapped so that the `KeyboardInterrupt` it raises is
    a `result.RealInterrupt`. That is how a run tells a person's interrupt (it propagates and stops
    the cell) from `raise KeyboardInterrupt` in the model's code (an error, returned as text). A
-   handler that is not callable (`SIG_IGN`, `SIG_DFL`) is left alone.
+   handler that is not callable (`SIG_IGN`, `SIG_DFL`) is left alone. The wrapped handler is
+   `_on_sigint.__wrapped__` while wrapped: a served call's SIGINT handler (`mcp.stopping`) is
+   still found there, so a client's cancellation interrupts a served `python()` run too.
 2. The signal mask: code can block signals (`signal.pthread_sigmask(SIG_BLOCK, {SIGALRM})`).
    `_signal.pthread_sigmask` (which `signal.pthread_sigmask` calls, also after
    `importlib.reload(signal)`) is patched by `process.py` to call `note_mask` with the mask it
@@ -50,7 +52,7 @@ _previous_sigint: Any = None      # the SIGINT handler we wrapped, or None
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
-    previous = _previous_sigint
+    previous = _previous_sigint  # also `_on_sigint.__wrapped__` meanwhile (see `enter`)
     if previous is None or previous is _default_int_handler:
         raise RealInterrupt
     try:
@@ -61,6 +63,9 @@ def _on_sigint(signum: int, frame: Any) -> None:
         raise RealInterrupt(*exc.args) from None
 
 
+_on_sigint.__wrapped__ = None  # type: ignore[attr-defined]
+
+
 def enter() -> None:
     """A run begins on the main thread."""
     global _depth, _previous_sigint
@@ -69,7 +74,10 @@ def enter() -> None:
         return
     previous = _get_handler(_SIGINT)
     if callable(previous) and previous is not _on_sigint:
-        _previous_sigint = previous
+        # `__wrapped__` (functools' convention) names the handler ours calls: whoever checks which
+        # handler SIGINT reaches (`mcp.stopping.cancel_served`, before it interrupts a served call)
+        # still finds its own behind ours
+        _previous_sigint = _on_sigint.__wrapped__ = previous  # type: ignore[attr-defined]
         _set_handler(_SIGINT, _on_sigint)
 
 
@@ -81,6 +89,7 @@ def leave() -> None:
     if _depth:
         return
     previous, _previous_sigint = _previous_sigint, None
+    _on_sigint.__wrapped__ = None  # type: ignore[attr-defined]
     if previous is not None:
         _set_handler(_SIGINT, previous)
     saved, _saved_mask = _saved_mask, None
@@ -116,4 +125,5 @@ def reset_after_fork() -> None:
     """In the child of a fork only the forking thread exists: it is the main one there."""
     global _depth, _saved_mask, _previous_sigint, _main_ident
     _depth, _saved_mask, _previous_sigint = 0, None, None
+    _on_sigint.__wrapped__ = None  # type: ignore[attr-defined]
     _main_ident = threading.get_ident()

@@ -14,7 +14,10 @@ puts the ignored disposition back:
 A client's cancellation arrives on the transport's own thread (`handoff`); `cancel_served` stops the
 one call it names the same way: SIGINT sent to the main thread (`signal.pthread_kill`: a signal
 raised from another thread does not wake the main thread from a blocking read or sleep) when that
-call's synchronous code holds the main thread, else a plain cancellation of its task. While a cell
+call's synchronous code holds the main thread, else a plain cancellation of its task. A served
+`python()` run wraps our handler in its own for the run (`interp.interrupts`, which makes our
+KeyboardInterrupt its person's interrupt, one the model's code cannot catch): SIGINT still reaches
+ours through it (`__wrapped__`). While a cell
 awaits, SIGINT is that cell's (ipykernel's handler): no signal is sent, the task is only cancelled.
 
 Elsewhere (not the main thread, or SIGINT already handled: a cell is running, `nbtools serve`)
@@ -109,13 +112,25 @@ async def interruptible() -> AsyncIterator[None]:
                 _aimed.clear()
 
 
+def _reaches_ours(handler: Any) -> bool:
+    """Whether SIGINT, handled by `handler`, reaches `_on_sigint`: it is ours, or a handler that
+    calls the one it names `__wrapped__` (a served `python()` run wraps ours so: interp.interrupts)."""
+    for _ in range(8):  # a few wrappers deep at most; a cycle must not hang the transport's thread
+        if handler is _on_sigint:
+            return True
+        handler = getattr(handler, "__wrapped__", None)
+        if handler is None:
+            return False
+    return False
+
+
 def cancel_served(task: "asyncio.Task[Any]", loop: asyncio.AbstractEventLoop) -> None:
     """From another thread: stop the served call running as `task` on `loop` (the main thread's),
     because its client cancelled it. Synchronous code of the call holding the main thread gets
     KeyboardInterrupt (as from a person's interrupt); an awaiting call is cancelled at its await."""
     with _lock:
         call = _active.get(task)
-        if call is not None and call.inside and _signal.getsignal(signal.SIGINT) is _on_sigint \
+        if call is not None and call.inside and _reaches_ours(_signal.getsignal(signal.SIGINT)) \
                 and asyncio.current_task(loop) is task:  # its synchronous code runs on the main thread now
             _aimed.add(task)
             main = threading.main_thread().ident
