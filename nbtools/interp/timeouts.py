@@ -470,8 +470,51 @@ def _escalate(run: Run, frame: Any) -> None:
         if run.active and sys.gettrace() is not tracer:
             rearm(frame)
 
+    _monitor(True)  # first: once tracing is on, the next call (this one) would raise in the tracer
     sys.setprofile(profiler)
     rearm(frame)
+
+
+# Python 3.12+ builds `sys.settrace` on `sys.monitoring`: once a trace function has raised, tracing
+# stays off for that frame, and a swallowing handler that calls nothing (`except BaseException: pass`
+# in code `compiling.py` did not guard, such as a shared variable's `__repr__`) loops for good. A
+# `sys.monitoring` tool whose LINE and JUMP callbacks raise stays on after raising: it is the
+# escalation there, for the escalating threads only and never in this package's own frames (their
+# clean-up must run).
+_MONITOR_TOOL: int | None = None
+
+
+def _monitored(code: Any, *_: Any) -> None:
+    run = _escalations.get(_get_ident())
+    if run is not None and run.active and not code.co_filename.startswith(_PACKAGE_DIR):
+        raise _Escalating(f"the code ran for more than {run.timeout:g} s")
+
+
+def _monitor(on: bool) -> None:
+    """Turn the escalation's `sys.monitoring` tool on (a run started escalating) or off (no run is
+    escalating any more). Without `sys.monitoring` (3.11) or a free tool id: the trace function alone."""
+    global _MONITOR_TOOL
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return
+    events = monitoring.events
+    if on and _MONITOR_TOOL is None:
+        for tool in (4, 3):  # ids no debugger, coverage tool or profiler claims by convention
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, "nbtools time-out escalation")
+                _MONITOR_TOOL = tool
+                break
+        else:
+            return
+        monitoring.register_callback(tool, events.LINE, _monitored)
+        monitoring.register_callback(tool, events.JUMP, _monitored)
+        monitoring.set_events(tool, events.LINE | events.JUMP)
+    elif not on and _MONITOR_TOOL is not None and not _escalations:
+        tool, _MONITOR_TOOL = _MONITOR_TOOL, None
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, events.LINE, None)
+        monitoring.register_callback(tool, events.JUMP, None)
+        monitoring.free_tool_id(tool)
 
 
 def _async_raiser() -> Any:
@@ -540,6 +583,7 @@ def deactivate(run: Run) -> None:
         sys.setprofile(profile)
         sys.settrace(trace)
         run.saved_trace = None
+        _monitor(False)
 
 
 def disarm(run: Run) -> None:
