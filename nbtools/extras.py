@@ -6,7 +6,7 @@ A plain install leaves out the MCP SDK; `nbtools serve`, `%tools --serve` and
 
 The command recommended is one that works where nbtools came from: `pip install -e 'CLONE[mcp]'`
 for an install from a clone (pip records the folder), else the extra's own requirements
-(`pip install 'mcp>=2.3,<3'`, read from the installed metadata). `pip install 'nbtools-llm[mcp]'`
+(`pip install 'mcp>=2.3,<2.4'`, read from the installed metadata). `pip install 'nbtools-llm[mcp]'`
 is not recommended: the distribution is not on PyPI yet, and `pip install nbtools` installs an
 unrelated package (g2nb's) that owns the import name `nbtools` too.
 """
@@ -23,7 +23,7 @@ DISTRIBUTION = "nbtools-llm"  # the name in pyproject.toml, kept for publishing 
 # extra name -> (the module it provides, what it brings, its requirements as pyproject.toml declares them)
 EXTRAS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "mcp": ("mcp", "the MCP SDK: `nbtools serve`, `%tools --serve`, `nbtools.mcp.connect()`",
-            ("mcp>=2.3,<3", "mcp-types>=2.3,<3", "jsonschema>=4.21", "anyio>=4.9", "httpx2>=2.10", "uvicorn>=0.31.1", "h11>=0.14")),
+            ("mcp>=2.3,<2.4", "mcp-types>=2.3,<2.4", "jsonschema>=4.21", "anyio>=4.9", "httpx2>=2.10", "uvicorn>=0.31.1", "h11>=0.14")),
     "codemode": ("pydantic_monty", "Monty, the interpreter `Registry.code_tool` runs a model's code in",
                  ("pydantic-monty>=1.4,<1.5",)),
 }

@@ -69,7 +69,7 @@ LEAVES: list[Typed] = [
     Typed(bytes, st.binary(max_size=8).map(lambda raw: base64.b64encode(raw).decode("ascii"))),
     Typed(dt.datetime, st.datetimes(timezones=st.just(dt.timezone.utc)).map(lambda value: value.isoformat())),
     Typed(dt.date, st.dates().map(dt.date.isoformat)),
-    Typed(dt.time, st.times().map(dt.time.isoformat)),
+    Typed(dt.time, st.times(timezones=st.just(dt.timezone.utc)).map(dt.time.isoformat)),  # RFC 3339: an offset
     Typed(dt.timedelta, st.sampled_from(["P1D", "PT1H30M", "PT0.5S"])),
     Typed(uuid.UUID, st.uuids().map(str)),
     Typed(decimal.Decimal, DECIMAL_TEXT),
