@@ -317,7 +317,8 @@ _IMMUTABLE = {"datetime": {"date", "datetime", "time", "timedelta", "timezone"},
 
 
 def _how_to_copy(kind: type) -> str:
-    if kind.__name__ in _IMMUTABLE.get(kind.__module__, ()) or kind in (frozenset, range):
+    # (the top-level module: pathlib's classes live in `pathlib._local` on 3.13)
+    if kind.__name__ in _IMMUTABLE.get(kind.__module__.partition(".")[0], ()) or kind in (frozenset, range):
         return _KEEP if kind is not frozenset else _DEEPCOPY
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(kind, enum.EnumMeta):

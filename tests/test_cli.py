@@ -733,6 +733,8 @@ def test_the_heap_is_frozen_only_while_serving_and_a_freeze_of_the_process_own_i
         own = gc.get_freeze_count()
         with _start_up_left_to_refcounting():
             pass
-        assert gc.get_freeze_count() == own  # not undone by the server
+        # not undone by the server (an unfreeze makes it 0); on 3.13 the count is of the frozen objects
+        # still alive, so one freed meanwhile lowers it a little
+        assert own - 1000 < gc.get_freeze_count() <= own
     finally:
         gc.unfreeze()
