@@ -22,7 +22,12 @@ table, disabled tools' and the `destructive` chip included, is at least 4.5:1 ag
 behind it (backgrounds and opacities composited); the table is no wider than its output area and no
 cell cuts its text.
 
-One JupyterLab serves all three, one Chromium shows them; its settings (the theme) are kept in a
+A fourth notebook serves its kernel with `%tools --serve --cells` (JupyterLab's real-time
+collaboration is on, as jupyter-collaboration is installed): an MCP SDK client calls `add` and a
+`python()` run through the server extension, and the person's open notebook shows each as a new cell
+at its end, `python()`'s first printed line while the call still runs, then its whole output.
+
+One JupyterLab serves all four, one Chromium shows them; its settings (the theme) are kept in a
 temporary folder. Each notebook opens in a reset workspace.
 """
 
@@ -155,6 +160,26 @@ def chat_notebook(folder: Path, leak_port: int) -> Path:
     return path
 
 
+# The agent notebook: two tools served with --cells (no approval policy: the calls run as they come).
+AGENT_TOOLS = """import nbtools
+from nbtools import python
+
+def add(a: int, b: int) -> int:
+    "Add two integers."
+    return a + b"""
+
+
+def agent_notebook(folder: Path) -> Path:
+    cells = [nbformat.v4.new_code_cell("%load_ext nbtools"), nbformat.v4.new_code_cell(AGENT_TOOLS),
+             nbformat.v4.new_code_cell("%tool add\n%tool python"),
+             nbformat.v4.new_code_cell("%tools --serve --cells")]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = folder / "agent.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
 def contrast(foreground: list[float], background: list[float]) -> float:
     """WCAG contrast ratio of two sRGB colours (0-255)."""
     def luminance(rgb: list[float]) -> float:
@@ -205,6 +230,11 @@ def lab(tmp_path_factory, leak):
     demo_notebook(folder)
     layout_notebook(folder)
     chat_notebook(folder, leak[0])
+    agent_notebook(folder)
+    # JupyterLab's question "get notified about official Jupyter news?" covered the screenshots: answered "Never"
+    news = folder / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text('{"fetchNews": "false"}')
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -425,6 +455,93 @@ def _check_chat(page, url: str, leak) -> None:
     assert wrap["lines"] >= 2 and wrap["split"] == [], f"the step text: {wrap}"
 
 
+# -- the agent's calls, appearing as cells in the open notebook --------------------------------------
+
+def test_an_agents_calls_appear_as_cells_in_jupyterlab(lab, browser, tmp_path):
+    """agent.ipynb open in JupyterLab, its kernel serving with `--cells`: an MCP client's `add` call
+    appears at the notebook's end as the cell `add(a=2, b=3)` showing 5; a `python()` run appears as a
+    cell of its code showing its first printed line while it still runs, then all its output.
+    Screenshots of both moments in tmp_path."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        _check_agent_cells(page, lab.format("agent.ipynb"), tmp_path)
+    finally:
+        page.close()
+
+
+def _call_tool(lab_url: str, name: str, arguments: dict):
+    """One `tools/call` by the MCP SDK's client through the server extension, as an agent makes it
+    (on a thread of its own: Playwright's sync API keeps an event loop running on this one)."""
+    import anyio
+    from test_jupyter_server import mcp_session
+
+    url = lab_url.split("/lab/", 1)[0] + "/nbtools/mcp/notebooks/agent.ipynb"
+
+    async def client():
+        async with await mcp_session(url, "2025-11-25", {"Authorization": "token browser-test"}) as session:
+            with anyio.fail_after(120):
+                return await session.call_tool(name, arguments)
+    answer: dict = {}
+    caller = threading.Thread(target=lambda: answer.update(result=anyio.run(client)))
+    caller.start()
+    caller.join(150)
+    assert "result" in answer, f"the MCP client's {name} call did not come back"
+    return answer["result"]
+
+
+# The text of the notebook's cells as the page shows them: (the input's lines, the outputs' text).
+_SHOWN_CELLS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(cell => [
+    [...cell.querySelectorAll('.jp-InputArea .cm-line')].map(line => line.textContent).join('\\n'),
+    [...cell.querySelectorAll('.jp-OutputArea-output')].map(output => output.innerText).join('\\n')])"""
+
+
+def _wait_for_cell(page, source: str, shown: str, what: str) -> str:
+    """The outputs' text of the cell of `source` once it holds `shown` (the page scrolled to its end)."""
+    deadline = time.monotonic() + 120
+    cells: list = []
+    while time.monotonic() < deadline:
+        page.evaluate("() => { const cells = document.querySelectorAll('.jp-Notebook .jp-Cell');"
+                      " cells[cells.length - 1].scrollIntoView({block: 'end'}); }")
+        cells = page.evaluate(_SHOWN_CELLS)
+        for text, outputs in cells:
+            if text == source and shown in outputs:
+                return outputs
+        time.sleep(0.25)
+    raise AssertionError(f"JupyterLab never showed {what}; its cells: {cells}")
+
+
+def _check_agent_cells(page, url: str, folder: Path) -> None:
+    _open_and_run(page, url)
+    page.wait_for_selector(".jp-OutputArea-output:has-text('written as a cell at the end of agent.ipynb')",
+                           timeout=120_000)
+    before = page.evaluate(_SHOWN_CELLS)
+    assert len(before) == 4, before
+    # 1. A tool call: the cell that repeats it, and its result.
+    assert _call_tool(url, "add", {"a": 2, "b": 3}).structured_content == {"result": 5}
+    assert _wait_for_cell(page, "add(a=2, b=3)", "5", "add's cell").strip() == "5"
+    # 2. python(): its first line shown while it runs, the rest at its end.
+    signal_file = folder / "go"
+    code = (f"import pathlib, time\nprint('agent says hello')\nfor _ in range(2400):\n"
+            f"    if pathlib.Path({str(signal_file)!r}).exists(): break\n    time.sleep(0.05)\n"
+            "print('and goodbye')\n6 * 7")
+    answer: dict = {}
+    caller = threading.Thread(target=lambda: answer.update(result=_call_tool(url, "python", {"code": code})))
+    caller.start()
+    try:
+        running = _wait_for_cell(page, code, "agent says hello", "python()'s first line while it runs")
+        assert "and goodbye" not in running, running
+        page.screenshot(path=str(folder / "agent-cell-running.png"))
+    finally:
+        signal_file.write_text("go")
+        caller.join(150)
+    assert "result" in answer and not answer["result"].is_error, answer
+    done = _wait_for_cell(page, code, "42", "python()'s whole output")
+    assert done.split() == ["agent", "says", "hello", "and", "goodbye", "42"], done
+    page.screenshot(path=str(folder / "agent-cell-done.png"))
+    shown = page.evaluate(_SHOWN_CELLS)
+    assert [text for text, _ in shown] == [text for text, _ in before] + ["add(a=2, b=3)", code], shown
+
+
 # -- the layout notebook at 1,000 and 1,400 px, in both themes ---------------------------------------
 
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
@@ -439,9 +556,6 @@ def layout_page(lab, browser):
         _open_and_run(page, lab.format("layout.ipynb"))
         page.wait_for_selector(f".jp-RenderedHTMLCommon td:has-text('{LONG_NAME}')", timeout=120_000)
         page.wait_for_function("document.querySelectorAll('.widget-checkbox').length >= 36", timeout=60_000)
-        news = page.locator(".jp-toast-button:has-text('No')")  # JupyterLab's question covers the screenshots
-        if news.count():
-            news.first.click()
         time.sleep(2)
         yield page
     finally:
