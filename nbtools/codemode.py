@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import inspect
 import keyword
 import os
 import re
@@ -36,7 +37,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 from .errors import CallRefused, ToolCallError
-from .policy import _WITNESS, asking_as, current_origin, witnessed
+from .policy import _WITNESS, DEFAULT_LIMITS, asking_as, current_origin, witnessed
 from .shortening import short
 from .tool import Tool
 
@@ -94,16 +95,22 @@ def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_to
 def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
     """The tools the code may call now, by the Python name it calls them by: enabled, matching
     `globs`, not the code tool itself, and not refused to code by their `callers`."""
-    found: dict[str, Tool] = {}
-    for tool in registry.select(allow=globs).enabled():  # the registry's own rule for globs
-        if tool.name == own_name or tool.fn is None:
+    tools = [tool for tool in registry.select(allow=globs).enabled()  # the registry's own rule for globs
+             if tool.name != own_name and tool.fn is not None
+             and (tool.callers is None or "code" in tool.callers)]
+    # A tool whose name is already its Python name keeps it; another that maps onto a taken name
+    # (`my.tool` beside `my_tool`) gets the first free `_2`, `_3`... (its stub names the tool), so
+    # a call in the code always reaches the tool it names and no tool is left out.
+    found: dict[str, Tool] = {tool.name: tool for tool in tools if python_name(tool.name) == tool.name}
+    for tool in tools:
+        if tool.name in found and found[tool.name] is tool:
             continue
-        if tool.callers is not None and "code" not in tool.callers:
-            continue
-        identifier = python_name(tool.name)
-        if identifier not in found:  # two tools made the same name: the first keeps it
-            found[identifier] = tool
-    return found
+        identifier = base = python_name(tool.name)
+        number = 2
+        while identifier in found:
+            identifier, number = f"{base}_{number}", number + 1
+        found[identifier] = tool
+    return dict(sorted(found.items(), key=lambda item: tools.index(item[1])))  # in the registry's order
 
 
 # the builtins and the modules the sandbox has: a tool by such a name would be hidden (or hide them)
@@ -396,7 +403,8 @@ class _Run:
         registry = self.runner.registry
         shape = self.shapes.get(tool.name)
         if shape is None:
-            shape = self.shapes[tool.name] = Shape(tool, python_name(tool.name))
+            called_as = next(name for name, each in self.tools.items() if each is tool)
+            shape = self.shapes[tool.name] = Shape(tool, called_as)
         try:
             arguments = shape.bind(args, kwargs)
         except TypeError as error:
@@ -415,6 +423,16 @@ class _Run:
             return {"exception": kind(line)}
         finally:
             _WITNESS.reset(witness)
+        if inspect.isgenerator(value):  # what it yields, read as a direct call's answer reads it
+            from .call.invoke import _raised_by_the_tool
+            from .call.items import read_items
+
+            try:
+                value = read_items(value, getattr(registry, "limits", DEFAULT_LIMITS).max_result_chars)
+            except Exception as failure:  # the tool's own code, running as it yields
+                line = str(_raised_by_the_tool(tool, failure)).splitlines()[0]
+                self._record(tool, self._as_run(tool, shape, arguments, seen), False, line)
+                return {"exception": RuntimeError(line)}
         result = _plain(value)
         self._record(tool, self._as_run(tool, shape, arguments, seen), True, result)
         return {"return_value": result}
