@@ -6,6 +6,7 @@ processes with limits: tests/test_codemode_attacks.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from typing import Literal
 
 import pytest
 
-from nbtools import Decision, Limits, Registry, ToolCallError, Tool, tool
+from nbtools import Decision, Limits, Registry, ToolCallError, Tool, run_tool_calls, tool
 from nbtools.policy import asking_as
 
 pytest.importorskip("pydantic_monty", reason="code mode needs the [codemode] extra (pydantic-monty)")
@@ -315,6 +316,18 @@ def test_tools_whose_python_names_clash_each_keep_a_name_of_their_own():
     assert result["value"] == ["plain", "dotted", "dashed"], result
     assert [call["tool"] for call in result["calls"]] == ["my_tool", "my.tool", "my-tool"]
     assert run.call({"code": "my_tool_2(1)"})["error"] == "TypeError: my_tool_2() takes 0 positional arguments but 1 were given (line 1)"
+
+
+def test_a_run_that_printed_much_still_tells_the_model_why_it_stopped(registry):
+    # the answer's JSON (value, printed, calls, error) was cut at the result limit after its start:
+    # 150,000 printed characters hid the calls and the error line
+    code = "for i in range(30):\n    print(i, 'x' * 5000)\nadd(1)\nundefined_name"
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "run_code", "arguments": json.dumps({"code": code})}}]}
+    text = run_tool_calls(reply, ns=Registry([registry.code_tool()]))[0]["content"]
+    assert len(text) < 100_200 and "[truncated: " in text
+    assert text.endswith('"error": "NameError: name \'undefined_name\' is not defined (line 4)"}'), text[-300:]
+    assert '"tool": "add"' in text
 
 
 def test_a_syntax_error_is_one_line(registry):
