@@ -8,7 +8,9 @@ refused; the tools come back as external calls, each of which runs here through 
 exactly as a direct call does (`registry.call`: validated and converted, a destructive tool asked
 for once per call with origin `<origin of the run>/code`, edits, Always answers,
 `refuse_destructive`, the decisions log). Disabled tools, and tools whose `callers` leave out
-"code", are not defined in the code. Results cross back as JSON values, never host objects.
+"code", are not defined in the code. Arguments reach the registry as the JSON a model's own call
+would send (the code's dates as ISO text, tuples as lists); results cross back as JSON values,
+never host objects; a generator tool's yields are read as for a direct call.
 
 A refused call raises `PermissionError` in the code, invalid arguments `TypeError`, a tool's own
 failure `RuntimeError`, each with the text a direct call would give; the code may catch them, and
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import datetime
 import inspect
 import keyword
 import os
@@ -406,7 +409,7 @@ class _Run:
             called_as = next(name for name, each in self.tools.items() if each is tool)
             shape = self.shapes[tool.name] = Shape(tool, called_as)
         try:
-            arguments = shape.bind(args, kwargs)
+            arguments = _json_arguments(shape.bind(args, kwargs))
         except TypeError as error:
             self._record(tool, _plain({"args": list(args), **kwargs}), False, str(error))
             return {"exception": error}
@@ -551,6 +554,28 @@ def _plain(value: Any) -> Any:
     from .values import to_json
 
     return to_json(value)
+
+
+_AS_TEXT = frozenset((datetime.date, datetime.datetime, datetime.time, datetime.timedelta, bytes))
+
+
+def _json_arguments(value: Any, depth: int = 0) -> Any:
+    """The code's arguments as the JSON data a model's own call would send (what the registry
+    validates and converts back: `datetime.date(2030, 1, 1)` -> "2030-01-01", bytes -> base64,
+    tuples and sets -> lists). Values of other kinds (an instance of a class the code defined) stay
+    as they are, for the registry to refuse as not JSON data."""
+    kind = type(value)
+    if kind in _SIMPLE or depth > 100:  # deeper than any limit allows: the registry refuses it
+        return value
+    if kind is dict:
+        return {key: _json_arguments(item, depth + 1) for key, item in value.items()}
+    if kind in (list, tuple, set, frozenset):
+        return [_json_arguments(item, depth + 1) for item in value]
+    if kind in _AS_TEXT:
+        from .values import to_json
+
+        return to_json(value)
+    return value
 
 
 def _text(printed: Any) -> str:

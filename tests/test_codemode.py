@@ -6,6 +6,7 @@ processes with limits: tests/test_codemode_attacks.py."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import subprocess
 import sys
@@ -316,6 +317,29 @@ def test_tools_whose_python_names_clash_each_keep_a_name_of_their_own():
     assert result["value"] == ["plain", "dotted", "dashed"], result
     assert [call["tool"] for call in result["calls"]] == ["my_tool", "my.tool", "my-tool"]
     assert run.call({"code": "my_tool_2(1)"})["error"] == "TypeError: my_tool_2() takes 0 positional arguments but 1 were given (line 1)"
+
+
+def test_dates_bytes_and_tuples_made_in_the_code_reach_a_tool_in_their_json_form():
+    # the code's datetime.date reached the registry as a Python object and was refused ("got a
+    # Python date (not a JSON value)") while the call's record showed it as "2030-01-01"
+    registry = Registry()
+
+    @tool(registry=registry)
+    def schedule(day: datetime.date, every: datetime.timedelta, at: tuple[int, int], note: bytes,
+                 tags: list[str]) -> str:
+        """Plan something."""
+        return f"{day.isoformat()} every {every} at {at} {note!r} {sorted(tags)}"
+
+    run = registry.code_tool()
+    code = ("import datetime\nschedule(datetime.date(2030, 1, 1), datetime.timedelta(hours=36), (9, 30), b'hi', "
+            "{'b', 'a'})")
+    result = run.call({"code": code})
+    assert result["error"] is None, result
+    assert result["value"] == "2030-01-01 every 1 day, 12:00:00 at (9, 30) b'hi' ['a', 'b']"
+    assert result["calls"][0]["arguments"]["day"] == "2030-01-01"
+    # an instance of a class the code defined is not JSON data: still refused, as the model's own call would be
+    code = "import dataclasses\n@dataclasses.dataclass\nclass Day:\n    n: int\nschedule(Day(1), 1, (1, 2), b'', [])"
+    assert run.call({"code": code})["error"].startswith("TypeError: Error calling tool 'schedule'")
 
 
 def test_a_run_that_printed_much_still_tells_the_model_why_it_stopped(registry):
