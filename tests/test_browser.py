@@ -27,7 +27,12 @@ collaboration is on, as jupyter-collaboration is installed): an MCP SDK client c
 `python()` run through the server extension, and the person's open notebook shows each as a new cell
 at its end, `python()`'s first printed line while the call still runs, then its whole output.
 
-One JupyterLab serves all four, one Chromium shows them; its settings (the theme) are kept in a
+A fifth notebook shows a destructive call's approval denied with a reason, one approved, a prompt still
+open with an invalid edit's message, and an MCP activity log with a row in each status: every text of
+them at least 4.5:1 against what is really behind it in Light and Dark, and in the same HTML outside
+JupyterLab (no theme variables, as nbviewer shows it).
+
+One JupyterLab serves all five, one Chromium shows them; its settings (the theme) are kept in a
 temporary folder. Each notebook opens in a reset workspace.
 """
 
@@ -848,8 +853,8 @@ def test_approval_and_activity_colours_in_both_themes(lab, browser, tmp_path):
             _low_contrast(page, theme, low, measured)
         # The same HTML outside JupyterLab: none of its variables defined, so each colour's fallback shows.
         shown = page.evaluate(f"() => [...document.querySelectorAll({_OWN_HTML!r})].map(e => e.innerHTML)")
-        page.set_content("<!doctype html><body style='font-family:sans-serif'>"
-                         + "".join(f"<div class='jp-OutputArea-output jp-RenderedHTMLCommon'>{part}</div>" for part in shown) + "</body>")
+        page.set_content("<!doctype html><body style='font-family:sans-serif'>" + "".join(
+            f"<div class='jp-OutputArea-output jp-RenderedHTMLCommon'>{part}</div>" for part in shown) + "</body>")
         page.screenshot(path=str(tmp_path / "plain-html.png"), full_page=True)
         _low_contrast(page, "plain HTML", low, measured)
         (tmp_path / "contrast.json").write_text(json.dumps(measured, indent=1, ensure_ascii=False))  # every figure
