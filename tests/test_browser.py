@@ -238,7 +238,8 @@ def lab(tmp_path_factory, leak):
                                "--ip=127.0.0.1", "--IdentityProvider.token=browser-test",
                                "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={folder}", "--allow-root"],
                               env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)  # its own process group: the kernels it starts go with it
+                              start_new_session=True,  # its own process group: the kernels it starts go with it
+                              cwd=folder)  # what it writes beside it (collaboration's .jupyter_ystore.db) stays there
     try:
         for _ in range(240):
             try:
