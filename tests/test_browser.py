@@ -79,6 +79,14 @@ def tool_cells() -> list:
     return cells
 
 
+def written(path: Path, cells: list) -> Path:
+    """`cells` written as the notebook `path`, for a Python 3 kernel."""
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+    return path
+
+
 def demo_notebook(folder: Path) -> Path:
     """35 tools in five groups, the panel, the table, one decided approval."""
     cells = [nbformat.v4.new_code_cell("%load_ext nbtools"), *tool_cells()]
@@ -93,11 +101,7 @@ def demo_notebook(folder: Path) -> Path:
             "await asyncio.sleep(0.5)\nprompt.deny_button.click()\ntry:\n    await pending\n"
             "except Exception as error:\n    print(error)"),
     ]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = folder / "demo.ipynb"
-    nbformat.write(notebook, path)
-    return path
+    return written(folder / "demo.ipynb", cells)
 
 
 # A tool with a long name and a long parameter list, in a group of its own (rows like it sat off their
@@ -118,11 +122,7 @@ def layout_notebook(folder: Path) -> Path:
               nbformat.v4.new_code_cell("from nbtools import registry\nregistry.disable('notes_action_1')\n"
                                         "registry.disable('files_action_2')\nimport nbtools\nnbtools.panel()"),
               nbformat.v4.new_code_cell("%tools")]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = folder / "layout.ipynb"
-    nbformat.write(notebook, path)
-    return path
+    return written(folder / "layout.ipynb", cells)
 
 
 # The Chat notebook: one tool that fails (its error shown in the step view, long enough to wrap) and a
@@ -159,11 +159,7 @@ def chat_notebook(folder: Path, leak_port: int) -> Path:
     cells = [nbformat.v4.new_code_cell(CHAT_TOOL.rstrip("\n")),  # its own cell: the error names the same line
              nbformat.v4.new_code_cell(f"import nbtools\nfrom nbtools import Chat\n\nchat = {CHAT_SETUP}"),
              nbformat.v4.new_code_cell(f"chat({QUESTION!r})")]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = folder / "chat.ipynb"
-    nbformat.write(notebook, path)
-    return path
+    return written(folder / "chat.ipynb", cells)
 
 
 # The agent notebook: two tools served with --cells (no approval policy: the calls run as they come).
@@ -179,11 +175,7 @@ def agent_notebook(folder: Path) -> Path:
     cells = [nbformat.v4.new_code_cell("%load_ext nbtools"), nbformat.v4.new_code_cell(AGENT_TOOLS),
              nbformat.v4.new_code_cell("%tool add\n%tool python"),
              nbformat.v4.new_code_cell("%tools --serve --cells")]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = folder / "agent.ipynb"
-    nbformat.write(notebook, path)
-    return path
+    return written(folder / "agent.ipynb", cells)
 
 
 # The colours notebook: approval prompts for a destructive tool (one denied with a reason, one approved,
@@ -322,7 +314,8 @@ def lab(tmp_path_factory, leak):
                                "--ip=127.0.0.1", "--IdentityProvider.token=browser-test",
                                "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={folder}", "--allow-root"],
                               env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)  # its own process group: the kernels it starts go with it
+                              start_new_session=True,  # its own process group: the kernels it starts go with it
+                              cwd=folder)  # what it writes beside it (collaboration's .jupyter_ystore.db) stays there
     try:
         for _ in range(240):
             try:

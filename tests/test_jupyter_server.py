@@ -344,28 +344,34 @@ def test_the_private_token_appears_in_no_response_log_line_or_cell_output(server
     assert secret not in json.dumps(serving.nb.cells, default=str)
 
 
+class ThroughJupyter:
+    """A 2025-11-25 session by plain HTTP through the extension, with the Jupyter token and, if given,
+    a login cookie naming a Jupyter user; it keeps every answer's Set-Cookie headers."""
+
+    def __new__(cls, server, kernel, cookie: str | None = None):
+        import urllib.request
+
+        from test_mcp_tasks import PlainClient
+
+        class Client(PlainClient):
+            def _post(self, body: dict) -> tuple[dict, str]:
+                headers = {"MCP-Protocol-Version": "2025-11-25", "Authorization": f"token {server.token}",
+                           "Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                           **({"Cookie": cookie} if cookie else {}),
+                           **({"Mcp-Session-Id": self.session} if self.session else {})}
+                request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+                with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+                    self.cookies_set = getattr(self, "cookies_set", []) + response.headers.get_all("Set-Cookie", [])
+                    return {key.lower(): value for key, value in response.headers.items()}, response.read().decode()
+
+        return Client(SimpleNamespace(url=urls(server, kernel)["kernels"], token=server.token), name="pytest-client")
+
+
 def test_a_task_through_jupyter_belongs_to_its_jupyter_user(server, serving, tmp_path):
     """Every request through the extension bears its one private token: the Jupyter user tells one
     person's tasks from another's (two anonymous Jupyter users here, each held by its cookie)."""
-    import urllib.request
-
-    from test_mcp_tasks import PlainClient
-
-    class AsUser(PlainClient):
-        def __init__(self, cookie: str) -> None:
-            self.cookie = cookie
-            super().__init__(SimpleNamespace(url=urls(server, serving)["kernels"], token=server.token),
-                             name="pytest-client")
-
-        def _post(self, body: dict) -> tuple[dict, str]:
-            headers = {"MCP-Protocol-Version": "2025-11-25", "Authorization": f"token {server.token}",
-                       "Cookie": self.cookie, "Accept": "application/json, text/event-stream",
-                       "Content-Type": "application/json", **({"Mcp-Session-Id": self.session} if self.session else {})}
-            request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
-            with urllib.request.urlopen(request, timeout=DEADLINE) as response:
-                return {key.lower(): value for key, value in response.headers.items()}, response.read().decode()
-
-    alice, bob = AsUser(anonymous_user(server)[1]), AsUser(anonymous_user(server)[1])
+    alice = ThroughJupyter(server, serving, anonymous_user(server)[1])
+    bob = ThroughJupyter(server, serving, anonymous_user(server)[1])
     try:
         task = alice.request("tools/call", {"name": "waits_for_signal", "arguments": {"folder": str(tmp_path)},
                                             "task": {}})["task"]
@@ -378,6 +384,32 @@ def test_a_task_through_jupyter_belongs_to_its_jupyter_user(server, serving, tmp
     finally:
         alice.close()
         bob.close()
+
+
+def test_a_client_with_the_token_alone_is_the_servers_owner_on_every_request(server, serving, tmp_path):
+    """Jupyter makes up a new anonymous user for each request that brings the token and no login
+    cookie; through the extension such a request is the server's owner (the user running it), the
+    same one every time, and gets no login cookie: so a client that keeps no cookie, or reconnects,
+    finds its task again, and the log and the prompt name one person."""
+    import getpass
+
+    owner = getpass.getuser()
+    first = ThroughJupyter(server, serving)
+    task = first.request("tools/call", {"name": "waits_for_signal", "arguments": {"folder": str(tmp_path)},
+                                        "task": {}})["task"]
+    first.close()  # the client goes away; a new one (no cookie, a new session) comes back for the task
+    again = ThroughJupyter(server, serving)
+    try:
+        assert task["taskId"] in [entry["taskId"] for entry in again.request("tasks/list")["tasks"]]
+        (tmp_path / "signal").write_text("go")
+        assert again.request("tasks/result", {"taskId": task["taskId"]})["structuredContent"] == {"result": "signalled"}
+        assert again.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["structuredContent"] == {"result": 3}
+    finally:
+        again.close()
+    assert first.cookies_set == [] and again.cookies_set == [], (first.cookies_set, again.cookies_set)
+    users = serving.value("[r.user for r in __import__('nbtools.mcp').mcp.running_servers()[0].activity.records"
+                          f" if r.tool in ('waits_for_signal', 'add')][-2:]")
+    assert users == [owner, owner]
 
 
 # -- not serving --------------------------------------------------------------------------------------

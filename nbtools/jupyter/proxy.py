@@ -19,7 +19,10 @@ cancellation of that call.
 
 from __future__ import annotations
 
+import functools
+import getpass
 import json
+import os
 import socket
 import time
 from typing import Any
@@ -29,6 +32,7 @@ from tornado import httputil, iostream, web
 from tornado.http1connection import HTTP1Connection, HTTP1ConnectionParameters
 
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.auth.identity import IdentityProvider
 
 from .serving import NbtoolsHandler
 from .registration import USER_HEADER, Registration
@@ -46,6 +50,15 @@ _UNBOUNDED = 1 << 62  # an event stream may carry any amount over its life
 KEPT_FOR = 2.0  # seconds an idle connection to a kernel is kept for the next request (uvicorn closes at 5)
 KEPT_AT_MOST = 8  # idle connections kept per kernel port
 _KEPT: dict[int, list[tuple[float, iostream.IOStream]]] = {}
+
+
+@functools.cache
+def server_owner() -> str:
+    """The name of the user running this server: who its token stands for."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container without a passwd entry)
+        return f"uid {os.getuid()}"
 
 
 def _kept_connection(port: int) -> iostream.IOStream | None:
@@ -171,8 +184,28 @@ class McpProxy(NbtoolsHandler):
         return headers
 
     def _user_name(self) -> str:
+        if self._token_alone():
+            return server_owner()
         user = self.current_user
         return str(getattr(user, "username", None) or getattr(user, "name", None) or user)
+
+    def _token_alone(self) -> bool:
+        """Whether Jupyter's own identity provider let this request in on the server's token with no
+        login cookie naming a user. It then makes up a new anonymous user for the request (the token
+        names nobody), so a client that keeps no cookie, or reconnects, would be a stranger each time
+        and never find its task again. One token, one person: the server's owner."""
+        provider = self.identity_provider
+        if type(provider).get_user is not IdentityProvider.get_user or not self.token_authenticated:
+            return False  # a provider of its own (JupyterHub's) names real users
+        return provider.get_user_cookie(self) is None
+
+    def set_secure_cookie(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None:
+        """Jupyter's login cookie is not handed out here: it would name the user made up for the
+        token (see `_token_alone`), and a client that kept it would be that stranger from then on."""
+        if name != self.identity_provider.get_cookie_name(self):
+            super().set_secure_cookie(name, value, *args, **kwargs)
+
+    set_signed_cookie = set_secure_cookie  # Tornado's newer name of the same method
 
     def _request_id(self) -> Any:
         """The JSON-RPC id of the request, so a client matches the error to it (None when unreadable)."""
