@@ -238,13 +238,8 @@ ACTIVITY_STATUSES = ("ok", "error", "refused", "cancelled", "working", "input re
 
 
 def colours_notebook(folder: Path) -> Path:
-    cells = [nbformat.v4.new_code_cell(source) for source in (COLOUR_TOOLS, DENIED, APPROVED, INVALID_EDIT,
-                                                                ACTIVITY_LOG)]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = folder / "colours.ipynb"
-    nbformat.write(notebook, path)
-    return path
+    return written(folder / "colours.ipynb", [nbformat.v4.new_code_cell(source) for source in (
+        COLOUR_TOOLS, DENIED, APPROVED, INVALID_EDIT, ACTIVITY_LOG)])
 
 
 def contrast(foreground: list[float], background: list[float]) -> float:
