@@ -27,13 +27,19 @@ collaboration is on, as jupyter-collaboration is installed): an MCP SDK client c
 `python()` run through the server extension, and the person's open notebook shows each as a new cell
 at its end, `python()`'s first printed line while the call still runs, then its whole output.
 
-One JupyterLab serves all four, one Chromium shows them; its settings (the theme) are kept in a
+A fifth notebook shows a destructive call's approval denied with a reason, one approved, a prompt still
+open with an invalid edit's message, and an MCP activity log with a row in each status: every text of
+them at least 4.5:1 against what is really behind it in Light and Dark, and in the same HTML outside
+JupyterLab (no theme variables, as nbviewer shows it).
+
+One JupyterLab serves all five, one Chromium shows them; its settings (the theme) are kept in a
 temporary folder. Each notebook opens in a reset workspace.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import linecache
 import os
 import re
@@ -172,6 +178,70 @@ def agent_notebook(folder: Path) -> Path:
     return written(folder / "agent.ipynb", cells)
 
 
+# The colours notebook: approval prompts for a destructive tool (one denied with a reason, one approved,
+# one still open showing an invalid edit's message) and an MCP activity log with a row in every status.
+COLOUR_TOOLS = """import asyncio
+from nbtools import Registry
+from nbtools.approval import ApprovalPrompt
+
+notes = Registry()
+
+def delete_note(title: str) -> str:
+    "Delete a note for good (no undo)."
+    return f"deleted {title}"
+
+notes.add(delete_note, hints="destructive")
+notes.approve = prompt = ApprovalPrompt(timeout=3600)
+
+async def ask(arguments, answer):
+    \"Ask for `arguments`, then answer as a person would (`answer(prompt)` clicks).\"
+    pending = asyncio.ensure_future(notes.acall("delete_note", arguments, raise_on_err=False))
+    while prompt.widget is None or prompt.record is not None:
+        await asyncio.sleep(0.05)
+    answer(prompt)
+    return pending"""
+
+DENIED = """def deny(p):
+    p.reason.value = "keep it; archive instead"
+    p.deny_button.click()
+
+print(await (await ask({"title": "ideas"}, deny)))"""
+
+APPROVED = "print(await (await ask({'title': 'old drafts'}, lambda p: p.approve_button.click())))"
+
+# Left open (the clock counts down from an hour): Edit, an argument of the wrong type, Approve -> the message.
+INVALID_EDIT = """def invalid_edit(p):
+    p.edit_button.click()
+    p.editor.value = '{"title": 5}'
+    p.approve_button.click()
+
+still_open = await ask({"title": "shopping list"}, invalid_edit)"""
+
+ACTIVITY_LOG = """from nbtools.errors import CallRefused, ToolCallError
+from nbtools.mcp.activity import Activity, ActivityView
+from nbtools.mcp.toolresults import error_result, success_result
+
+log = Activity()
+log.end(log.begin("claude-code", "add", {"a": 2, "b": 3}), success_result(None, 5, 10_000))
+log.end(log.begin("claude-code", "lookup", {"name": "q3"}), error_result(ToolCallError("lookup", "no report named q3")))
+log.end(log.begin("claude-code", "delete_note", {"title": "ideas"}),
+        error_result(CallRefused("delete_note", "refused: the user denied this call")))
+log.end(log.begin("claude-code", "python", {"code": "train()"}), cancelled=True)
+log.end(log.begin("cursor", "notes://missing", None, kind="resource"), error=ValueError("no note named missing"))
+for status, outcome in [("working", ""), ("input required", "waiting for the client's answers (name)"),
+                        ("completed", "fitted in 2.0 s"), ("failed", "the fit diverged")]:
+    log.state(log.begin("cursor", "long_fit", {"seconds": 2}, kind="task"), status, outcome)
+log.begin("claude-code", "python", {"code": "fit()"})  # still running
+ActivityView(log)"""
+ACTIVITY_STATUSES = ("ok", "error", "refused", "cancelled", "working", "input required", "completed", "failed",
+                     "running")
+
+
+def colours_notebook(folder: Path) -> Path:
+    return written(folder / "colours.ipynb", [nbformat.v4.new_code_cell(source) for source in (
+        COLOUR_TOOLS, DENIED, APPROVED, INVALID_EDIT, ACTIVITY_LOG)])
+
+
 def contrast(foreground: list[float], background: list[float]) -> float:
     """WCAG contrast ratio of two sRGB colours (0-255)."""
     def luminance(rgb: list[float]) -> float:
@@ -223,6 +293,7 @@ def lab(tmp_path_factory, leak):
     layout_notebook(folder)
     chat_notebook(folder, leak[0])
     agent_notebook(folder)
+    colours_notebook(folder)
     # JupyterLab's question "get notified about official Jupyter news?" covered the screenshots: answered "Never"
     news = folder / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
@@ -724,3 +795,64 @@ def test_tools_table_fits_and_cuts_nothing(layout_page, tmp_path):
             problems.append(f"{where}: the output scrolls {seen['scrolls']}px sideways")
         problems += [f"{where}: {text!r} cut by {by}px" for text, by in seen["cut"]]
     assert not problems, _summed_up(problems, tmp_path)
+
+
+# -- the approval prompts and the MCP activity log, in both themes and outside JupyterLab ---------------
+
+# nbtools' own HTML in the colours notebook (ipywidgets' buttons and text boxes are JupyterLab's to colour).
+_OWN_HTML = (".jp-OutputArea-output .widget-html-content, .jp-OutputArea-output.jp-RenderedHTMLCommon, "
+             ".jp-OutputArea-output .jp-RenderedHTMLCommon")
+
+
+def _low_contrast(page, where: str, low: dict, measured: dict) -> None:
+    """Every text of nbtools' HTML on `page` measured against what is behind it: the lowest ratio per
+    text in `measured`, those under 4.5:1 in `low`."""
+    layers = page.evaluate(f"() => [...document.querySelectorAll({_OWN_HTML!r})].flatMap({_TEXT_LAYERS})")
+    for text, colour, chain in layers:
+        ratio = round(contrast(*_seen(colour, chain)), 2)
+        key = f"{where}: {text!r}"
+        measured[key] = min(ratio, measured.get(key, ratio))
+        if ratio < 4.5:
+            low[key] = measured[key]
+
+
+def test_approval_and_activity_colours_in_both_themes(lab, browser, tmp_path):
+    """A denied and an approved destructive call's records, an open prompt showing an invalid edit's
+    message beside the `destructive` badge, and an MCP activity log with a row in each status (ok,
+    error, refused, cancelled, running; a task working, input required, completed, failed): every text
+    at least 4.5:1 (WCAG AA) against what is really behind it in JupyterLab Light and Dark, and in the
+    same HTML shown outside JupyterLab (no theme variables: nbviewer, a plain HTML export). The status
+    is a word and the warning a badge's word, not colour alone. Screenshots in tmp_path."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        _open_and_run(page, lab.format("colours.ipynb"))
+        page.wait_for_selector(".jp-OutputArea-output .widget-html-content:has-text('input required')", timeout=120_000)
+        page.wait_for_selector(".jp-OutputArea-output:has-text('Invalid edit')", timeout=60_000)
+        page.wait_for_function("[...document.querySelectorAll('.jp-OutputArea-output')]"
+                               ".filter(o => o.textContent.includes('Approval for')).length === 2", timeout=60_000)
+        time.sleep(2)
+        low: dict = {}
+        measured: dict = {}
+        for theme in THEMES:
+            _view(page, 1280, theme)
+            name = theme.split()[-1].lower()
+            _shoot(page, ".jp-OutputArea-output:has-text('Approval for')", tmp_path / f"approvals-{name}.png")
+            _shoot(page, ".jp-OutputArea-output:has-text('input required')", tmp_path / f"activity-{name}.png")
+            _low_contrast(page, theme, low, measured)
+        # The same HTML outside JupyterLab: none of its variables defined, so each colour's fallback shows.
+        shown = page.evaluate(f"() => [...document.querySelectorAll({_OWN_HTML!r})].map(e => e.innerHTML)")
+        page.set_content("<!doctype html><body style='font-family:sans-serif'>" + "".join(
+            f"<div class='jp-OutputArea-output jp-RenderedHTMLCommon'>{part}</div>" for part in shown) + "</body>")
+        page.screenshot(path=str(tmp_path / "plain-html.png"), full_page=True)
+        _low_contrast(page, "plain HTML", low, measured)
+        (tmp_path / "contrast.json").write_text(json.dumps(measured, indent=1, ensure_ascii=False))  # every figure
+        # Every part was measured, in each view: each status word, the badge, the message, both records.
+        for where in (*THEMES, "plain HTML"):
+            texts = {key.split(": ", 1)[1].strip("'\"") for key in measured if key.startswith(f"{where}: ")}
+            wanted = {*ACTIVITY_STATUSES, "destructive", "Denied: keep it; archive instead", "Approved."}
+            assert wanted <= texts, f"{where}: not measured: {wanted - texts}"
+            assert any(text.startswith("Invalid edit, argument 'title'") for text in texts), (where, sorted(texts))
+        assert not low, f"contrast below 4.5:1 (screenshots in {tmp_path}): " + "; ".join(
+            f"{where} {ratio}:1" for where, ratio in sorted(low.items(), key=lambda item: item[1])[:16])
+    finally:
+        page.close()
