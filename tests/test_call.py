@@ -713,9 +713,9 @@ def test_result_text_of_cycles_and_odd_objects():
 
 def test_result_text_truncation_is_marked():
     text = result_text("x" * 50, max_chars=10)
-    assert text == "x" * 10 + "\n[truncated: 40 of 50 characters not shown]"
+    assert text == "x" * 8 + "\n[truncated: 40 of 50 characters not shown]\n" + "x" * 2  # start and end kept
     assert result_text(list(range(5)), max_chars=100) == "[0, 1, 2, 3, 4]"
-    assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4, 5, 6\n[truncated: 370 of 390 characters not shown]"
+    assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4,\n[truncated: 370 of 390 characters not shown]\n, 99]"
 
 
 def test_to_json_is_json():
