@@ -12,7 +12,6 @@ import json
 import os
 import pathlib
 import traceback
-import typing
 import uuid
 from typing import Annotated, Any, Literal, NamedTuple, Optional, TypedDict
 
@@ -23,7 +22,7 @@ from nbtools import Limits, Registry, SchemaError, Tool, ToolCallError
 import nbtools
 from nbtools import ir
 from nbtools.call import (
-    ConversionError, acall_tool, call_func, call_func_async, call_plan, call_tool, compile_converter,
+    ConversionError, acall_tool, call_func, call_func_async, call_plan, compile_converter,
     mk_ns, parse_duration, result_text,
 )
 from nbtools.values import to_json

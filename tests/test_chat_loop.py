@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recorded_model import REPLIES, RecordedModel, make_client  # noqa: E402
 from test_chat import PROVIDERS, _chat, _conversation, _no_nulls, _validate, add  # noqa: E402
 
-from nbtools import Chat, Registry  # noqa: E402
+from nbtools import Chat  # noqa: E402
 from nbtools.chat import BudgetExceeded, ChatInterrupted  # noqa: E402
 from nbtools.chat.loop import INTERRUPTED  # noqa: E402
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 import pytest
 
-from nbtools import Decision, Limits, Registry, ToolCallError, Tool, run_tool_calls, tool
+from nbtools import Decision, Limits, Registry, Tool, run_tool_calls, tool
 from nbtools.policy import asking_as
 
 pytest.importorskip("pydantic_monty", reason="code mode needs the [codemode] extra (pydantic-monty)")

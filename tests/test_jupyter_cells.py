@@ -13,7 +13,6 @@ import asyncio
 import json
 import threading
 import time
-from pathlib import Path
 
 import anyio
 import pytest
@@ -254,8 +253,8 @@ def test_the_resources_come_only_with_cells_and_give_sources_outputs_and_images(
     assert "notebook://cells" not in listed and "notebook://cells/{index}" not in templates
     code = f"import base64\nfrom IPython.display import Image, display\ndisplay(Image(base64.b64decode({PNG!r})))\n'shown'"
     call(server, "python", {"code": code})
-    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
-                                                        == "ok" for c in cells), "the picture's cell")
+    opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                == "ok" for c in cells), "the picture's cell")
     index = [c["source"] for c in opened[NOTEBOOK].cells()].index(code)
     listed, templates, (whole, one) = resources(server, "notebook://cells", f"notebook://cells/{index}")
     assert "notebook://cells" in listed and "notebook://cells/{index}" in templates

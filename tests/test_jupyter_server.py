@@ -408,7 +408,7 @@ def test_a_client_with_the_token_alone_is_the_servers_owner_on_every_request(ser
         again.close()
     assert first.cookies_set == [] and again.cookies_set == [], (first.cookies_set, again.cookies_set)
     users = serving.value("[r.user for r in __import__('nbtools.mcp').mcp.running_servers()[0].activity.records"
-                          f" if r.tool in ('waits_for_signal', 'add')][-2:]")
+                          " if r.tool in ('waits_for_signal', 'add')][-2:]")
     assert users == [owner, owner]
 
 

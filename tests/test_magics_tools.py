@@ -14,9 +14,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_magics import fresh, names  # noqa: F401 - `fresh` is a fixture, used by name
 
 from kernels import stdout_of, text_of
+from test_magics import names
+
+
+@pytest.fixture
+def fresh(nbtools_kernel):
+    """The shared kernel with the extension loaded and an empty registry (tests/conftest.py)."""
+    return nbtools_kernel
 
 
 # -- %tools: the registered tools, listed ------------------------------------------------------------

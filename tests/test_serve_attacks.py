@@ -10,7 +10,6 @@ import itertools
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import textwrap
