@@ -213,6 +213,35 @@ def test_python_outputs_reach_the_room_while_the_call_runs(server, rooms, tmp_pa
         ("stream", "first line\nsecond line\n"), ("execute_result", "42")]
 
 
+def test_calls_run_as_tasks_become_cells_too(server, rooms):
+    """A client that declares the tasks extension gets a task for every kernel tool: those calls are
+    written as cells as well (python()'s prints while it runs), refused ones saying so."""
+    import nbtools.mcp as nbmcp
+    from nbtools.errors import ToolCallError
+
+    _, _, opened = rooms
+    code = "print('printed in a task')\n6 * 7"
+    url = f"{server.url}nbtools/mcp/notebooks/{NOTEBOOK.replace(' ', '%20')}"
+    with nbmcp.connect(url, headers={"Authorization": f"token {server.token}"}) as connection:
+        assert connection.call("add", {"a": 20, "b": 22}, task=True) == 42
+        assert connection.call("python", {"code": code}, task=True) == "printed in a task\n42"
+        with pytest.raises(ToolCallError):
+            connection.call("erase", {"name": "y"}, task=True)
+    ended = {"add(a=20, b=22)", code, "erase(name='y')"}
+    cells = opened[NOTEBOOK].wait_for(
+        lambda cells: ended <= {c["source"] for c in cells if c["metadata"]["nbtools"]["status"] != "running"},
+        "the tasks' cells end")
+    add, python, erase = ([c for c in cells if c["source"] == source][-1] for source in ("add(a=20, b=22)", code,
+                                                                                          "erase(name='y')"))
+    assert add["metadata"]["nbtools"]["status"] == "ok" and [text(o) for o in add["outputs"]] == ["42"]
+    assert add["metadata"]["nbtools"]["by"].startswith("mcp:") and "@" in add["metadata"]["nbtools"]["by"]
+    assert python["metadata"]["nbtools"]["status"] == "ok"
+    assert [(o["output_type"], text(o)) for o in python["outputs"]] == [("stream", "printed in a task\n"),
+                                                                         ("execute_result", "42")]
+    assert erase["metadata"]["nbtools"]["status"] == "refused"
+    assert [o.get("ename") for o in erase["outputs"]] == ["CallRefused"]
+
+
 def test_a_refused_call_says_so(server, rooms):
     _, _, opened = rooms
     result = call(server, "erase", {"name": "x"})

@@ -97,7 +97,7 @@ class CellWriter:
 
     # -- on the transport's thread (begin, end) and the kernel's main thread (output) ----------------
     def watch(self, record: Any) -> None:
-        if record.kind != "tool":
+        if record.kind not in ("tool", "task"):  # a task: a tools/call the server runs as an MCP task
             return
         if record.ended is None and id(record) not in self._calls:
             self._begin(record)
@@ -174,28 +174,50 @@ def _joined(events: list[dict]) -> list[dict]:
 
 
 def _ending(record: Any, printed: str) -> tuple[str, list[dict]]:
-    """(status, the outputs that end the cell) of a finished call."""
+    """(status, the outputs that end the cell) of a finished call: a plain call's record (status ok,
+    error, refused or cancelled; `result` the SDK's CallToolResult) or a task's (completed, failed or
+    cancelled; `result` the CallToolResult's wire form, None when the task failed with a JSON-RPC error)."""
     if record.status == "cancelled":
-        return "cancelled", [_error("Cancelled", "the call was cancelled by its client (or the server stopped)")]
+        why = record.outcome if record.kind == "task" and record.outcome else \
+            "the call was cancelled by its client (or the server stopped)"
+        return "cancelled", [_error("Cancelled", why)]
     result = record.result
-    if record.status == "error" and result is None:  # a JSON-RPC error, not a result
+    if record.status in ("error", "failed") and result is None:  # a JSON-RPC error, not a result
         return "error", [_error("Error", record.outcome)]
+    blocks, is_error, refused = _result_fields(result)
     texts, images = [], []
-    for block in getattr(result, "content", None) or ():
-        if getattr(block, "type", None) == "text":
-            texts.append(block.text)
-        elif getattr(block, "type", None) == "image":
-            images.append({"output_type": "display_data", "data": {block.mime_type: block.data}, "metadata": {}})
+    for kind, text, data, mime in blocks:
+        if kind == "text":
+            texts.append(text)
+        elif kind == "image" and isinstance(data, str) and isinstance(mime, str):
+            images.append({"output_type": "display_data", "data": {mime: data}, "metadata": {}})
     text = "\n".join(texts)
-    if record.status == "refused":  # the approval policy said no: nothing ran
+    if record.status == "refused" or refused:  # the approval policy said no: nothing ran
         return "refused", [_error("CallRefused", text)]
-    if getattr(result, "is_error", False):
+    if is_error:
         return "error", [_error("ToolCallError", text)]
     if printed and text.startswith(printed):  # python(): what it printed is in the cell already
         text = text[len(printed):].lstrip("\n")
     outputs = [{"output_type": "execute_result", "execution_count": None, "metadata": {},
                 "data": {"text/plain": text}}] if text else []
     return "ok", outputs + images
+
+
+def _result_fields(result: Any) -> tuple[list[tuple[Any, str, Any, Any]], bool, bool]:
+    """([(type, text, data, mime type) per content block], is an error, refused) of a CallToolResult,
+    the SDK's model or its wire form (a dict: a task's)."""
+    if isinstance(result, dict):
+        blocks = [(block.get("type"), str(block.get("text") or ""), block.get("data"), block.get("mimeType"))
+                  for block in result.get("content") or () if isinstance(block, dict)]
+        is_error, meta = bool(result.get("isError")), result.get("_meta")
+    else:
+        blocks = [(getattr(block, "type", None), str(getattr(block, "text", "") or ""), getattr(block, "data", None),
+                   getattr(block, "mime_type", None)) for block in getattr(result, "content", None) or ()]
+        is_error, meta = bool(getattr(result, "is_error", False)), getattr(result, "meta", None)
+    from ..mcp.toolresults import ERROR_META_KEY
+
+    noted = meta.get(ERROR_META_KEY) if isinstance(meta, dict) else None
+    return blocks, is_error, is_error and isinstance(noted, dict) and noted.get("refused") is True
 
 
 def _error(name: str, text: str) -> dict:
