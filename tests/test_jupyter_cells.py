@@ -242,6 +242,27 @@ def test_calls_run_as_tasks_become_cells_too(server, rooms):
     assert [o.get("ename") for o in erase["outputs"]] == ["CallRefused"]
 
 
+def test_a_flood_of_output_reaches_the_cell_bounded_and_the_room_stays_in_sync(server, rooms):
+    """python() printing 20 MB: its cell gets the start, one line saying how much was left out, and the
+    end; the shared document stays small, so its room clients (here a websocket frame limit of 16 MB)
+    keep receiving it, and the person's notebook is not 20 MB heavier."""
+    _, _, opened = rooms
+    code = "print('first line')\nprint('x' * 20_000_000)\nprint('last line')\n'done'"
+    result = call(server, "python", {"code": code})
+    assert not result.is_error
+    assert call(server, "add", {"a": 7, "b": 8}).structured_content == {"result": 15}
+    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == "add(a=7, b=8)" and
+                                                        c["metadata"]["nbtools"]["status"] == "ok" for c in cells),
+                                      "the call after the flood")
+    flood = [c for c in cells if c["source"] == code][-1]
+    assert flood["metadata"]["nbtools"]["status"] == "ok"
+    streamed = "".join(text(o) for o in flood["outputs"] if o["output_type"] == "stream")
+    assert len(streamed) < 200_000, len(streamed)
+    assert streamed.startswith("first line\nxxx") and streamed.endswith("xxx\nlast line\n")
+    assert "characters of output not written into this cell" in streamed
+    assert sum(len(json.dumps(c)) for c in opened[NOTEBOOK].cells()) < 1_000_000
+
+
 def test_a_refused_call_says_so(server, rooms):
     _, _, opened = rooms
     result = call(server, "erase", {"name": "x"})

@@ -16,6 +16,7 @@ Standard library and nbtools only: this runs in the kernel.
 
 from __future__ import annotations
 
+import collections
 import datetime
 import json
 import queue
@@ -27,6 +28,15 @@ from typing import Any
 from urllib.parse import quote
 
 PYTHON_TOOLS = ("python", "python_async")
+# What one call writes into its cell (the shared document every view syncs, then the saved file): the
+# first CELL_HEAD and the last CELL_TAIL characters of what it prints, with a line saying how much was
+# left out between, and at most CELL_DISPLAYS displays of at most CELL_DISPLAY_CHARS in all. A call
+# printing in a loop, or one huge string, must not swell the person's notebook (nor exceed what a room
+# client accepts in one update: 16 MB for `websockets` clients).
+CELL_HEAD = 100_000
+CELL_TAIL = 20_000
+CELL_DISPLAYS = 50
+CELL_DISPLAY_CHARS = 5_000_000
 TIMEOUT = 30.0  # seconds for one request to the server (a loaded machine answers slowly, never this slowly)
 INSTALL = ("`%tools --serve --cells` writes nothing here: this Jupyter server has no real-time collaboration; "
            "`pip install jupyter-collaboration` (jupyterlab >= 4.6) and restart it. Serving works as before.")
@@ -106,7 +116,7 @@ class CellWriter:
 
     def _begin(self, record: Any) -> None:
         self._count += 1
-        call = {"id": self._count, "printed": []}
+        call = {"id": self._count, "output": CellOutput()}
         self._calls[id(record)] = call
         tool = self.server.registry.resolve(record.tool)
         self._queue.put({"type": "begin", "call": call["id"],
@@ -115,25 +125,16 @@ class CellWriter:
                                      "started": _now(), "status": "running"}})
 
         def live(kind: str, *event: Any) -> None:  # python()'s prints and displays, as they happen
-            if kind == "stream":
-                name, text = event
-                call["printed"].append(text)
-                self._queue.put({"type": "output", "call": call["id"],
-                                 "output": {"output_type": "stream", "name": name, "text": text}})
-            elif kind == "display":
-                from ..interp.capture import bundle_text
-
-                shown = bundle_text(event[0])  # what python()'s answer holds for it, as the capture writes it
-                call["printed"].append(shown if shown.endswith("\n") else shown + "\n")
-                data = {mime: value for mime, value in event[0].items() if isinstance(value, (str, dict, list))}
-                self._queue.put({"type": "output", "call": call["id"],
-                                 "output": {"output_type": "display_data", "data": data, "metadata": {}}})
+            output = call["output"].add(kind, *event)
+            if output is not None:
+                self._queue.put({"type": "output", "call": call["id"], "output": output})
 
         record.live = live
 
     def _end(self, record: Any, call: dict) -> None:
-        status, outputs = _ending(record, "".join(call["printed"]))
-        self._queue.put({"type": "end", "call": call["id"], "outputs": outputs,
+        written: CellOutput = call["output"]
+        status, outputs = _ending(record, written)
+        self._queue.put({"type": "end", "call": call["id"], "outputs": written.closing() + outputs,
                          "nbtools": {"status": status, "ended": _now()}})
 
     # -- the sender thread ------------------------------------------------------------------------
@@ -159,6 +160,95 @@ class CellWriter:
                 return
 
 
+class CellOutput:
+    """What one call's cell receives of its output, bounded (see CELL_HEAD): the head as it is printed,
+    the tail at the call's end. Also what it printed as python()'s answer holds it, to tell the answer's
+    value from the printed text already in the cell."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []  # the text of the output written as it came (displays as their text)
+        self.size = 0
+        self.tail: collections.deque[tuple[str | None, str]] = collections.deque()  # (stream name or None, text)
+        self.tail_size = 0
+        self.left_out = 0  # characters printed between the head and the tail, never written
+        self.displays = 0
+        self.display_chars = 0
+        self.displays_left_out = 0
+
+    @property
+    def cut(self) -> bool:
+        return bool(self.tail)
+
+    def add(self, kind: str, *event: Any) -> dict | None:
+        """The output to write now for a write or a display of the call (None: nothing now)."""
+        if kind == "stream":
+            name, text = event
+            kept = self._text(name, text)
+            return {"output_type": "stream", "name": name, "text": kept} if kept else None
+        if kind != "display":
+            return None
+        from ..interp.capture import bundle_text
+
+        shown = bundle_text(event[0])  # what python()'s answer holds for it, as the capture writes it
+        self._text(None, shown if shown.endswith("\n") else shown + "\n")
+        data = {mime: value for mime, value in event[0].items() if isinstance(value, (str, dict, list))}
+        size = sum(len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+                   for value in data.values())
+        if self.displays >= CELL_DISPLAYS or self.display_chars + size > CELL_DISPLAY_CHARS:
+            self.displays_left_out += 1
+            return None
+        self.displays += 1
+        self.display_chars += size
+        return {"output_type": "display_data", "data": data, "metadata": {}}
+
+    def _text(self, name: str | None, text: str) -> str:
+        """Keep `text` (of stream `name`, None for a display's text); returns the part to write now."""
+        now = ""
+        if self.size < CELL_HEAD and not self.tail:
+            now, text = text[:CELL_HEAD - self.size], text[CELL_HEAD - self.size:]
+            self.size += len(now)
+            self.head.append(now)
+            now = now if name is not None else ""
+        if text:
+            self.tail.append((name, text))
+            self.tail_size += len(text)
+            while self.tail_size > CELL_TAIL:
+                first_name, first = self.tail[0]
+                cut = min(len(first), self.tail_size - CELL_TAIL)
+                if cut == len(first):
+                    self.tail.popleft()
+                else:
+                    self.tail[0] = (first_name, first[cut:])
+                self.tail_size -= cut
+                self.left_out += cut
+        return now
+
+    def printed(self) -> str:
+        return "".join(self.head)
+
+    def tail_text(self) -> str:
+        return "".join(text for _, text in self.tail)
+
+    def closing(self) -> list[dict]:
+        """The outputs the call's end writes before its result: the line saying what was left out, the tail."""
+        outputs: list[dict] = []
+        if self.left_out:
+            outputs.append({"output_type": "stream", "name": "stdout",
+                            "text": f"\n[... {self.left_out:,} characters of output not written into this cell ...]\n"})
+        for name, text in self.tail:  # a print in a loop leaves many pieces: one output per run of a stream
+            if name is None:
+                continue
+            last = outputs[-1] if outputs else None
+            if last is not None and last["name"] == name:
+                last["text"] += text
+            else:
+                outputs.append({"output_type": "stream", "name": name, "text": text})
+        if self.displays_left_out:
+            outputs.append({"output_type": "stream", "name": "stdout",
+                            "text": f"[{self.displays_left_out} more display(s) not written into this cell]\n"})
+        return outputs
+
+
 def _joined(events: list[dict]) -> list[dict]:
     """Consecutive stream outputs of one call and stream joined into one event."""
     joined: list[dict] = []
@@ -173,7 +263,7 @@ def _joined(events: list[dict]) -> list[dict]:
     return joined
 
 
-def _ending(record: Any, printed: str) -> tuple[str, list[dict]]:
+def _ending(record: Any, written: "CellOutput") -> tuple[str, list[dict]]:
     """(status, the outputs that end the cell) of a finished call: a plain call's record (status ok,
     error, refused or cancelled; `result` the SDK's CallToolResult) or a task's (completed, failed or
     cancelled; `result` the CallToolResult's wire form, None when the task failed with a JSON-RPC error)."""
@@ -196,7 +286,12 @@ def _ending(record: Any, printed: str) -> tuple[str, list[dict]]:
         return "refused", [_error("CallRefused", text)]
     if is_error:
         return "error", [_error("ToolCallError", text)]
-    if printed and text.startswith(printed):  # python(): what it printed is in the cell already
+    printed = written.printed()
+    if written.cut:  # python() printed more than the cell holds: its value follows the printed end, if the answer has it
+        tail = written.tail_text()
+        at = text.rfind(tail)
+        text = text[at + len(tail):].lstrip("\n") if at >= 0 else ""
+    elif printed and text.startswith(printed):  # python(): what it printed is in the cell already
         text = text[len(printed):].lstrip("\n")
     outputs = [{"output_type": "execute_result", "execution_count": None, "metadata": {},
                 "data": {"text/plain": text}}] if text else []
