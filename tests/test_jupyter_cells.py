@@ -407,3 +407,30 @@ def test_a_notebook_no_view_has_open_gets_no_cells_and_its_resource_reads_the_fi
     assert "from the saved file" in whole[0].text and "# written by the person" in whole[0].text
     time.sleep(1)
     assert (server.root / path).read_text() == before
+
+
+def test_a_huge_notebook_reaches_an_agent_bounded_with_the_way_to_the_rest(server, rooms):
+    """notebook://cells of a notebook with a 3 MB output and 3,000 cells: the listing stays within the
+    server's result limit (max_result_chars, 100,000), cutting long outputs and unlisted cells with
+    the URI that reads them; notebook://cells/{index} gives one cell, a long output's start and end."""
+    import nbformat
+
+    path = "huge.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    loud = nbformat.v4.new_code_cell("print(big)")
+    loud.outputs = [nbformat.v4.new_output("stream", name="stdout", text="start of it\n" + "y" * 3_000_000 + "\nend of it\n")]
+    notebook.cells = [loud] + [nbformat.v4.new_markdown_cell(f"note {i}: " + "z" * 100) for i in range(3_000)]
+    nbformat.write(notebook, server.root / path)
+    kernel = server.notebook_kernel(path)
+    kernel.run(TOOLS)
+    assert "written as a cell at the end of huge.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+    _, _, (whole, first, last) = resources(server, "notebook://cells", "notebook://cells/0", "notebook://cells/3000",
+                                           path=path)
+    listing = whole[0].text
+    assert len(listing) <= 100_000 + 1_000, len(listing)
+    assert listing.startswith("# huge.ipynb: 3001 cells") and "start of it" in listing
+    assert "read notebook://cells/0" in listing  # the cut output says where the rest is
+    assert "not listed" in listing and "notebook://cells/{index}" in listing and "note 2999" not in listing
+    assert len(first[0].text) <= 100_000 + 1_000 and "start of it" in first[0].text and "end of it" in first[0].text
+    assert "characters of this output not shown" in first[0].text
+    assert "note 2999: zzz" in last[0].text

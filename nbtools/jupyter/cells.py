@@ -309,10 +309,12 @@ def _result_fields(result: Any) -> tuple[list[tuple[Any, str, Any, Any]], bool, 
         blocks = [(getattr(block, "type", None), str(getattr(block, "text", "") or ""), getattr(block, "data", None),
                    getattr(block, "mime_type", None)) for block in getattr(result, "content", None) or ()]
         is_error, meta = bool(getattr(result, "is_error", False)), getattr(result, "meta", None)
-    from ..mcp.toolresults import ERROR_META_KEY
+    from ..errors import CallRefused, ToolCallError
 
-    noted = meta.get(ERROR_META_KEY) if isinstance(meta, dict) else None
-    return blocks, is_error, is_error and isinstance(noted, dict) and noted.get("refused") is True
+    # refused: its `_meta` holds the error's record (`ToolCallError.record()`), of a CallRefused (nothing ran)
+    refused = is_error and isinstance(meta, dict) and any(
+        isinstance(ToolCallError.from_record(noted, None), CallRefused) for noted in meta.values())
+    return blocks, is_error, refused
 
 
 def _error(name: str, text: str) -> dict:
@@ -325,9 +327,20 @@ CELLS_URI = "notebook://cells"
 CELL_URI = "notebook://cells/{index}"
 
 
+LISTED_OUTPUT = 2_000  # characters of one output (or source) in notebook://cells: its start and its end
+ONE_CELL_SOURCE = 0.5  # notebook://cells/{index}: the share of the result limit its source may take
+
+
 def add_resources(registry: Any, channel: Channel) -> Any:
-    """Serve `notebook://cells` and `notebook://cells/{index}` for `registry`; returns their remover."""
+    """Serve `notebook://cells` and `notebook://cells/{index}` for `registry`; returns their remover.
+    Both stay within the registry's result limit (`Limits.max_result_chars`, as tool results do): a
+    notebook can hold megabytes of output, more than a model should read at once or an MCP client
+    accepts in one message. The listing cuts each long output and source to its start and end, and
+    lists cells until the limit, each cut naming the URI that reads more."""
     from ..resources import catalog_of, resource
+
+    def limit() -> int:
+        return max(10_000, int(getattr(getattr(registry, "limits", None), "max_result_chars", 100_000)))
 
     def read() -> dict:
         status, answer = channel.request("GET")
@@ -339,10 +352,19 @@ def add_resources(registry: Any, channel: Channel) -> Any:
     def notebook_cells() -> str:
         """This kernel's notebook: every cell's source and text outputs (images: read notebook://cells/{index})."""
         answer = read()
+        cells = answer["cells"]
         where = "the shared document (open)" if answer.get("open") else "the saved file"
-        lines = [f"# {answer.get('notebook')}: {len(answer['cells'])} cells, from {where}"]
-        for index, cell in enumerate(answer["cells"]):
-            lines.append(cell_text(index, cell))
+        lines = [f"# {answer.get('notebook')}: {len(cells)} cells, from {where}"]
+        room = limit() - len(lines[0]) - 200
+        for index, cell in enumerate(cells):
+            text = cell_text(index, cell, LISTED_OUTPUT, LISTED_OUTPUT)
+            if len(text) + 1 > room:
+                lines.append(f"[... cells {index} to {len(cells) - 1} not listed ({len(cells) - index} cells, past this "
+                             f"server's result limit of {limit():,} characters): read notebook://cells/{{index}} "
+                             "for each]")
+                break
+            lines.append(text)
+            room -= len(text) + 1
         return "\n".join(lines)
 
     @resource(CELL_URI, name="notebook cell", registry=registry)
@@ -354,10 +376,16 @@ def add_resources(registry: Any, channel: Channel) -> Any:
         if not -len(cells) <= index < len(cells):
             raise LookupError(f"the notebook has {len(cells)} cells (0 to {len(cells) - 1}); no cell {index}")
         cell = cells[index]
+        texts = sum(1 for output in cell.get("outputs") or () if output.get("output_type") != "display_data"
+                    or "text/plain" in (output.get("data") or {}))
+        source_limit = int(limit() * ONE_CELL_SOURCE)
+        output_limit = (limit() - min(len(_joined_text(cell.get("source", ""))), source_limit) - 500) // max(1, texts)
         images = [Image.from_base64(data[mime], mime) for output in cell.get("outputs") or ()
                   for data in [output.get("data") or {}] for mime in ("image/png", "image/jpeg")
                   if isinstance(data.get(mime), str)]
-        return [cell_text(index % len(cells), cell), *images] if images else cell_text(index % len(cells), cell)
+        text = cell_text(index % len(cells), cell, max(1_000, output_limit), source_limit, listed=False)
+        text = _cut(text, limit(), "this cell", "")  # a cell of hundreds of outputs
+        return [text, *images] if images else text
 
     catalog = catalog_of(registry)
 
@@ -368,25 +396,42 @@ def add_resources(registry: Any, channel: Channel) -> Any:
     return remove
 
 
-def cell_text(index: int, cell: dict) -> str:
-    source = cell.get("source", "")
-    source = "".join(source) if isinstance(source, list) else source
+def cell_text(index: int, cell: dict, output_chars: int | None = None, source_chars: int | None = None, *,
+              listed: bool = True) -> str:
+    """A cell as text: its header, its source and its outputs' text, each cut to its start and end past
+    `output_chars` / `source_chars` (a cut in the listing names notebook://cells/<index>)."""
+    more = f": read notebook://cells/{index}" if listed else ""
     tags = (cell.get("metadata") or {}).get("tags") or []
-    lines = [f"--- cell {index} [{cell.get('cell_type')}]{' (agent)' if 'nbtools-agent' in tags else ''} ---", source]
+    lines = [f"--- cell {index} [{cell.get('cell_type')}]{' (agent)' if 'nbtools-agent' in tags else ''} ---",
+             _cut(_joined_text(cell.get("source", "")), source_chars, "this source", more)]
     for output in cell.get("outputs") or ():
         kind = output.get("output_type")
         if kind == "stream":
-            text = output.get("text", "")
-            lines.append("".join(text) if isinstance(text, list) else str(text))
+            lines.append(_cut(_joined_text(output.get("text", "")), output_chars, "this output", more))
         elif kind == "error":
-            lines.append(f"{output.get('ename')}: {output.get('evalue')}")
+            lines.append(_cut(f"{output.get('ename')}: {output.get('evalue')}", output_chars, "this output", more))
         elif kind in ("execute_result", "display_data"):
             data = output.get("data") or {}
             plain = data.get("text/plain")
             if plain is not None:
-                lines.append("".join(plain) if isinstance(plain, list) else str(plain))
+                lines.append(_cut(_joined_text(plain), output_chars, "this output", more))
             lines.extend(f"[{mime}: read notebook://cells/{index}]" for mime in data if mime.startswith("image/"))
     return "\n".join(line.rstrip("\n") for line in lines)
+
+
+def _joined_text(value: Any) -> str:
+    """nbformat's multiline strings: a string, or a list of lines."""
+    return "".join(str(part) for part in value) if isinstance(value, list) else str(value)
+
+
+def _cut(text: str, limit: int | None, what: str, more: str) -> str:
+    """`text`, or its start and end with a line saying how much of `what` is left out (and where to read more)."""
+    if limit is None or len(text) <= limit:
+        return text
+    head = limit * 4 // 5
+    tail = limit - head
+    return (f"{text[:head]}\n[... {len(text) - limit:,} characters of {what} not shown{more} ...]\n"
+            f"{text[len(text) - tail:]}")
 
 
 # -- turning it on -----------------------------------------------------------------------------------
