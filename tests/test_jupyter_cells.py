@@ -434,3 +434,27 @@ def test_a_huge_notebook_reaches_an_agent_bounded_with_the_way_to_the_rest(serve
     assert len(first[0].text) <= 100_000 + 1_000 and "start of it" in first[0].text and "end of it" in first[0].text
     assert "characters of this output not shown" in first[0].text
     assert "note 2999: zzz" in last[0].text
+
+
+def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
+    """The person restarts the kernel while an agent's python() runs: the call ends (the client is told
+    it was interrupted) and so does its cell, instead of saying "running" in the saved notebook forever."""
+    path = "restarted.ipynb"
+    kernel = server.notebook_kernel(path)
+    room = Room(server, path)
+    try:
+        kernel.run(TOOLS)
+        assert "written as a cell at the end of restarted.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+        code = "import time\nprint('waiting')\ntime.sleep(600)"
+        caller = threading.Thread(target=lambda: call(server, "python", {"code": code}, path=path), daemon=True)
+        caller.start()
+        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+        server.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
+        cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
+                                                for c in cells), "the call's cell end")
+        cell = [c for c in cells if c["source"] == code][-1]
+        assert cell["metadata"]["nbtools"]["status"] in ("error", "cancelled") and "ended" in cell["metadata"]["nbtools"]
+        assert text(cell["outputs"][0]) == "waiting\n" and cell["outputs"][-1]["output_type"] == "error"
+        caller.join(DEADLINE)
+    finally:
+        room.close()

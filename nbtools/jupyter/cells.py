@@ -16,12 +16,14 @@ Standard library and nbtools only: this runs in the kernel.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import datetime
 import json
 import queue
 import secrets
 import threading
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -37,6 +39,7 @@ CELL_HEAD = 100_000
 CELL_TAIL = 20_000
 CELL_DISPLAYS = 50
 CELL_DISPLAY_CHARS = 5_000_000
+EXIT_WAIT = 3.0  # seconds an exiting kernel waits for its calls' ends to reach their cells (Jupyter kills it at 5)
 TIMEOUT = 30.0  # seconds for one request to the server (a loaded machine answers slowly, never this slowly)
 INSTALL = ("`%tools --serve --cells` writes nothing here: this Jupyter server has no real-time collaboration; "
            "`pip install jupyter-collaboration` (jupyterlab >= 4.6) and restart it. Serving works as before.")
@@ -100,10 +103,30 @@ class CellWriter:
         self._thread = threading.Thread(target=self._send_loop, name="nbtools cells", daemon=True)
         self._thread.start()
         self._unwatch = server.activity.watch(self.watch)
+        atexit.register(self.flush_at_exit)
 
     def stop(self) -> None:
         self._unwatch()
         self._queue.put(None)
+        atexit.unregister(self.flush_at_exit)
+
+    def flush_at_exit(self) -> None:
+        """As the kernel exits (restarted or shut down, often while an interrupted call ends): let the calls
+        still going end, for at most EXIT_WAIT seconds, end the others as stopped, and send what is queued.
+        A daemon thread dies with the process: without this a call's end never reached its cell, which
+        said "running" in the saved notebook for ever."""
+        deadline = time.monotonic() + EXIT_WAIT
+        while self._calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for key in list(self._calls):
+            call = self._calls.pop(key, None)
+            if call is not None:
+                self._queue.put({"type": "end", "call": call["id"], "outputs": call["output"].closing() + [
+                    _error("Cancelled", "the kernel stopped (restarted or shut down) before the call ended")],
+                    "nbtools": {"status": "cancelled", "ended": _now()}})
+        sent = threading.Event()
+        self._queue.put(sent)
+        sent.wait(max(0.5, deadline - time.monotonic()))
 
     # -- on the transport's thread (begin, end) and the kernel's main thread (output) ----------------
     def watch(self, record: Any) -> None:
@@ -150,12 +173,16 @@ class CellWriter:
                 except queue.Empty:
                     break
             stop = batch[-1] is None
-            events = _joined([event for event in batch if event is not None])
-            try:
-                status, answer = self.channel.request("POST", {"events": events})
-                self.problem = "" if status == 200 else f"the server answered {status}: {answer.get('message', '')}"
-            except OSError as error:
-                self.problem = f"the Jupyter server did not answer ({error})"
+            events = _joined([event for event in batch if isinstance(event, dict)])
+            if events:
+                try:
+                    status, answer = self.channel.request("POST", {"events": events})
+                    self.problem = "" if status == 200 else f"the server answered {status}: {answer.get('message', '')}"
+                except OSError as error:
+                    self.problem = f"the Jupyter server did not answer ({error})"
+            for flushed in batch:
+                if isinstance(flushed, threading.Event):  # `flush_at_exit` waits for what came before it
+                    flushed.set()
             if stop:
                 return
 
