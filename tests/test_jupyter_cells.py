@@ -263,6 +263,20 @@ def test_a_flood_of_output_reaches_the_cell_bounded_and_the_room_stays_in_sync(s
     assert sum(len(json.dumps(c)) for c in opened[NOTEBOOK].cells()) < 1_000_000
 
 
+def test_a_progress_bar_is_kept_as_a_terminal_shows_it(server, rooms):
+    """A progress line redrawn with carriage returns (tqdm's way) ends as the last state of the line, as
+    JupyterLab keeps a kernel's own output, not as every redraw one after another."""
+    _, _, opened = rooms
+    code = ("import time\nprint('downloading')\nfor i in range(1, 201):\n    print(f'\\r{i}/200', end='')\n"
+            "    if i % 50 == 0: time.sleep(0.2)\nprint()\nprint('fine')\n'done'")
+    assert not call(server, "python", {"code": code}).is_error
+    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                        == "ok" for c in cells), "the progress bar's end")
+    done = [c for c in cells if c["source"] == code][-1]
+    assert [(o["output_type"], text(o)) for o in done["outputs"]] == [
+        ("stream", "downloading\n200/200\nfine\n"), ("execute_result", "'done'")]
+
+
 def test_a_refused_call_says_so(server, rooms):
     _, _, opened = rooms
     result = call(server, "erase", {"name": "x"})
