@@ -37,7 +37,13 @@ NEEDS_KERNEL = ("ApprovalPrompt needs a Jupyter kernel whose front end shows wid
                 "a script) nobody could click, so the call would only wait for the time-out. Give the "
                 "registry an approve callback of your own instead (for example one that asks with input())")
 
-_DESTRUCTIVE = "#b3261e"
+# JupyterLab's theme variables, each followed by a colour for viewers without the theme (nbviewer, an HTML
+# export: on white). The badge is the `%tools` table's and the panel's (white on it: 6.6:1 Light, 5.0:1 Dark);
+# an error's text 5.0:1 on Light's white, 5.1:1 on Dark's #111; dimmed text 4.6:1 and 6.0:1. The main
+# text's colour has no fallback: without the theme it inherits the page's, readable on any background.
+_DESTRUCTIVE = "var(--jp-error-color0, #b3261e)"
+_ERROR_TEXT = "var(--jp-error-color1, #b3261e)"
+_QUIET = "var(--jp-ui-font-color2, #666)"
 
 
 def _shell() -> Any:
@@ -229,7 +235,7 @@ class ApprovalPrompt:
                 return
             problem = _invalid_edit(tool, editor.value)
             if problem:
-                outcome.value = f"<span style='color:{_DESTRUCTIVE}'>{html.escape(problem)}</span>"
+                outcome.value = f"<span style='color:{_ERROR_TEXT}'>{html.escape(problem)}</span>"
                 return
             decide(Decision(True, args=json.loads(editor.value)))
 
@@ -296,7 +302,7 @@ class ApprovalPrompt:
             if left is not None and left <= 0:
                 raise ApprovalTimedOut(f"no answer within {self.timeout:g} s (the time ran out)")
             if left is not None:
-                clock.value = (f"<span style='color:var(--jp-ui-font-color2);margin-left:8px'>"
+                clock.value = (f"<span style='color:{_QUIET};margin-left:8px'>"
                                f"denies by itself in {math.ceil(left)} s</span>")
             await asyncio.wait({decision}, timeout=None if left is None else min(left, 1.0))
         return decision.result()
@@ -335,7 +341,7 @@ def approval_question_html(tool: Any, name: str, shown_args: str, origin: str = 
     warning = (f"<span style='background:{_DESTRUCTIVE};color:white;border-radius:3px;padding:0 4px;"
                f"margin-left:4px;font-size:85%'>destructive</span>") if destructive else ""
     description = first_line(getattr(tool, "description", "") or "", limit=160)
-    about = (f"<div style='color:var(--jp-ui-font-color2);margin:2px 0'>{html.escape(description)}</div>"
+    about = (f"<div style='color:{_QUIET};margin:2px 0'>{html.escape(description)}</div>"
              if description else "")
     return (f"<div style='color:var(--jp-ui-font-color1)'>{html.escape(who_asks(origin))} asks to run tool "
             f"<code><b>{html.escape(name)}</b></code>{warning} with these arguments:{about}"

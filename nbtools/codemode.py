@@ -8,7 +8,9 @@ refused; the tools come back as external calls, each of which runs here through 
 exactly as a direct call does (`registry.call`: validated and converted, a destructive tool asked
 for once per call with origin `<origin of the run>/code`, edits, Always answers,
 `refuse_destructive`, the decisions log). Disabled tools, and tools whose `callers` leave out
-"code", are not defined in the code. Results cross back as JSON values, never host objects.
+"code", are not defined in the code. Arguments reach the registry as the JSON a model's own call
+would send (the code's dates as ISO text, tuples as lists); results cross back as JSON values,
+never host objects; a generator tool's yields are read as for a direct call.
 
 A refused call raises `PermissionError` in the code, invalid arguments `TypeError`, a tool's own
 failure `RuntimeError`, each with the text a direct call would give; the code may catch them, and
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import datetime
+import inspect
 import keyword
 import os
 import re
@@ -36,7 +40,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 from .errors import CallRefused, ToolCallError
-from .policy import _WITNESS, asking_as, current_origin, witnessed
+from .policy import _WITNESS, DEFAULT_LIMITS, asking_as, current_origin, witnessed
 from .shortening import short
 from .tool import Tool
 
@@ -94,16 +98,22 @@ def code_tool(registry: Any, name: str = "run_code", *, tools: Any = "*", max_to
 def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
     """The tools the code may call now, by the Python name it calls them by: enabled, matching
     `globs`, not the code tool itself, and not refused to code by their `callers`."""
-    found: dict[str, Tool] = {}
-    for tool in registry.select(allow=globs).enabled():  # the registry's own rule for globs
-        if tool.name == own_name or tool.fn is None:
+    tools = [tool for tool in registry.select(allow=globs).enabled()  # the registry's own rule for globs
+             if tool.name != own_name and tool.fn is not None
+             and (tool.callers is None or "code" in tool.callers)]
+    # A tool whose name is already its Python name keeps it; another that maps onto a taken name
+    # (`my.tool` beside `my_tool`) gets the first free `_2`, `_3`... (its stub names the tool), so
+    # a call in the code always reaches the tool it names and no tool is left out.
+    found: dict[str, Tool] = {tool.name: tool for tool in tools if python_name(tool.name) == tool.name}
+    for tool in tools:
+        if tool.name in found and found[tool.name] is tool:
             continue
-        if tool.callers is not None and "code" not in tool.callers:
-            continue
-        identifier = python_name(tool.name)
-        if identifier not in found:  # two tools made the same name: the first keeps it
-            found[identifier] = tool
-    return found
+        identifier = base = python_name(tool.name)
+        number = 2
+        while identifier in found:
+            identifier, number = f"{base}_{number}", number + 1
+        found[identifier] = tool
+    return dict(sorted(found.items(), key=lambda item: tools.index(item[1])))  # in the registry's order
 
 
 # the builtins and the modules the sandbox has: a tool by such a name would be hidden (or hide them)
@@ -396,9 +406,10 @@ class _Run:
         registry = self.runner.registry
         shape = self.shapes.get(tool.name)
         if shape is None:
-            shape = self.shapes[tool.name] = Shape(tool, python_name(tool.name))
+            called_as = next(name for name, each in self.tools.items() if each is tool)
+            shape = self.shapes[tool.name] = Shape(tool, called_as)
         try:
-            arguments = shape.bind(args, kwargs)
+            arguments = _json_arguments(shape.bind(args, kwargs))
         except TypeError as error:
             self._record(tool, _plain({"args": list(args), **kwargs}), False, str(error))
             return {"exception": error}
@@ -415,6 +426,16 @@ class _Run:
             return {"exception": kind(line)}
         finally:
             _WITNESS.reset(witness)
+        if inspect.isgenerator(value):  # what it yields, read as a direct call's answer reads it
+            from .call.invoke import _raised_by_the_tool
+            from .call.items import read_items
+
+            try:
+                value = read_items(value, getattr(registry, "limits", DEFAULT_LIMITS).max_result_chars)
+            except Exception as failure:  # the tool's own code, running as it yields
+                line = str(_raised_by_the_tool(tool, failure)).splitlines()[0]
+                self._record(tool, self._as_run(tool, shape, arguments, seen), False, line)
+                return {"exception": RuntimeError(line)}
         result = _plain(value)
         self._record(tool, self._as_run(tool, shape, arguments, seen), True, result)
         return {"return_value": result}
@@ -533,6 +554,28 @@ def _plain(value: Any) -> Any:
     from .values import to_json
 
     return to_json(value)
+
+
+_AS_TEXT = frozenset((datetime.date, datetime.datetime, datetime.time, datetime.timedelta, bytes))
+
+
+def _json_arguments(value: Any, depth: int = 0) -> Any:
+    """The code's arguments as the JSON data a model's own call would send (what the registry
+    validates and converts back: `datetime.date(2030, 1, 1)` -> "2030-01-01", bytes -> base64,
+    tuples and sets -> lists). Values of other kinds (an instance of a class the code defined) stay
+    as they are, for the registry to refuse as not JSON data."""
+    kind = type(value)
+    if kind in _SIMPLE or depth > 100:  # deeper than any limit allows: the registry refuses it
+        return value
+    if kind is dict:
+        return {key: _json_arguments(item, depth + 1) for key, item in value.items()}
+    if kind in (list, tuple, set, frozenset):
+        return [_json_arguments(item, depth + 1) for item in value]
+    if kind in _AS_TEXT:
+        from .values import to_json
+
+        return to_json(value)
+    return value
 
 
 def _text(printed: Any) -> str:

@@ -99,7 +99,7 @@ def main(folder: Path = HERE) -> None:
             pass
         assert len(model.requests) == len(OPENAI), len(model.requests)
     with RecordedModel([(200, body) for body in ANTHROPIC]) as claude_model:
-        claude = Chat(make_client("anthropic", claude_model.url), model="claude-sonnet-4-5",
+        claude = Chat(make_client("anthropic", claude_model.url), model="claude-sonnet-4-6",
                       tools=tools.select(hints="read-only"), max_tokens=1024, show=False,
                       record=folder / "06_chat.anthropic.cassette.json")
         claude("2 + 3?")

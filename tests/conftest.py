@@ -8,6 +8,8 @@
 - `sigint_raises` (function): Python's own SIGINT handler for the test's duration. A test that sends
   itself SIGINT (a person's interrupt) needs it: a shell starts background jobs with SIGINT
   ignored, and Python then keeps it ignored (CI's runner may be such a job).
+- `lab`, `browser` (module): for the browser tests, a JupyterLab serving a temporary folder and one
+  headless Chromium (tests/browserlab.py), each started once per test module that asks for it.
 - `new_kernel` (function): a factory, `new_kernel(kernel_name="python3")`, for a test that needs a
   kernel of its own (another kernelspec, or process-wide state the shared one must keep); every
   kernel it started is shut down after the test.
@@ -74,6 +76,22 @@ def new_kernel() -> Iterator[Callable[..., RealKernel]]:
     finally:
         for kernel in started:
             kernel.shutdown()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    from browserlab import running_lab
+
+    with running_lab(tmp_path_factory.mktemp("lab")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    from browserlab import chromium
+
+    with chromium() as started:
+        yield started
 
 
 @pytest.fixture

@@ -251,7 +251,7 @@ def responses_response(output: list) -> dict:
 
 def anthropic_message(content: list, message_id: str = "msg_1", tokens: tuple[int, int] = (10, 20)) -> dict:
     """An Anthropic assistant message with these `content` blocks, stopped for tool use."""
-    return {"id": message_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    return {"id": message_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
             "content": content, "stop_reason": "tool_use", "stop_sequence": None,
             "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]}}
 

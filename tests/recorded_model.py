@@ -128,7 +128,7 @@ def anthropic_reply(calls: list[tuple[str, str, dict]] = (), text: str | None = 
         content.append({"type": "text", "text": text, "citations": None})
     content += [{"type": "tool_use", "id": id_, "name": name, "input": args, "caller": None}
                 for id_, name, args in calls]
-    return {"id": "msg_01XyZ", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+    return {"id": "msg_01XyZ", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
             "content": content, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
             "container": None,
             "usage": {"input_tokens": 400, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 100,

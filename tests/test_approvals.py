@@ -1,6 +1,8 @@
 """Issue 10: a registry's approval policy holds on every path that runs its tools; re-registering
 keeps hints; remote tools take MCP's default hints; the approver sees the arguments as they run;
-whatever BaseException a tool raises becomes an error result."""
+whatever BaseException a tool raises becomes an error result; no copy, list or other registry escapes
+the policy (issue 20); a callback lives no longer than its registry. What a callback answers (Decision)
+and the registry's log of decisions are in test_approval_decisions.py."""
 
 from __future__ import annotations
 
@@ -343,7 +345,7 @@ async def test_base_exceptions_over_the_mcp_handler_and_a_real_cancellation_stil
 import copy as copy_module  # noqa: E402
 import dataclasses  # noqa: E402
 
-from nbtools import Decision, Tool, tools_from  # noqa: E402
+from nbtools import Tool, tools_from  # noqa: E402
 from nbtools.policy import asking_as  # noqa: E402
 
 COPIES = {
@@ -500,50 +502,6 @@ def test_python_offered_to_a_model_is_destructive_and_open_world():
     assert asker.asked == [("python", {"code": "1+1", "timeout": 3600})]
 
 
-def test_decisions_edits_reasons_and_origin():
-    seen = []
-
-    def approve(tool, args, *, origin):
-        seen.append(origin)
-        if args["folder"] == "/etc":
-            return Decision(False, reason="not system folders")
-        return Decision(True, args={"folder": args["folder"] + "/tmp"})
-
-    reg, ran = make(approve=approve)
-    assert reg.call("wipe", {"folder": "/data"}) == "wiped /data/tmp"
-    with asking_as("chat:test-model"):
-        text = reg.call("wipe", {"folder": "/etc"}, raise_on_err=False)
-    assert "the user denied this call; their reason: not system folders" in text
-    assert seen == ["call", "chat:test-model"] and ran == ["/data/tmp"]
-    first, second = reg.decisions
-    assert (first.verdict, first.by, first.edited, first.arguments) == \
-        ("approved", "callback", True, {"folder": "/data/tmp", "force": False})
-    assert (second.verdict, second.origin, second.reason) == ("denied", "chat:test-model", "not system folders")
-    assert reg.select().decisions is reg.decisions  # a view shares the log
-
-
-def test_an_invalid_edit_is_refused_naming_the_argument():
-    reg, ran = make(approve=lambda tool, args: Decision(True, args={"folder": 5}))
-    with pytest.raises(ToolCallError, match="the arguments as edited by the user are invalid \\(argument 'folder'\\)"):
-        reg.call("wipe")
-    assert ran == [] and reg.decisions[-1].verdict == "invalid edit"
-
-
-async def test_async_callbacks_may_answer_with_a_decision_and_remember():
-    async def approve(tool, args):
-        await asyncio.sleep(0)
-        return Decision(True, remember="tool")
-
-    reg, ran = make(approve=approve)
-    assert await reg.acall("wipe") == "wiped /data"
-    reg.approve = Asker(False)  # remembered: not asked
-    assert reg.call("wipe") == "wiped /data"
-    assert [d.by for d in reg.decisions] == ["callback", "remembered"]
-    assert reg.forget("wipe") == ["wipe"]
-    with pytest.raises(ToolCallError, match="denied"):
-        reg.call("wipe")
-
-
 def test_a_tool_disabled_in_its_source_is_not_offered_by_another_registry():
     reg, ran = make()
     again = Registry([reg["wipe"], reg["peek"]])
@@ -555,63 +513,6 @@ def test_a_tool_disabled_in_its_source_is_not_offered_by_another_registry():
     assert view.enabled() == [] and not view.is_enabled("peek")
     reg.enable("wipe")
     assert [tool.name for tool in again.enabled()] == ["wipe"] and again.call("wipe") == "wiped /data"
-
-
-def test_the_audit_log_stays_bounded(monkeypatch):
-    from nbtools.policy import Decisions
-
-    monkeypatch.setattr(Decisions, "MAX", 20)
-    reg, ran = make(approve=Asker(True))
-    for index in range(25):
-        reg.call("wipe", {"folder": str(index)})
-    assert 10 < len(reg.decisions) <= 20 and reg.decisions[-1].arguments["folder"] == "24"
-
-
-def test_the_audit_log_reads_as_the_list_it_was():
-    """`registry.decisions` keeps its fields flat and makes each record when read: it indexes,
-    slices, iterates, compares and clears like a list of DecisionRecords, the arguments as run
-    with their defaults filled, whichever path recorded them."""
-    reg, ran = make(approve=Asker(True))
-    assert len(reg.decisions) == 0 and not reg.decisions and reg.decisions == [] and repr(reg.decisions) == \
-        "Decisions(none yet)"
-    reg.call("wipe", {"folder": "a"})  # the one-step path (a plain yes)
-    reg.call("wipe", '{"folder": "b", "force": true}')
-    call_func("wipe", {"folder": "c"}, ns=reg.select())  # the layered path (a view)
-    reg.approve = lambda tool, args: Decision(True, args={"folder": "d"})
-    reg.call("wipe", {"folder": "x"})  # an edit
-    expected = [("a", False, False), ("b", True, False), ("c", False, False), ("d", False, True)]
-    assert [(d.arguments["folder"], d.arguments["force"], d.edited) for d in reg.decisions] == expected
-    assert ran == ["a", "b", "c", "d"] and len(reg.decisions) == 4
-    assert reg.decisions[0].arguments == {"folder": "a", "force": False} and reg.decisions[-1].arguments == \
-        {"folder": "d", "force": False}
-    assert reg.decisions[1:3] == list(reg.decisions)[1:3] and [d.tool for d in reg.decisions[::-1]] == ["wipe"] * 4
-    assert [d.arguments["folder"] for d in reversed(reg.decisions)] == ["d", "c", "b", "a"]
-    assert reg.decisions == list(reg.decisions) and reg.decisions[-4] == reg.decisions[0]
-    for wrong in (4, -5):
-        with pytest.raises(IndexError):
-            reg.decisions[wrong]
-    first = reg.decisions[0]
-    first.arguments["folder"] = "changed"  # a record read is the reader's: the log stays as it was
-    assert reg.decisions[0].arguments["folder"] == "a"
-    assert reg.decisions.count(reg.decisions[2]) == 1 and reg.decisions.index(reg.decisions[2]) == 2
-    assert repr(reg.decisions).startswith("Decisions:\n  ") and repr(reg.decisions).count("wipe approved") == 4
-    reg.decisions.clear()
-    assert list(reg.decisions) == [] and list(reg.select().decisions) == []
-
-
-def test_the_log_keeps_the_arguments_that_ran_not_the_callers_dict():
-    """The log keeps the call's own converted arguments: the dict a caller passed, changed after
-    the call, does not change what the log says ran."""
-    for how in ("registry", "async"):
-        reg, ran = make(approve=Asker(True))
-        given = {"folder": "a"}
-        if how == "registry":
-            call_func("wipe", given, ns=reg)
-        else:
-            asyncio.run(call_func_async("wipe", given, ns=reg))
-        given["folder"] = "b"
-        given["force"] = True
-        assert ran == ["a"] and [d.arguments for d in reg.decisions] == [{"folder": "a", "force": False}], how
 
 
 def test_an_approval_prompt_and_its_registry_go_once_dropped():
@@ -673,146 +574,3 @@ def test_dispatch_keeps_no_approval_callback_alive():
         reg.call("wipe")
     assert seen == ["mcp:probe"] and [(d.by, d.origin) for d in reg.decisions] == [("callback", "call"),
                                                                                   ("person", "mcp:probe")]
-
-
-def test_a_copy_of_the_audit_log_is_its_own():
-    """`copy.copy`/`copy.deepcopy` of `registry.decisions` (a list before) hold the same records
-    and record apart from the registry's log."""
-    reg, ran = make(approve=Asker(True))
-    reg.call("wipe", {"folder": "a"})
-    for copier in (copy_module.copy, copy_module.deepcopy):
-        copied = copier(reg.decisions)
-        assert copied == reg.decisions and len(copied) == 1
-        copied.add(reg.decisions[0])
-        reg.call("wipe", {"folder": "b"})
-        assert [d.arguments["folder"] for d in copied] == ["a", "a"]
-        assert [d.arguments["folder"] for d in reg.decisions][-1] == "b"
-        reg.decisions.clear()
-        reg.call("wipe", {"folder": "a"})
-    copied_registry = copy_module.deepcopy(reg)  # its log goes with it
-    copied_registry.call("wipe", {"folder": "c"})
-    assert [d.arguments["folder"] for d in reg.decisions] == ["a"]
-    assert [d.arguments["folder"] for d in copied_registry.decisions] == ["a", "c"]
-
-
-def test_a_snapshot_of_arguments_shares_nothing_mutable_and_keeps_what_cannot_change():
-    """`policy.snapshot` (the log's record and the callback's copy): immutable values kept as they
-    are, containers and objects copied deeply (plain objects by hand, others by deepcopy), a value
-    that cannot be copied kept as a marked repr."""
-    import dataclasses
-    import datetime
-    import enum
-    import pathlib
-    import threading
-
-    from nbtools.policy import snapshot
-
-    class Colour(enum.Enum):
-        RED = "red"
-
-    @dataclasses.dataclass
-    class Box:
-        items: list
-
-    @dataclasses.dataclass(frozen=True)
-    class Frozen:
-        tags: tuple
-
-    class Slotted:
-        __slots__ = ("items",)
-
-        def __init__(self, items):
-            self.items = items
-
-        def __eq__(self, other):
-            return type(other) is Slotted and other.items == self.items
-
-    class Locked:
-        def __init__(self):
-            self.lock = threading.Lock()
-
-        def __repr__(self):
-            return "Locked()"
-
-    when, path = datetime.date(2026, 1, 2), pathlib.Path("/data")
-    given = {"box": Box([[1], {"k": [2]}]), "frozen": Frozen(([3],)), "slotted": Slotted([4]), "colour": Colour.RED,
-             "when": when, "path": path, "locked": Locked(), "plain": "text"}
-    copied = snapshot(given)
-    assert copied["box"] == given["box"] and copied["box"] is not given["box"]
-    assert copied["box"].items[1]["k"] is not given["box"].items[1]["k"]
-    assert copied["frozen"] == given["frozen"] and copied["frozen"].tags[0] is not given["frozen"].tags[0]
-    assert copied["slotted"] == given["slotted"] and copied["slotted"].items is not given["slotted"].items
-    assert copied["colour"] is Colour.RED and copied["when"] is when and copied["path"] is path
-    assert copied["locked"].startswith("<not copyable (TypeError): Locked()")
-    given["box"].items[1]["k"].append(99)  # the original changes: the snapshot does not
-    assert copied["box"].items[1]["k"] == [2]
-
-
-def test_the_two_snapshots_of_a_call_equal_deepcopies_and_share_nothing_mutable():
-    """`policy.snapshots` (the log's and the callback's copy in one pass) gives what two
-    `copy.deepcopy`s give, sharing no list, dict or object with the original nor each other."""
-    import copy
-    import dataclasses
-    import enum
-
-    from nbtools.policy import snapshots
-
-    class Side(enum.Enum):
-        BUY = "buy"
-
-    @dataclasses.dataclass
-    class Line:
-        symbol: str
-        tags: list
-
-    @dataclasses.dataclass
-    class Flat:
-        symbol: str
-        side: Side
-
-    given = {"lines": [Line("A", ["x"]), Line("B", [])], "flat": [Flat("C", Side.BUY)], "words": ["a", "b"],
-             "sides": [Side.BUY], "map": {"k": 1.5}, "deep": {"k": [[1], {"n": [2]}]}, "pair": ([1], 2),
-             "frozen": (1, "a"), "n": 3, "none": None}
-    expected = copy.deepcopy(given)
-    log, mine = snapshots(given)
-    assert log == mine == expected
-
-    def containers(value, found):
-        if isinstance(value, (list, dict)) or dataclasses.is_dataclass(value):
-            found.append(id(value))
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else \
-            vars(value).values() if dataclasses.is_dataclass(value) else ()
-        for item in items:
-            containers(item, found)
-        return found
-
-    ours, theirs, original = (set(containers(each, [])) for each in (log, mine, given))
-    assert not ours & theirs and not ours & original and not theirs & original
-    mine["lines"][0].tags.append("edited")
-    mine["deep"]["k"][1]["n"].append(9)
-    assert log == given == expected
-
-
-class Connection:
-    """A plain class holding a lock: built from validated arguments, it cannot be copied."""
-
-    def __init__(self, host: str):
-        import threading
-
-        self.host, self.lock = host, threading.Lock()
-
-    def __repr__(self):
-        return f"Connection({self.host!r})"
-
-
-def test_a_callback_sees_an_argument_that_cannot_be_copied_as_it_is_and_the_log_a_marked_repr():
-    seen = []
-
-    def use(conn: Connection) -> str:
-        return conn.host
-
-    reg = Registry(approve=lambda tool, args: seen.append(args["conn"]) or True)
-    reg.add(use, hints="destructive")
-    assert call_func("use", {"conn": {"host": "db"}}, ns=reg) == "db"
-    assert type(seen[-1]).__name__ == "Connection" and seen[-1].host == "db"
-    assert reg.decisions[-1].arguments["conn"].startswith("<not copyable (TypeError): Connection('db')")

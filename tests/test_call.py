@@ -1,4 +1,5 @@
-"""Dispatch: conversions to declared types, refusals with useful text, passing, approval, results."""
+"""Dispatch: conversions to declared types, refusals with useful text, passing, exceptions, limits,
+namespaces, results. Approval of destructive tools is in test_approvals.py and test_approval_decisions.py."""
 
 from __future__ import annotations
 
@@ -553,94 +554,6 @@ async def test_async_tool_exception():
     assert [frame.name for frame in traceback.extract_tb(caught.value.__cause__.__traceback__)] == ["fail"]
 
 
-# -- approval of destructive tools --------------------------------------------------------------------
-
-class Recorder:
-    def __init__(self):
-        self.calls: list[Any] = []
-
-    def delete(self, path: str) -> str:
-        self.calls.append(path)
-        return f"deleted {path}"
-
-
-def destructive_registry(**settings) -> tuple[Registry, Recorder]:
-    recorder = Recorder()
-    reg = Registry(**settings)
-    reg.add(recorder.delete, hints="destructive")
-    reg.add(add)
-    return reg, recorder
-
-
-def test_refuse_destructive():
-    reg, recorder = destructive_registry(refuse_destructive=True)
-    with pytest.raises(ToolCallError, match="refused: this tool is marked destructive"):
-        reg.call("delete", {"path": "x"})
-    assert reg.call("add", {"a": 1}) == 2
-    assert recorder.calls == []
-
-
-def test_approval_callback_sees_the_tool_and_arguments():
-    asked = []
-
-    def approve(tool, args):
-        asked.append((tool.name, args))
-        return args["path"] != "/"
-
-    reg, recorder = destructive_registry(approve=approve)
-    assert reg.call("delete", '{"path": "tmp"}') == "deleted tmp"
-    with pytest.raises(ToolCallError, match="refused: the user denied this call"):
-        reg.call("delete", {"path": "/"})
-    assert reg.call("add", {"a": 1}) == 2  # only destructive tools are asked about
-    assert asked == [("delete", {"path": "tmp"}), ("delete", {"path": "/"})]
-    assert recorder.calls == ["tmp"]
-    # invalid arguments are refused before anyone is asked
-    with pytest.raises(ToolCallError, match="expected a string"):
-        reg.call("delete", {"path": 1})
-    assert len(asked) == 2
-
-
-def test_call_options_override_the_registry():
-    reg, recorder = destructive_registry()
-    assert reg.call("delete", {"path": "a"}) == "deleted a"
-    assert "denied" in reg.call("delete", {"path": "b"}, approve=lambda tool, args: False, raise_on_err=False)
-    with pytest.raises(TypeError, match="unknown call option"):
-        reg.call("add", {"a": 1}, aprove=None)
-    assert recorder.calls == ["a"]
-
-
-def test_approval_callback_failure_is_a_refusal():
-    def broken(tool, args):
-        raise RuntimeError("no display")
-
-    reg, recorder = destructive_registry(approve=broken)
-    with pytest.raises(ToolCallError, match=r"refused: the approval check failed \(RuntimeError: no display\)"):
-        reg.call("delete", {"path": "x"})
-    assert recorder.calls == []
-
-
-async def test_async_approval_in_async_and_sync_calls():
-    async def approve(tool, args):
-        await asyncio.sleep(0)
-        return args["path"].startswith("tmp")
-
-    reg, recorder = destructive_registry(approve=approve)
-    assert await reg.acall("delete", {"path": "tmp1"}) == "deleted tmp1"
-    assert "denied" in await reg.acall("delete", {"path": "home"}, raise_on_err=False)
-    assert reg.call("delete", {"path": "tmp2"}) == "deleted tmp2"  # a loop runs here: worker thread
-    assert recorder.calls == ["tmp1", "tmp2"]
-
-
-def test_async_approval_in_sync_call_without_loop():
-    async def deny(tool, args):
-        return False
-
-    reg, recorder = destructive_registry(approve=deny)
-    assert "the user denied this call" in reg.call("delete", {"path": "x"}, raise_on_err=False)
-    assert recorder.calls == []
-
-
-# -- limits a registry configures ---------------------------------------------------------------------
 
 def test_registry_limits_apply():
     def take(text: str = "", items: list[int] = (), data: Any = None, n: int = 0) -> str:
@@ -800,9 +713,9 @@ def test_result_text_of_cycles_and_odd_objects():
 
 def test_result_text_truncation_is_marked():
     text = result_text("x" * 50, max_chars=10)
-    assert text == "x" * 10 + "\n[truncated: 40 of 50 characters not shown]"
+    assert text == "x" * 8 + "\n[truncated: 40 of 50 characters not shown]\n" + "x" * 2  # start and end kept
     assert result_text(list(range(5)), max_chars=100) == "[0, 1, 2, 3, 4]"
-    assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4, 5, 6\n[truncated: 370 of 390 characters not shown]"
+    assert result_text(list(range(100)), max_chars=20) == "[0, 1, 2, 3, 4,\n[truncated: 370 of 390 characters not shown]\n, 99]"
 
 
 def test_to_json_is_json():
@@ -817,47 +730,3 @@ def test_parse_duration():
     for bad in ("P", "PT", "1D", "P1M", "P-1D", "PT1H2D"):
         with pytest.raises(ValueError):
             parse_duration(bad)
-
-
-@pytest.mark.parametrize("answer", ["no", "False", {"approved": False}, [False], 0.5, object()])
-def test_an_approval_answer_that_is_not_a_boolean_is_a_denial(answer):
-    reg, recorder = destructive_registry(approve=lambda tool, args: answer)
-    with pytest.raises(ToolCallError, match="instead of True or False, which counts as a denial"):
-        reg.call("delete", {"path": "x"})
-    assert recorder.calls == []
-
-
-@pytest.mark.parametrize(("answer", "runs"), [(True, True), (1, True), (False, False), (0, False), (None, False)])
-def test_boolean_approval_answers(answer, runs):
-    _check_boolean_answer(answer, runs)
-
-
-def test_one_rule_for_a_yes_plain_or_in_a_decision():
-    # one rule (policy.yes_or_no): True/1 allow, False/0 refuse, plain or as Decision(allow=...); numpy's
-    # booleans and integers alike; any other value is refused, never taken for a truthy yes
-    import numpy
-
-    from nbtools import Decision
-
-    yes, no = (True, 1, numpy.True_, numpy.int64(1)), (False, 0, numpy.False_, numpy.int8(0))
-    for answer in yes + no:
-        runs = any(answer is each for each in yes)
-        _check_boolean_answer(answer, runs)
-        decision = Decision(answer)
-        assert decision.allow is runs and decision == Decision(runs)
-        _check_boolean_answer(decision, runs)
-    for wrong in ("yes", 2, -1, None, 1.0, [True]):
-        with pytest.raises(TypeError, match=r"Decision\(allow=...\) takes True or False \(or 1 or 0\), got"):
-            Decision(wrong)
-    for wrong in (2, -1, numpy.int64(7), 1.0):  # truthy, but not a yes
-        reg, recorder = destructive_registry(approve=lambda tool, args: wrong)
-        with pytest.raises(ToolCallError, match="instead of True or False, which counts as a denial"):
-            reg.call("delete", {"path": "x"})
-        assert recorder.calls == []
-
-
-def _check_boolean_answer(answer, runs):
-    reg, recorder = destructive_registry(approve=lambda tool, args: answer)
-    text = reg.call("delete", {"path": "x"}, raise_on_err=False)
-    assert (recorder.calls == ["x"]) is runs
-    assert runs or "the user denied this call" in text

@@ -6,6 +6,8 @@ processes with limits: tests/test_codemode_attacks.py."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 import subprocess
 import sys
 import textwrap
@@ -14,7 +16,7 @@ from typing import Literal
 
 import pytest
 
-from nbtools import Decision, Registry, ToolCallError, Tool, tool
+from nbtools import Decision, Limits, Registry, ToolCallError, Tool, run_tool_calls, tool
 from nbtools.policy import asking_as
 
 pytest.importorskip("pydantic_monty", reason="code mode needs the [codemode] extra (pydantic-monty)")
@@ -262,6 +264,94 @@ def test_results_cross_as_json_values():
 
     result = registry.code_tool().call({"code": "[where(), type(leak()).__name__]"})
     assert result["value"] == ["/tmp/x", "str"]  # the registry crossed as text, never as an object
+
+
+def test_a_generator_tool_runs_and_the_code_gets_what_it_yields():
+    # a direct call reads what a generator tool yields; from code the generator itself came back as
+    # its repr ('<generator object ...>') and the tool's body never ran
+    registry = Registry(limits=Limits(max_result_chars=200))
+    ran: list[int] = []
+
+    @tool(registry=registry)
+    def squares(n: int):
+        """Yield the first n squares."""
+        for i in range(n):
+            ran.append(i)
+            yield i * i
+
+    @tool(registry=registry)
+    def endless():
+        """Yield without end."""
+        while True:
+            yield "item"
+
+    @tool(registry=registry)
+    def broken():
+        """Yield once, then fail."""
+        yield 1
+        raise ValueError("no more")
+
+    run = registry.code_tool()
+    result = run.call({"code": "sum(squares(4))"})
+    assert result["error"] is None and result["value"] == 14 and ran == [0, 1, 2, 3]
+    assert result["calls"][0]["ok"] and result["calls"][0]["outcome"] == [0, 1, 4, 9]
+    result = run.call({"code": "items = endless()\nlen(items), items[0]"})  # read up to the result limit
+    assert result["error"] is None and 10 < result["value"][0] < 200 and result["value"][1] == "item"
+    result = run.call({"code": "try:\n    broken()\nexcept RuntimeError as error:\n    message = str(error)\nmessage"})
+    assert result["value"].startswith("Error calling tool 'broken': the tool raised ValueError: no more")
+    assert result["calls"][0]["ok"] is False
+
+
+def test_tools_whose_python_names_clash_each_keep_a_name_of_their_own():
+    # `my.tool` and `my_tool` both became `my_tool`: the code's `my_tool()` called whichever was
+    # registered first (here the other tool) and `my_tool` itself could not be called at all
+    registry = Registry()
+    empty = {"type": "object", "properties": {}}
+    registry.add(Tool.from_schema("my.tool", "The dotted one.", empty, lambda: "dotted"))
+    registry.add(Tool.from_schema("my_tool", "The plain one.", empty, lambda: "plain"))
+    registry.add(Tool.from_schema("my-tool", "The dashed one.", empty, lambda: "dashed"))
+    run = registry.code_tool()
+    assert "def my_tool():" in run.description and "def my_tool_2():\n    \"\"\"(tool 'my.tool')" in run.description
+    assert "def my_tool_3():\n    \"\"\"(tool 'my-tool')" in run.description
+    result = run.call({"code": "[my_tool(), my_tool_2(), my_tool_3()]"})
+    assert result["value"] == ["plain", "dotted", "dashed"], result
+    assert [call["tool"] for call in result["calls"]] == ["my_tool", "my.tool", "my-tool"]
+    assert run.call({"code": "my_tool_2(1)"})["error"] == "TypeError: my_tool_2() takes 0 positional arguments but 1 were given (line 1)"
+
+
+def test_dates_bytes_and_tuples_made_in_the_code_reach_a_tool_in_their_json_form():
+    # the code's datetime.date reached the registry as a Python object and was refused ("got a
+    # Python date (not a JSON value)") while the call's record showed it as "2030-01-01"
+    registry = Registry()
+
+    @tool(registry=registry)
+    def schedule(day: datetime.date, every: datetime.timedelta, at: tuple[int, int], note: bytes,
+                 tags: list[str]) -> str:
+        """Plan something."""
+        return f"{day.isoformat()} every {every} at {at} {note!r} {sorted(tags)}"
+
+    run = registry.code_tool()
+    code = ("import datetime\nschedule(datetime.date(2030, 1, 1), datetime.timedelta(hours=36), (9, 30), b'hi', "
+            "{'b', 'a'})")
+    result = run.call({"code": code})
+    assert result["error"] is None, result
+    assert result["value"] == "2030-01-01 every 1 day, 12:00:00 at (9, 30) b'hi' ['a', 'b']"
+    assert result["calls"][0]["arguments"]["day"] == "2030-01-01"
+    # an instance of a class the code defined is not JSON data: still refused, as the model's own call would be
+    code = "import dataclasses\n@dataclasses.dataclass\nclass Day:\n    n: int\nschedule(Day(1), 1, (1, 2), b'', [])"
+    assert run.call({"code": code})["error"].startswith("TypeError: Error calling tool 'schedule'")
+
+
+def test_a_run_that_printed_much_still_tells_the_model_why_it_stopped(registry):
+    # the answer's JSON (value, printed, calls, error) was cut at the result limit after its start:
+    # 150,000 printed characters hid the calls and the error line
+    code = "for i in range(30):\n    print(i, 'x' * 5000)\nadd(1)\nundefined_name"
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "run_code", "arguments": json.dumps({"code": code})}}]}
+    text = run_tool_calls(reply, ns=Registry([registry.code_tool()]))[0]["content"]
+    assert len(text) < 100_200 and "[truncated: " in text
+    assert text.endswith('"error": "NameError: name \'undefined_name\' is not defined (line 4)"}'), text[-300:]
+    assert '"tool": "add"' in text
 
 
 def test_a_syntax_error_is_one_line(registry):

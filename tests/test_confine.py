@@ -25,6 +25,13 @@ needs_confinement = pytest.mark.skipif(
     reason=f"{confine.missing()}")
 
 
+def refused(answer: str) -> str:
+    """A confined run's answer without its last line, which must say the run is confined."""
+    *before, last = answer.splitlines()
+    assert last.startswith("[this run is confined (allow=): "), answer
+    return "\n".join(before)
+
+
 # ----------------------------------------------------------------------------------------------
 # The record
 # ----------------------------------------------------------------------------------------------
@@ -110,6 +117,29 @@ def test_bad_policies_come_back_as_one_line_and_run_nothing(tmp_path):
     assert not marker.exists()
 
 
+@needs_confinement
+def test_a_refusal_tells_the_model_what_the_run_may_do(tmp_path):
+    # the model got a bare "PermissionError: [Errno 13] Permission denied: ..." (or "[Errno 1]
+    # Operation not permitted: 'ls'") and no word that a policy refused it, nor where it may write
+    # (the python tool's description says nothing of a registry's python_allow)
+    outside = tmp_path / "out.txt"
+    answer = python(f"open({str(outside)!r}, 'w')", {}, timeout=20, allow=Allow())
+    lines = answer.splitlines()
+    assert lines[-2].startswith("PermissionError: [Errno 13] Permission denied"), answer
+    assert lines[-1].startswith("[this run is confined (allow=): write only a fresh temporary folder; read anything; "
+                                "connect nowhere; run no program. The fresh folder is the working directory: /"), answer
+    assert not outside.exists()
+    answer = python("import subprocess\nsubprocess.run(['ls'])", {}, timeout=20, allow=Allow(write=[tmp_path]))
+    assert "PermissionError: [Errno 1] Operation not permitted: 'ls'" in answer
+    assert answer.splitlines()[-1].startswith(f"[this run is confined (allow=): write only a fresh temporary folder and "
+                                              f"{tmp_path}; read anything; connect nowhere; run no program.")
+    answer = asyncio.run(python_async("import socket\nsocket.create_connection(('127.0.0.1', 9))", {}, allow=Allow()))
+    assert answer.splitlines()[-1].startswith("[this run is confined (allow=): "), answer
+    # other failures, and the same refusal outside a confined run, carry no such line
+    assert "confined" not in python("1 / 0", {}, timeout=20, allow=Allow())
+    assert "confined" not in python("raise PermissionError(13, 'Permission denied')", {}, timeout=20, isolated=True)
+
+
 # ----------------------------------------------------------------------------------------------
 # registry.python_allow: part of the approval
 # ----------------------------------------------------------------------------------------------
@@ -145,12 +175,12 @@ def test_the_registry_confines_every_python_call_and_the_approval_shows_and_reco
     code = f"open({str(target)!r}, 'w')"
     for name in ("python", "python_async"):
         answer = registry.call(name, {"code": code, "timeout": 20})
-        assert answer.endswith(f"PermissionError: [Errno 13] Permission denied: '{target}'"), answer
+        assert refused(answer).endswith(f"PermissionError: [Errno 13] Permission denied: '{target}'"), answer
     assert not target.exists()
     assert [shown["allow"] for shown in seen] == [Allow(), Allow()]
     assert [record.arguments["allow"] for record in registry.decisions] == [Allow(), Allow()]
     # another registry given the tool keeps its policy
-    assert Registry([registry["python"]]).call("python", {"code": code, "timeout": 20}).endswith(
+    assert refused(Registry([registry["python"]]).call("python", {"code": code, "timeout": 20})).endswith(
         f"PermissionError: [Errno 13] Permission denied: '{target}'")
     # a view reads its registry's policy live, set after the view was made
     view = registry.select(allow="python")
@@ -175,7 +205,7 @@ def test_a_model_cannot_widen_the_policy(tmp_path):
     assert answer == 0  # run=True given by the registry
     registry.python_allow = Allow()
     answer = registry.call("python", {"code": "import subprocess\nsubprocess.run(['true'])", "timeout": 20})
-    assert answer.endswith("PermissionError: [Errno 1] Operation not permitted: 'true'"), answer
+    assert refused(answer).endswith("PermissionError: [Errno 1] Operation not permitted: 'true'"), answer
 
 
 @needs_confinement
@@ -188,7 +218,7 @@ def test_an_edited_call_stays_confined(tmp_path):
     registry = _registry(tmp_path, approve)
     registry.python_allow = Allow()
     answer = registry.call("python", {"code": "1"})
-    assert answer.endswith("PermissionError: [Errno 13] Permission denied: " + repr(str(target))), answer
+    assert refused(answer).endswith("PermissionError: [Errno 13] Permission denied: " + repr(str(target))), answer
     record = registry.decisions[-1]
     assert record.edited and record.arguments["allow"] == Allow()
     # a callback cannot hand the model's code a policy either
@@ -234,6 +264,6 @@ async def test_the_prompt_shows_the_policy_and_an_edit_keeps_it(tmp_path, monkey
     prompt.edit_button.click()
     prompt.approve_button.click()
     answer = await call
-    assert answer.endswith(f"PermissionError: [Errno 13] Permission denied: '{target}'"), answer
+    assert refused(answer).endswith(f"PermissionError: [Errno 13] Permission denied: '{target}'"), answer
     assert registry.decisions[-1].arguments["allow"] == Allow(connect=[("127.0.0.1", 8000)])
     assert registry.decisions[-1].edited and registry.decisions[-1].by == "person"

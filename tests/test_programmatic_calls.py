@@ -141,7 +141,7 @@ def test_unknown_callers_are_refused():
 def _anthropic_reply(container: str | None = "container_011CVXkq") -> dict:
     version = _sdk_code_version()
     return {
-        "id": "msg_01Pqr", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+        "id": "msg_01Pqr", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
         "content": [
             {"type": "text", "text": "Let me add them up in code.", "citations": None},
             {"type": "server_tool_use", "id": "srvtoolu_01Abc", "name": "code_execution",
@@ -240,7 +240,7 @@ def test_a_direct_call_to_a_code_only_tool_is_refused(caller):
 
 # -- Chat ------------------------------------------------------------------------------------------------------
 def _final_anthropic(container: str) -> dict:
-    return {"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+    return {"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
             "content": [
                 {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_01Abc",
                  "content": {"type": "code_execution_result", "stdout": "[120]\n", "stderr": "", "return_code": 0,

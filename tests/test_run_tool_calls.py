@@ -301,7 +301,21 @@ def test_long_results_are_cut_for_the_model():
     reply = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "long_text"}}]}}]}
     answer = run_tool_calls(reply, ns=reg)
     result = answer["parts"][0]["function_response"]["response"]["result"]
-    assert result == "x" * 10 + "\n[truncated: 40 of 50 characters not shown]"
+    assert result == "x" * 8 + "\n[truncated: 40 of 50 characters not shown]\n" + "x" * 2
+
+
+def test_a_long_result_keeps_its_end_where_the_error_stands():
+    # python() prints much, then fails: the cut kept only the start, so the model never saw the
+    # traceback (nor that the run failed at all)
+    from nbtools import python
+
+    code = "for i in range(30):\n    print(i, 'x' * 5000)\nundefined_name"
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "python", "arguments": json.dumps({"code": code})}}]}
+    text = run_tool_calls(reply, ns=Registry([python], approve=lambda *args, **kwargs: True))[0]["content"]
+    assert text.startswith("0 xxxxx") and len(text) < 100_200
+    assert text.endswith("NameError: name 'undefined_name' is not defined"), text[-300:]
+    assert "\n[truncated: " in text and " characters not shown]\n" in text
 
 
 def test_errors_name_the_tool_as_the_model_called_it():
@@ -450,7 +464,7 @@ def test_rich_result_text_is_cut_at_the_limit():
 
     reply = [{"type": "tool_use", "id": "b", "name": "big", "input": {}}]
     content = run_tool_calls(reply, ns=Registry([big], limits=Limits(max_result_chars=10)))["content"][0]["content"]
-    assert content[0] == {"type": "text", "text": "y" * 10 + "\n[truncated: 40 of 50 characters not shown]"}
+    assert content[0] == {"type": "text", "text": "y" * 8 + "\n[truncated: 40 of 50 characters not shown]\n" + "y" * 2}
     assert content[1]["type"] == "image"  # an image is not text: the character limit does not drop it
 
 

@@ -1,17 +1,21 @@
-"""Strict mode for typed maps inside records: a strict model can call the tool, the function gets its types.
+"""Strict mode for typed maps, as a tool's own parameters and inside records: a strict model can call
+the tool, the function gets its types.
 
 Strict rendering writes a typed map as an array of `{"key", "value"}` pairs and (OpenAI) an optional
 property as required-but-nullable, also inside a pydantic model's own schema. These tests render
 such tools strictly, check the result with the independent strict checker, write the arguments a
-strict model would send (validated against the rendered schema), send them through `call_func`
-and `run_tool_calls`, and check the function receives models / dataclasses / TypedDicts whose map
-fields are dicts. The plain-object form keeps working; bad pairs are refused naming the field.
+strict model would send (validated against the rendered schema), send them through `call_func`,
+`run_tool_calls` and the MCP server (in process, the real SDK client), and check the function
+receives dicts, and models / dataclasses / TypedDicts whose map fields are dicts. The plain-object
+form keeps working; repeated or malformed pairs are refused naming the field; untyped maps are still
+refused in strict mode.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import typing as _typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal, Optional, TypedDict, Union
@@ -21,7 +25,9 @@ import pydantic
 import pytest
 
 from nbtools import Registry, Tool, call_func, get_schema, run_tool_calls
-from nbtools.errors import ToolCallError
+from nbtools.errors import SchemaError, ToolCallError
+from nbtools.formats import render
+from corpus import obj
 from providers import (
     STRICT_FORMATS, anthropic_message, check_strict, openai_completion, parameters_of, responses_response,
 )
@@ -379,3 +385,136 @@ def test_strict_rendering_and_dispatch_agree_on_a_null_for_a_root_model_that_can
     # left out, each takes its default; a nested null inside the recursive root stays a value
     assert call_func("count", {"chain": {"a": None}}, [count]) == "counted"
     assert received_once() == {"n": MaybeCount(5), "m": Count(7), "chain": Chain({"a": Chain(None)})}
+
+
+# -- typed maps as the tool's own parameters: pairs on the wire, the declared dict in the function --
+
+def ledger(totals: dict[str, int], rooms: dict[int, str], *, tags: _typing.Mapping[str, list[float]] | None = None,
+           **flags: bool) -> dict:
+    """Book a ledger."""
+    return {"totals": totals, "rooms": rooms, "tags": tags, "flags": flags}
+
+
+PAIRS_CALL = {
+    "totals": [{"key": "apples", "value": 3}, {"key": "pears", "value": 0}],
+    "rooms": [{"key": "101", "value": "single"}, {"key": "7", "value": "suite"}],
+    "tags": [{"key": "w", "value": [0.5, 1.0]}],
+    "extra-arguments": [{"key": "late", "value": True}],
+}
+PAIRS_RESULT = {"totals": {"apples": 3, "pears": 0}, "rooms": {101: "single", 7: "suite"},
+                "tags": {"w": [0.5, 1.0]}, "flags": {"late": True}}
+
+
+@pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic"])
+def test_strict_typed_maps_render_as_closed_pairs_the_providers_accept(fmt):
+    from nbtools import get_schema
+
+    provider = "anthropic" if fmt == "anthropic" else "openai"
+    parameters = parameters_of(get_schema(ledger, fmt, strict=True), fmt)
+    check_strict(parameters, provider)
+    from providers import anthropic_strict_violations, openai_strict_violations
+
+    violations = (anthropic_strict_violations if provider == "anthropic" else openai_strict_violations)(parameters)
+    assert violations == []
+    rooms = parameters["properties"]["rooms"]
+    assert rooms["type"] == "array"
+    assert rooms["items"]["required"] == ["key", "value"] and rooms["items"]["additionalProperties"] is False
+    assert rooms["items"]["properties"]["key"]["type"] == "string"
+    assert rooms["items"]["properties"]["value"] == {"type": "string"}
+    assert "extra-arguments" in parameters["properties"] and not "extra-arguments".isidentifier()
+    # a call a strict model can make passes the strict schema itself
+    sent = dict(PAIRS_CALL) if provider == "openai" else {k: v for k, v in PAIRS_CALL.items() if k != "tags"}
+    jsonschema.Draft202012Validator(parameters).validate(sent)
+
+
+def test_strict_map_pairs_round_trip_through_call_func_and_run_tool_calls():
+    from nbtools import Registry, run_tool_calls
+
+    assert call_func("ledger", PAIRS_CALL, [ledger]) == PAIRS_RESULT
+    assert call_func("ledger", json.dumps(PAIRS_CALL), [ledger]) == PAIRS_RESULT
+    tool = Tool.from_function(ledger)
+    assert tool.call(PAIRS_CALL) == PAIRS_RESULT
+    reg = Registry()
+    reg.add(ledger)
+    assert reg.call("ledger", PAIRS_CALL) == PAIRS_RESULT
+    # OpenAI strict sends null for an optional property it leaves out
+    assert call_func("ledger", {**PAIRS_CALL, "tags": None, "extra-arguments": None}, [ledger]) == {
+        **PAIRS_RESULT, "tags": None, "flags": {}}
+    # the plain object form keeps working
+    plain = {"totals": {"apples": 3, "pears": 0}, "rooms": {"101": "single", "7": "suite"},
+             "tags": {"w": [0.5, 1.0]}, "late": True}
+    assert call_func("ledger", plain, [ledger]) == PAIRS_RESULT
+    reply = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+             "message": {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "call_1", "type": "function",
+                  "function": {"name": "ledger", "arguments": json.dumps(PAIRS_CALL)}}]}}]}
+    [message] = run_tool_calls(reply, [ledger])
+    assert message["tool_call_id"] == "call_1" and json.loads(message["content"]) == json.loads(
+        json.dumps(PAIRS_RESULT))
+    anthropic_reply = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "tu_1", "name": "ledger", "input": PAIRS_CALL}]}
+    result = run_tool_calls(anthropic_reply, reg)
+    block = result["content"][0]
+    assert not block.get("is_error") and json.loads(block["content"]) == json.loads(json.dumps(PAIRS_RESULT))
+
+
+async def test_strict_map_pairs_through_the_mcp_server():
+    import anyio
+
+    from nbtools import Registry
+    from sessions import session_for
+
+    reg = Registry()
+    reg.add(ledger)
+    with anyio.fail_after(30):
+        async with session_for(reg) as session:
+            result = await session.call_tool("ledger", PAIRS_CALL)
+    assert not result.is_error, result
+    assert result.structured_content == json.loads(json.dumps(PAIRS_RESULT))
+
+
+def test_strict_map_pairs_refuse_repeated_and_malformed_keys():
+    def refusal(arguments) -> str:
+        with pytest.raises(ToolCallError) as info:
+            call_func("ledger", arguments, [ledger])
+        return str(info.value)
+
+    base = {"totals": {}, "rooms": {}}
+    assert "given twice" in refusal({**base, "totals": [{"key": "a", "value": 1}, {"key": "a", "value": 2}]})
+    # two spellings of one int key: the same key after conversion
+    assert "mean the same key" in refusal({**base, "rooms": [{"key": "7", "value": "x"}, {"key": 7, "value": "y"}]})
+    assert "pairs" in refusal({**base, "totals": [{"key": "a"}]})
+    assert "pairs" in refusal({**base, "totals": [{"key": "a", "value": 1, "extra": 0}]})
+    assert "expected an integer" in refusal({**base, "totals": [{"key": "a", "value": "1"}]})
+    assert "given twice" in refusal({**base, "extra-arguments": [{"key": "totals", "value": True}]})
+    assert "given twice" in refusal({**base, "late": False, "extra-arguments": [{"key": "late", "value": True}]})
+    assert "canonical" in refusal({**base, "rooms": [{"key": "007", "value": "x"}]}) or \
+        "decimal digits" in refusal({**base, "rooms": [{"key": "007", "value": "x"}]})
+
+
+def test_strict_still_refuses_untyped_maps_and_mixed_tuples():
+    from nbtools import get_schema
+
+    def loose(data: dict, more: dict[str, _typing.Any] = None) -> None:
+        """Loose."""
+
+    def rows(row: tuple[int, str]) -> None:
+        """Rows."""
+
+    def nested(options: dict[str, dict]) -> None:
+        """A typed map of untyped maps."""
+
+    for fn, parameter in ((loose, "data"), (rows, "row"), (nested, "options")):
+        for fmt in ("openai", "anthropic"):
+            with pytest.raises(SchemaError) as info:
+                get_schema(fn, fmt, strict=True)
+            assert info.value.parameter == parameter
+
+
+def test_strict_pairs_property_name_cannot_collide():
+    parameters = obj({"extra-arguments": {"type": "integer"}}, additionalProperties={"type": "integer"})
+    tool = Tool.from_schema("odd", "", parameters, lambda **kw: kw)
+    with pytest.raises(SchemaError, match="'extra-arguments' is taken"):
+        render(tool, "openai", strict=True)
+    # dispatch reads that property as the declared field, never as pairs
+    assert tool.call({"extra-arguments": 5, "x": 1}) == {"extra-arguments": 5, "x": 1}

@@ -34,7 +34,8 @@ def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) ->
     A `str` as it is; a value whose JSON form is text (a datetime, a Path, an object shown by its
     `str()`) as that text; anything else as JSON (see `values.to_json`), `None` as `null`; a generator
     as the list of what it yields, read only until that list's text passes `max_chars` (see
-    `items`). Text longer than `max_chars` is cut, with a marker saying how much was left out.
+    `items`). Text longer than `max_chars` is cut in the middle (its start and its last quarter
+    kept: an error stands at the end), with a marker saying how much was left out.
     Raises ToolCallError when the value cannot be rendered (its `str()` raised, say).
     """
     return rendered(value, max_chars)[1]
@@ -69,10 +70,17 @@ def _rendered(value: Any, max_chars: int) -> tuple[Any, str]:
                 f"size limit of {max_chars} characters; the tool may have yielded more]")
         data = text
     elif len(text) > max_chars:
-        text = (text[:max_chars] + f"\n[truncated: {len(text) - max_chars} of {len(text)} characters "
-                "not shown]")
-        data = text
+        text = data = _cut(text, max_chars)
     return data, text
+
+
+def _cut(text: str, max_chars: int) -> str:
+    """`text` cut to `max_chars` characters in the middle: its start and its last quarter kept,
+    because the end is where a traceback's error line, a time-out or a run's `error` field stands
+    (printed output before it must not hide it), with a marker between saying what was left out."""
+    tail = max_chars // 4
+    marker = f"\n[truncated: {len(text) - max_chars} of {len(text)} characters not shown]"
+    return text[:max_chars - tail] + marker + (f"\n{text[len(text) - tail:]}" if tail else "")
 
 
 # ==================================================================================================

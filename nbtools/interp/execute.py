@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
+import re
 import sys
 import threading
 import time
@@ -467,9 +468,19 @@ def _run_isolated_for_model(code: str, glb: dict, loc: Mapping | None, limit: fl
         raise TypeError(f"allow must be an nbtools.Allow, got {type(allow).__name__}")
     confinement = Confinement(allow)
     try:
-        return run_isolated(code, glb, loc, limit, runner, confinement)
+        result = run_isolated(code, glb, loc, limit, runner, confinement)
     finally:
         confinement.close()
+    if result.error is not None and _REFUSED.search(result.error):
+        # the kernel's refusal is a bare EACCES/EPERM; the model cannot see the policy (a registry's
+        # `python_allow` is not in the tool's description): say what the run may do and where
+        result.error += (f"\n[this run is confined (allow=): {allow}. The fresh folder is the working directory: "
+                         f"{confinement.folder} (a new one each run)]")
+    return result
+
+
+# What the kernel's refusals look like in a traceback's text (EACCES from Landlock, EPERM from seccomp)
+_REFUSED = re.compile(r"\[Errno (?:1|13)\] (?:Permission denied|Operation not permitted)")
 
 
 def _run_async_in_child(code: str, glb: dict, loc: Mapping | None, timeout: float | None) -> ExecResult:

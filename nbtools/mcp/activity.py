@@ -127,8 +127,16 @@ def _status(result: Any) -> str:
 
 _GOING = ("running", "working", "input required")
 _ENDED = ("completed", "failed", "cancelled")
-_COLOURS = {"running": "#b58900", "working": "#b58900", "input required": "#6c71c4", "ok": "#2a7a2a",
-            "completed": "#2a7a2a", "error": "#b00020", "refused": "#b00020", "failed": "#b00020", "cancelled": "#666"}
+# A status's colour: JupyterLab's theme variable, at least 4.5:1 (WCAG AA) on both Light's white and
+# Dark's #111 (info 7.4/5.4, success 7.9/4.6, error 5.0/5.1, dimmed 4.6/6.0), then a fallback for viewers
+# without the theme (nbviewer, an HTML export: on white). The status is also its word, never colour alone.
+_GOING_COLOUR = "var(--jp-info-color0, #006064)"
+_DONE_COLOUR = "var(--jp-success-color0, #2a7a2a)"
+_FAILED_COLOUR = "var(--jp-error-color1, #b3261e)"
+_QUIET_COLOUR = "var(--jp-ui-font-color2, #666)"
+_COLOURS = {"running": _GOING_COLOUR, "working": _GOING_COLOUR, "input required": _GOING_COLOUR, "ok": _DONE_COLOUR,
+            "completed": _DONE_COLOUR, "error": _FAILED_COLOUR, "refused": _FAILED_COLOUR, "failed": _FAILED_COLOUR,
+            "cancelled": _QUIET_COLOUR}
 
 
 def wire_text(result: dict) -> str:
@@ -166,7 +174,7 @@ def render(activity: Activity) -> str:
     shown = activity.records[-SHOWN:]
     users = any(record.user for record in shown)  # a user column when calls came through Jupyter
     for record in reversed(shown):
-        colour = _COLOURS.get(record.status, "#666")
+        colour = _COLOURS.get(record.status, _QUIET_COLOUR)
         rows.append("<tr>" + "".join(f"<td style='padding:0 8px;text-align:left'>{cell}</td>" for cell in (
             html.escape(_short(record.client)), *([html.escape(_short(record.user or ""))] if users else []),
             ("" if record.kind == "tool" else f"{record.kind} ") + f"<code>{html.escape(_short(record.tool))}</code>",
