@@ -260,6 +260,7 @@ def test_a_flood_of_output_reaches_the_cell_bounded_and_the_room_stays_in_sync(s
     assert len(streamed) < 200_000, len(streamed)
     assert streamed.startswith("first line\nxxx") and streamed.endswith("xxx\nlast line\n")
     assert "characters of output not written into this cell" in streamed
+    assert [text(o) for o in flood["outputs"] if o["output_type"] == "execute_result"] == ["'done'"]  # the value
     assert sum(len(json.dumps(c)) for c in opened[NOTEBOOK].cells()) < 1_000_000
 
 
