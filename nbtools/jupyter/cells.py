@@ -7,10 +7,13 @@ A call's cell: for `python()` its code; for any other tool the equivalent Python
 `nbtools: {by, tool, started, status}` (status running, then ok / error / refused / cancelled) and
 the tag `nbtools-agent`. Outputs: what `python()`'s code prints and displays as it runs (through
 `interp.capture.live_output`), then the result (`execute_result`, images as `display_data`) or the
-error (an `error` output naming a refusal or a cancellation).
+error (an `error` output naming a refusal or a cancellation). A call the server runs as an MCP task
+(a client declaring the tasks extension) is written the same way, from its task's record. What a
+cell receives is bounded (`CellOutput`), and so are the resources (`Limits.max_result_chars`).
 
 Events leave the kernel on one sender thread, in order, a batch per request (so a tool printing in a
-loop costs few requests and never waits for the server); the served call itself never waits.
+loop costs few requests and never waits for the server); the served call itself never waits. A
+kernel that exits first lets its calls' ends reach their cells (`CellWriter.flush_at_exit`).
 Standard library and nbtools only: this runs in the kernel.
 """
 
