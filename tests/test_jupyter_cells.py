@@ -212,6 +212,71 @@ def test_python_outputs_reach_the_room_while_the_call_runs(server, rooms, tmp_pa
         ("stream", "first line\nsecond line\n"), ("execute_result", "42")]
 
 
+def test_calls_run_as_tasks_become_cells_too(server, rooms):
+    """A client that declares the tasks extension gets a task for every kernel tool: those calls are
+    written as cells as well (python()'s prints while it runs), refused ones saying so."""
+    import nbtools.mcp as nbmcp
+    from nbtools.errors import ToolCallError
+
+    _, _, opened = rooms
+    code = "print('printed in a task')\n6 * 7"
+    url = f"{server.url}nbtools/mcp/notebooks/{NOTEBOOK.replace(' ', '%20')}"
+    with nbmcp.connect(url, headers={"Authorization": f"token {server.token}"}) as connection:
+        assert connection.call("add", {"a": 20, "b": 22}, task=True) == 42
+        assert connection.call("python", {"code": code}, task=True) == "printed in a task\n42"
+        with pytest.raises(ToolCallError):
+            connection.call("erase", {"name": "y"}, task=True)
+    ended = {"add(a=20, b=22)", code, "erase(name='y')"}
+    cells = opened[NOTEBOOK].wait_for(
+        lambda cells: ended <= {c["source"] for c in cells if c["metadata"]["nbtools"]["status"] != "running"},
+        "the tasks' cells end")
+    add, python, erase = ([c for c in cells if c["source"] == source][-1] for source in ("add(a=20, b=22)", code,
+                                                                                          "erase(name='y')"))
+    assert add["metadata"]["nbtools"]["status"] == "ok" and [text(o) for o in add["outputs"]] == ["42"]
+    assert add["metadata"]["nbtools"]["by"].startswith("mcp:") and "@" in add["metadata"]["nbtools"]["by"]
+    assert python["metadata"]["nbtools"]["status"] == "ok"
+    assert [(o["output_type"], text(o)) for o in python["outputs"]] == [("stream", "printed in a task\n"),
+                                                                         ("execute_result", "42")]
+    assert erase["metadata"]["nbtools"]["status"] == "refused"
+    assert [o.get("ename") for o in erase["outputs"]] == ["CallRefused"]
+
+
+def test_a_flood_of_output_reaches_the_cell_bounded_and_the_room_stays_in_sync(server, rooms):
+    """python() printing 20 MB: its cell gets the start, one line saying how much was left out, and the
+    end; the shared document stays small, so its room clients (here a websocket frame limit of 16 MB)
+    keep receiving it, and the person's notebook is not 20 MB heavier."""
+    _, _, opened = rooms
+    code = "print('first line')\nprint('x' * 20_000_000)\nprint('last line')\n'done'"
+    result = call(server, "python", {"code": code})
+    assert not result.is_error
+    assert call(server, "add", {"a": 7, "b": 8}).structured_content == {"result": 15}
+    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == "add(a=7, b=8)" and
+                                                        c["metadata"]["nbtools"]["status"] == "ok" for c in cells),
+                                      "the call after the flood")
+    flood = [c for c in cells if c["source"] == code][-1]
+    assert flood["metadata"]["nbtools"]["status"] == "ok"
+    streamed = "".join(text(o) for o in flood["outputs"] if o["output_type"] == "stream")
+    assert len(streamed) < 200_000, len(streamed)
+    assert streamed.startswith("first line\nxxx") and streamed.endswith("xxx\nlast line\n")
+    assert "characters of output not written into this cell" in streamed
+    assert [text(o) for o in flood["outputs"] if o["output_type"] == "execute_result"] == ["'done'"]  # the value
+    assert sum(len(json.dumps(c)) for c in opened[NOTEBOOK].cells()) < 1_000_000
+
+
+def test_a_progress_bar_is_kept_as_a_terminal_shows_it(server, rooms):
+    """A progress line redrawn with carriage returns (tqdm's way) ends as the last state of the line, as
+    JupyterLab keeps a kernel's own output, not as every redraw one after another."""
+    _, _, opened = rooms
+    code = ("import time\nprint('downloading')\nfor i in range(1, 201):\n    print(f'\\r{i}/200', end='')\n"
+            "    if i % 50 == 0: time.sleep(0.2)\nprint()\nprint('fine')\n'done'")
+    assert not call(server, "python", {"code": code}).is_error
+    cells = opened[NOTEBOOK].wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                        == "ok" for c in cells), "the progress bar's end")
+    done = [c for c in cells if c["source"] == code][-1]
+    assert [(o["output_type"], text(o)) for o in done["outputs"]] == [
+        ("stream", "downloading\n200/200\nfine\n"), ("execute_result", "'done'")]
+
+
 def test_a_refused_call_says_so(server, rooms):
     _, _, opened = rooms
     result = call(server, "erase", {"name": "x"})
@@ -356,3 +421,54 @@ def test_a_notebook_no_view_has_open_gets_no_cells_and_its_resource_reads_the_fi
     assert "from the saved file" in whole[0].text and "# written by the person" in whole[0].text
     time.sleep(1)
     assert (server.root / path).read_text() == before
+
+
+def test_a_huge_notebook_reaches_an_agent_bounded_with_the_way_to_the_rest(server, rooms):
+    """notebook://cells of a notebook with a 3 MB output and 3,000 cells: the listing stays within the
+    server's result limit (max_result_chars, 100,000), cutting long outputs and unlisted cells with
+    the URI that reads them; notebook://cells/{index} gives one cell, a long output's start and end."""
+    import nbformat
+
+    path = "huge.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    loud = nbformat.v4.new_code_cell("print(big)")
+    loud.outputs = [nbformat.v4.new_output("stream", name="stdout", text="start of it\n" + "y" * 3_000_000 + "\nend of it\n")]
+    notebook.cells = [loud] + [nbformat.v4.new_markdown_cell(f"note {i}: " + "z" * 100) for i in range(3_000)]
+    nbformat.write(notebook, server.root / path)
+    kernel = server.notebook_kernel(path)
+    kernel.run(TOOLS)
+    assert "written as a cell at the end of huge.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+    _, _, (whole, first, last) = resources(server, "notebook://cells", "notebook://cells/0", "notebook://cells/3000",
+                                           path=path)
+    listing = whole[0].text
+    assert len(listing) <= 100_000 + 1_000, len(listing)
+    assert listing.startswith("# huge.ipynb: 3001 cells") and "start of it" in listing
+    assert "read notebook://cells/0" in listing  # the cut output says where the rest is
+    assert "not listed" in listing and "notebook://cells/{index}" in listing and "note 2999" not in listing
+    assert len(first[0].text) <= 100_000 + 1_000 and "start of it" in first[0].text and "end of it" in first[0].text
+    assert "characters of this output not shown" in first[0].text
+    assert "note 2999: zzz" in last[0].text
+
+
+def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
+    """The person restarts the kernel while an agent's python() runs: the call ends (the client is told
+    it was interrupted) and so does its cell, instead of saying "running" in the saved notebook forever."""
+    path = "restarted.ipynb"
+    kernel = server.notebook_kernel(path)
+    room = Room(server, path)
+    try:
+        kernel.run(TOOLS)
+        assert "written as a cell at the end of restarted.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+        code = "import time\nprint('waiting')\ntime.sleep(600)"
+        caller = threading.Thread(target=lambda: call(server, "python", {"code": code}, path=path), daemon=True)
+        caller.start()
+        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+        server.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
+        cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
+                                                for c in cells), "the call's cell end")
+        cell = [c for c in cells if c["source"] == code][-1]
+        assert cell["metadata"]["nbtools"]["status"] in ("error", "cancelled") and "ended" in cell["metadata"]["nbtools"]
+        assert text(cell["outputs"][0]) == "waiting\n" and cell["outputs"][-1]["output_type"] == "error"
+        caller.join(DEADLINE)
+    finally:
+        room.close()

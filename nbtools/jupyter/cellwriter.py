@@ -163,7 +163,8 @@ def _cell(doc: Any, cell_id: str | None) -> Any:
 
 def _add_output(ycell: Any, output: dict) -> None:
     """Append `output` to the cell's outputs in one transaction; a stream continues the cell's last
-    output when that is the same stream (as the kernel's own outputs arrive in a notebook)."""
+    output when that is the same stream (as the kernel's own outputs arrive in a notebook), its
+    carriage returns applied (`_overwritten`)."""
     import pycrdt
 
     outputs = ycell["outputs"]
@@ -173,12 +174,34 @@ def _add_output(ycell: Any, output: dict) -> None:
             shared = last.get("text")
             if last.get("output_type") == "stream" and last.get("name") == output.get("name") \
                     and isinstance(shared, pycrdt.Text):
-                shared += output["text"]  # in place (`last["text"] += ...` would set the key again, emptied)
+                text = output["text"]
+                if "\r" not in text:
+                    shared += text  # in place (`last["text"] += ...` would set the key again, emptied)
+                    return
+                current = str(shared)
+                start = current.rfind("\n") + 1  # the line still open: the new text may redraw it
+                del shared[len(current[:start].encode()):]  # pycrdt's Text counts UTF-8 bytes
+                shared += _overwritten(current[start:] + text)
                 return
         made = dict(output)
         if made.get("output_type") == "stream":
-            made["text"] = pycrdt.Text(str(made.get("text", "")))
+            made["text"] = pycrdt.Text(_overwritten(str(made.get("text", ""))))
         outputs.append(pycrdt.Map(made))
+
+
+def _overwritten(text: str) -> str:
+    """`text` as a terminal (and JupyterLab, for a kernel's own output) shows it: after a carriage
+    return the line's start is written over, so a progress bar redrawn a thousand times is kept once.
+    A trailing carriage return stays, for the next piece of the stream to write over."""
+    if "\r" not in text:
+        return text
+    lines = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        shown = ""
+        for piece in line.split("\r"):
+            shown = piece + shown[len(piece):]
+        lines.append(shown + ("\r" if line.endswith("\r") else ""))
+    return "\n".join(lines)
 
 
 async def _maybe_await(value: Any) -> Any:

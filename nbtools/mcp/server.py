@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from ..call import call_func_async
@@ -175,8 +176,9 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
         client = client_name(ctx)
         user = proxied_user(ctx)  # the Jupyter user, when the call came through the extension
         # a task's run: the task has its own row in the activity log (tasks.py)
+        task_run = in_task.get()
         record = activity.begin(client, params.name, params.arguments, user=user, origin=origin_of(client, user)) \
-            if activity is not None and not in_task.get() else None
+            if activity is not None and task_run is None else None
 
         async def run() -> Any:  # where calls run: this loop, or a kernel's main thread (`calls`)
             token = use_context(served)
@@ -184,6 +186,10 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
                 from ..interp.capture import live_output
 
                 live_output.set(record.live)  # this task's own context: gone when the call ends
+            elif task_run is not None:  # an MCP task's run: its task's record (made once the task exists)
+                from ..interp.capture import live_output
+
+                live_output.set(functools.partial(_task_live, task_run))
             try:
                 # who asks: an approval prompt names the client, registry.decisions records it
                 with asking_as(origin_of(client, user)):
@@ -259,6 +265,14 @@ def build_server(registry: Any = None, *, name: str = "nbtools", threads: bool =
     add_tasks(server, tools, activity=activity, kernel=calls is not None, client_name=_client_name,
               connection_of=connection_of)
     return server
+
+
+def _task_live(task_run: Any, *event: Any) -> None:
+    """What a task's run prints and displays, told to its task's record's watcher (`record.live`, set by
+    `%tools --serve --cells`) when there is one: the task and its record exist only once the run began."""
+    live = getattr(getattr(task_run.task, "record", None), "live", None)
+    if live is not None:
+        live(*event)
 
 
 def client_name(request_ctx: Any) -> str:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from .access import proxied_user
+from .access import origin_of, proxied_user
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -223,7 +223,8 @@ class TaskStore:
         with contextlib.suppress(RuntimeError):  # removed (and stopped) once its ttl is over
             asyncio.get_running_loop().call_later(ttl / 1000 + 0.05, self.purge)
         if self.activity is not None:
-            task.record = self.activity.begin(owner[1], tool, arguments, kind="task", user=user)
+            task.record = self.activity.begin(owner[1], tool, arguments, kind="task", user=user,
+                                              origin=origin_of(owner[1], user))
             self.activity.state(task.record, "working")
         return task
 
@@ -290,6 +291,7 @@ class TaskStore:
             task.ended.set()
             task.questions = {}
         if task.record is not None and self.activity is not None:
+            task.record.result = task.result  # its wire form, for watchers (the notebook's cell: `jupyter.cells`)
             self.activity.state(task.record, status.replace("_", " "), _outcome(task))
         if task.connection is not None:  # 2025-11-25: notifications/tasks/status, best-effort
             with contextlib.suppress(RuntimeError):
