@@ -8,6 +8,8 @@
 - `sigint_raises` (function): Python's own SIGINT handler for the test's duration. A test that sends
   itself SIGINT (a person's interrupt) needs it: a shell starts background jobs with SIGINT
   ignored, and Python then keeps it ignored (CI's runner may be such a job).
+- `signals_left_as_found` (function): fails a test that leaves SIGALRM's handler or the real-time
+  timer other than it found them (the interpreter's tests ask for it in every test of their files).
 - `lab`, `browser` (module): for the browser tests, a JupyterLab serving a temporary folder and one
   headless Chromium (tests/browserlab.py), each started once per test module that asks for it.
 - `new_kernel` (function): a factory, `new_kernel(kernel_name="python3")`, for a test that needs a
@@ -101,6 +103,14 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def signals_left_as_found() -> Iterator[None]:
+    handler = signal.getsignal(signal.SIGALRM)
+    yield
+    assert signal.getsignal(signal.SIGALRM) == handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 @pytest.hookimpl(hookwrapper=True)
