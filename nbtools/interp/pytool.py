@@ -42,10 +42,11 @@ def python(
 ):
     """Run Python code in the current session and return its result.
 
-    Variables, imports and functions persist from one call to the next. Returns the value of the
-    last expression (end the code with `;` to return nothing); if the code printed anything, the
-    printed text followed by that value's repr on a final line. Errors come back as a short
-    traceback; code still running after `timeout` seconds is stopped and reported as a time-out.
+    Variables, imports and functions persist from one call to the next, unless runs are confined
+    (then each starts from a copy of them and keeps nothing; a refused action says so). Returns the
+    value of the last expression (end the code with `;` to return nothing); if the code printed
+    anything, the printed text followed by that value's repr on a final line. Errors come back as a
+    short traceback; code still running after `timeout` seconds is stopped and reported as a time-out.
 
     Args:
         allow: a capability policy, `nbtools.Allow(write=[...], read=None, connect=[(host, port)],
@@ -74,10 +75,11 @@ async def python_async(
 ):
     """Run Python code in the current session (top-level `await` allowed) and return its result.
 
-    Variables, imports and functions persist from one call to the next. Returns the value of the
-    last expression (end the code with `;` to return nothing); if the code printed anything, the
-    printed text followed by that value's repr on a final line. Errors come back as a short
-    traceback; code still running after `timeout` seconds is stopped and reported as a time-out.
+    Variables, imports and functions persist from one call to the next, unless runs are confined
+    (then each starts from a copy of them and keeps nothing; a refused action says so). Returns the
+    value of the last expression (end the code with `;` to return nothing); if the code printed
+    anything, the printed text followed by that value's repr on a final line. Errors come back as a
+    short traceback; code still running after `timeout` seconds is stopped and reported as a time-out.
 
     Args:
         allow: a capability policy (`nbtools.Allow`), as for `python()`: the code runs in a
