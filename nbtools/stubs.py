@@ -30,15 +30,17 @@ def stub(name: str, tool: Any) -> str:
     defs = parameters.get("$defs") or {}
     passing = [(each, kind) for each, kind in (tool.passing or ()) if kind not in ("context", "default")] or \
         [(each, "keyword") for each in properties]
+    keys = ""
     if not all(each.isidentifier() and not keyword.iskeyword(each) for each, _ in passing):
-        # property names Python cannot spell: one mapping of them
+        # property names Python cannot spell: one mapping of them, its keys in a comment after the
+        # colon (before it, the comment would swallow the `):` and the stub would not be Python)
         listed = ", ".join(f"{json.dumps(each)}: {python_type(properties.get(each, {}), defs)}" for each, _ in passing)
-        signature = [f"**arguments  # keys: {{{listed}}}"]
+        signature, keys = ["**arguments"], f"  # keys: {{{listed}}}"
     else:
         signature = _signature(passing, properties, required, defs, parameters)
     returns = f" -> {python_type(tool.returns, defs)}" if tool.returns is not None else ""
     head = "async def" if tool.is_async else "def"
-    lines = [f"{head} {name}({', '.join(signature)}){returns}:"]
+    lines = [f"{head} {name}({', '.join(signature)}){returns}:{keys}"]
     summary = next((line.strip() for line in (tool.description or "").splitlines() if line.strip()), "")
     if name != tool.name:
         summary = f"(tool {tool.name!r}) {summary}".strip()

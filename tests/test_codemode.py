@@ -5,6 +5,7 @@ processes with limits: tests/test_codemode_attacks.py."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime
 import json
@@ -99,8 +100,9 @@ def test_stubs_come_from_schemas_too():
     description = registry.code_tool().description
     assert "def lookup(id: int, tags: list[str] = ..., mode: Literal['a', 'b'] = 'a'):" in description
     assert '"""Find a record by id."""' in description
-    assert "def odd_name(**arguments  # keys: {\"first-name\": str}):" in description
+    assert "def odd_name(**arguments):  # keys: {\"first-name\": str}" in description
     assert "(tool 'odd-name')" in description
+    ast.parse(description.split("```python\n", 1)[1].split("```", 1)[0])  # the stubs are Python a model can read as such
 
 
 def test_hints_are_the_union_read_only_only_when_all_are(registry):
