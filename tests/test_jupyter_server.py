@@ -412,6 +412,31 @@ def test_a_client_with_the_token_alone_is_the_servers_owner_on_every_request(ser
     assert users == [owner, owner]
 
 
+def test_without_jupyter_auth_every_request_is_the_servers_owner_too(tmp_path):
+    """A server with authentication turned off (`--IdentityProvider.token=''`, no password; scripts
+    then need `disable_check_xsrf`) makes up an anonymous user per request as a bare token does:
+    through the extension, one owner."""
+    import getpass
+
+    open_server = JupyterServer(tmp_path, token="", extra_args=("--ServerApp.disable_check_xsrf=True",))
+    try:
+        kernel = open_server.notebook_kernel("open.ipynb")
+        kernel.run("%load_ext nbtools\ndef add(a: int, b: int) -> int:\n    'Add two integers.'\n    return a + b")
+        kernel.run("%tool add\n%tools --serve")
+        for _ in range(2):  # two clients, one after the other, neither keeping a cookie
+            client = ThroughJupyter(open_server, kernel)
+            try:
+                assert client.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["structuredContent"] \
+                    == {"result": 3}
+            finally:
+                client.close()
+            assert client.cookies_set == [], client.cookies_set
+        users = kernel.value("[r.user for r in __import__('nbtools.mcp').mcp.running_servers()[0].activity.records]")
+        assert users == [getpass.getuser()] * 2, users
+    finally:
+        open_server.stop()
+
+
 # -- not serving --------------------------------------------------------------------------------------
 def test_a_kernel_that_does_not_serve_answers_404_with_a_json_rpc_error_naming_the_fix(server, idle):
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}

@@ -184,24 +184,27 @@ class McpProxy(NbtoolsHandler):
         return headers
 
     def _user_name(self) -> str:
-        if self._token_alone():
+        if self._names_nobody():
             return server_owner()
         user = self.current_user
         return str(getattr(user, "username", None) or getattr(user, "name", None) or user)
 
-    def _token_alone(self) -> bool:
-        """Whether Jupyter's own identity provider let this request in on the server's token with no
-        login cookie naming a user. It then makes up a new anonymous user for the request (the token
-        names nobody), so a client that keeps no cookie, or reconnects, would be a stranger each time
-        and never find its task again. One token, one person: the server's owner."""
+    def _names_nobody(self) -> bool:
+        """Whether Jupyter's own identity provider let this request in on the server's token (or with
+        authentication turned off) and no login cookie naming a user. It then makes up a new
+        anonymous user for the request (the token names nobody), so a client that keeps no cookie,
+        or reconnects, would be a stranger each time and never find its task again. One token (or
+        none), one person: the server's owner."""
         provider = self.identity_provider
-        if type(provider).get_user is not IdentityProvider.get_user or not self.token_authenticated:
+        if type(provider).get_user is not IdentityProvider.get_user:
             return False  # a provider of its own (JupyterHub's) names real users
+        if not (self.token_authenticated or not provider.auth_enabled):
+            return False
         return provider.get_user_cookie(self) is None
 
     def set_secure_cookie(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None:
         """Jupyter's login cookie is not handed out here: it would name the user made up for the
-        token (see `_token_alone`), and a client that kept it would be that stranger from then on."""
+        token (see `_names_nobody`), and a client that kept it would be that stranger from then on."""
         if name != self.identity_provider.get_cookie_name(self):
             super().set_secure_cookie(name, value, *args, **kwargs)
 
