@@ -550,3 +550,48 @@ def test_a_call_running_when_the_kernel_is_killed_ends_its_cell_and_the_client_h
         assert room.cells() == after
     finally:
         room.close()
+
+
+def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restarts_it(tmp_path):
+    """With Jupyter's automatic restart turned off (`KernelManager.autorestart`), no restarter sees a
+    killed kernel die: the cell says running until the person restarts the kernel, and then the
+    server ends it on jupyter_server's kernel action event: status error, `KernelDied` after what
+    the call printed."""
+    import os
+    import signal
+
+    folder = tmp_path / "norestart"
+    (folder / "config").mkdir(parents=True)
+    (folder / "config" / "jupyter_server_config.json").write_text(json.dumps({"KernelManager": {"autorestart": False}}))
+    plain = JupyterServer(folder)
+    path = "hung.ipynb"
+    try:
+        kernel = plain.notebook_kernel(path)
+        room = Room(plain, path)
+        try:
+            kernel.run(TOOLS)
+            assert "written as a cell at the end of hung.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+            code = "import time\nprint('stuck')\ntime.sleep(600)"
+            caller = threading.Thread(target=lambda: call(plain, "python", {"code": code}, path=path), daemon=True)
+            caller.start()
+            room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+            before = room.cells()
+            pid = json.loads((plain.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
+            os.kill(pid, signal.SIGKILL)
+            caller.join(DEADLINE)
+            time.sleep(4)  # past the restarter's poll (3 s), were there one
+            assert room.cells() == before  # nothing noticed
+            plain.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
+            cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                    != "running" for c in cells), "the killed call's cell end")
+            cell = [c for c in cells if c["source"] == code][-1]
+            assert cell["metadata"]["nbtools"]["status"] == "error"
+            assert [(o["output_type"], o.get("ename")) for o in cell["outputs"]] == [("stream", None),
+                                                                                     ("error", "KernelDied")]
+            assert text(cell["outputs"][0]) == "stuck\n" and "restarted or shut down" in cell["outputs"][1]["evalue"]
+            assert [c for c in room.cells() if c.get("id") != cell["id"]] == \
+                [c for c in before if c.get("id") != cell["id"]]
+        finally:
+            room.close()
+    finally:
+        plain.stop()
