@@ -472,3 +472,126 @@ def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
         caller.join(DEADLINE)
     finally:
         room.close()
+
+
+def test_a_call_running_when_the_kernel_is_killed_ends_its_cell_and_the_client_hears(server, rooms):
+    """The kernel is killed hard mid-call (SIGKILL, as the out-of-memory killer does): it never sends
+    the call's end, so the server ends the cell when Jupyter's restarter sees the kernel die: status
+    error, a `KernelDied` output after what the call had printed, nothing else of the document
+    changed, no other notebook touched; the MCP client's call fails instead of waiting; and an end
+    arriving later under the same call id (the restarted kernel counts its calls from 1 again) changes
+    nothing."""
+    import os
+    import signal
+
+    _, _, opened = rooms
+    path = "killed.ipynb"
+    kernel = server.notebook_kernel(path)
+    room = Room(server, path)
+    try:
+        kernel.run(TOOLS)
+        assert "written as a cell at the end of killed.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+        assert call(server, "add", {"a": 1, "b": 2}, path=path).structured_content == {"result": 3}
+        code = "import time\nprint('working on it')\ntime.sleep(600)"
+        answer: dict = {}
+
+        def caller():
+            try:
+                answer["result"] = call(server, "python", {"code": code}, path=path)
+            except BaseException as error:  # noqa: BLE001 - the test reads what the client saw
+                answer["error"] = error
+            answer["at"] = time.monotonic()
+
+        thread = threading.Thread(target=caller, daemon=True)
+        thread.start()
+        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+        others = {name: opened[name].cells() for name in (NOTEBOOK, OTHER)}
+        before = room.cells()
+        pid = json.loads((server.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
+        killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
+                                                for c in cells), "the killed call's cell end")
+        took = time.monotonic() - killed_at
+        cell = [c for c in cells if c["source"] == code][-1]
+        meta = cell["metadata"]["nbtools"]
+        assert meta["status"] == "error" and meta["ended"].endswith("+00:00"), meta
+        assert [(o["output_type"], o.get("ename")) for o in cell["outputs"]] == [("stream", None), ("error", "KernelDied")]
+        assert text(cell["outputs"][0]) == "working on it\n"
+        assert "kernel died" in cell["outputs"][1]["evalue"], cell["outputs"][1]
+        after = room.cells()  # nothing else of the document changed
+        assert [c for c in after if c.get("id") != cell["id"]] == [c for c in before if c.get("id") != cell["id"]]
+        thread.join(DEADLINE)
+        assert not thread.is_alive(), "the MCP client's call still waits after the kernel was killed"
+        from mcp.shared.exceptions import MCPError
+
+        def leaves(error):
+            return [leaf for inner in error.exceptions for leaf in leaves(inner)] \
+                if isinstance(error, BaseExceptionGroup) else [error]
+
+        failed = leaves(answer["error"]) if "error" in answer else [answer["result"]]
+        # an error from the proxy's broken stream, not the test's own deadline (a hang) nor a result
+        assert [type(error) for error in failed] == [MCPError], failed
+        print(f"\ncell ended {took:.1f} s after SIGKILL; the client's call failed "
+              f"{answer['at'] - killed_at:.1f} s after it: {failed[0]}")
+        for name, seen in others.items():
+            assert opened[name].cells() == seen, name
+        # the restarted kernel serves again: its call 1 is a new call, and a stray end under that id changes nothing
+        restarted = server.notebook_kernel(path)
+        restarted.run("%load_ext nbtools")
+        assert "written as a cell" in text_of(restarted.run("%tools --serve --cells"))
+        token = json.loads((server.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["cells_token"]
+        ending = {"events": [{"type": "end", "call": number, "outputs": [{"output_type": "stream", "name": "stdout",
+                                                                          "text": "late\n"}],
+                              "nbtools": {"status": "ok", "ended": "later"}} for number in (1, 2)]}
+        status, _, body = http("POST", f"{server.url}nbtools/api/cells/{kernel.kernel_id}", token=token,
+                               scheme="Bearer", body=ending)
+        assert status == 200 and json.loads(body)["written"] == 0, body
+        assert room.cells() == after
+    finally:
+        room.close()
+
+
+def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restarts_it(tmp_path):
+    """With Jupyter's automatic restart turned off (`KernelManager.autorestart`), no restarter sees a
+    killed kernel die: the cell says running until the person restarts the kernel, and then the
+    server ends it on jupyter_server's kernel action event: status error, `KernelDied` after what
+    the call printed."""
+    import os
+    import signal
+
+    folder = tmp_path / "norestart"
+    (folder / "config").mkdir(parents=True)
+    (folder / "config" / "jupyter_server_config.json").write_text(json.dumps({"KernelManager": {"autorestart": False}}))
+    plain = JupyterServer(folder)
+    path = "hung.ipynb"
+    try:
+        kernel = plain.notebook_kernel(path)
+        room = Room(plain, path)
+        try:
+            kernel.run(TOOLS)
+            assert "written as a cell at the end of hung.ipynb" in text_of(kernel.run("%tools --serve --cells"))
+            code = "import time\nprint('stuck')\ntime.sleep(600)"
+            caller = threading.Thread(target=lambda: call(plain, "python", {"code": code}, path=path), daemon=True)
+            caller.start()
+            room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+            before = room.cells()
+            pid = json.loads((plain.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
+            os.kill(pid, signal.SIGKILL)
+            caller.join(DEADLINE)
+            time.sleep(4)  # past the restarter's poll (3 s), were there one
+            assert room.cells() == before  # nothing noticed
+            plain.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
+            cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                    != "running" for c in cells), "the killed call's cell end")
+            cell = [c for c in cells if c["source"] == code][-1]
+            assert cell["metadata"]["nbtools"]["status"] == "error"
+            assert [(o["output_type"], o.get("ename")) for o in cell["outputs"]] == [("stream", None),
+                                                                                     ("error", "KernelDied")]
+            assert text(cell["outputs"][0]) == "stuck\n" and "restarted or shut down" in cell["outputs"][1]["evalue"]
+            assert [c for c in room.cells() if c.get("id") != cell["id"]] == \
+                [c for c in before if c.get("id") != cell["id"]]
+        finally:
+            room.close()
+    finally:
+        plain.stop()

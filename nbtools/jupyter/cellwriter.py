@@ -32,6 +32,15 @@ from .serving import NbtoolsHandler
 
 TAG = "nbtools-agent"
 STATE = "nbtools_cells"  # settings key: {(kernel_id, call id): cell id}
+PATHS = "nbtools_cells_paths"  # settings key: {kernel_id: its notebook's path at its last call's begin}
+WATCHED = "nbtools_cells_watched"  # settings key: the kernel ids whose restarter tells `end_running`
+KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"  # jupyter_server's event schema
+DIED_RESTARTED = ("the kernel died during this call (killed: by the out-of-memory killer or a signal, or it "
+                  "crashed) and Jupyter restarted it; what the call had made is gone")
+DIED = ("the kernel died during this call (killed: by the out-of-memory killer or a signal, or it crashed) "
+        "and Jupyter could not restart it")
+STOPPED = ("the kernel was restarted or shut down before this call ended and never ended it "
+           "(it had died or stopped answering)")
 NO_COLLABORATION = ("this Jupyter server has no real-time collaboration: `pip install jupyter-collaboration` "
                     "(jupyterlab >= 4.6) and restart it for `%tools --serve --cells`")
 
@@ -88,6 +97,8 @@ class CellsHandler(NbtoolsHandler):
                 cell_id = _append(doc, event)
                 if cell_id is not None:
                     cells[key] = cell_id
+                    self.settings.setdefault(PATHS, {})[kernel_id] = path
+                    watch_kernel(self.settings, kernel_id)
                     written += 1
                 continue
             ycell = _cell(doc, cells.get(key))
@@ -97,13 +108,8 @@ class CellsHandler(NbtoolsHandler):
                 _add_output(ycell, event["output"])
                 written += 1
             elif kind == "end":
-                for output in event.get("outputs") or ():
-                    if isinstance(output, dict):
-                        _add_output(ycell, output)
-                metadata = dict(ycell["metadata"].get("nbtools") or {})
-                metadata.update({key_: value for key_, value in (event.get("nbtools") or {}).items()
-                                 if key_ in ("status", "ended", "detail")})
-                ycell["metadata"]["nbtools"] = metadata
+                _finish(ycell, [output for output in event.get("outputs") or () if isinstance(output, dict)],
+                        event.get("nbtools") or {})
                 cells.pop(key, None)
                 written += 1
         self.finish(json.dumps({"notebook": path, "open": doc is not None, "written": written}))
@@ -125,18 +131,106 @@ class CellsHandler(NbtoolsHandler):
         return found
 
     async def _notebook(self, kernel_id: str) -> str | None:
-        """The notebook the server pairs with this kernel (its notebook session), if any."""
-        for session in await self.sessions():
-            if (session.get("kernel") or {}).get("id") == kernel_id and session.get("type", "notebook") == "notebook":
-                return session.get("path")
-        return None
+        return await _notebook_of(self.settings, kernel_id)
 
     async def _document(self, path: str) -> Any:
-        """The live shared document of notebook `path`, or None when no room has it open."""
-        ydoc = self.settings.get("jupyter_server_ydoc")
-        if ydoc is None:
-            return None
-        return await ydoc.get_document(path=path, content_type="notebook", file_format="json", copy=False)
+        return await _document_of(self.settings, path)
+
+
+async def _notebook_of(settings: dict, kernel_id: str) -> str | None:
+    """The notebook the server pairs with this kernel (its notebook session), if any."""
+    manager = settings.get("session_manager")
+    for session in await manager.list_sessions() if manager is not None else ():
+        if (session.get("kernel") or {}).get("id") == kernel_id and session.get("type", "notebook") == "notebook":
+            return session.get("path")
+    return None
+
+
+async def _document_of(settings: dict, path: str) -> Any:
+    """The live shared document of notebook `path`, or None when no room has it open."""
+    ydoc = settings.get("jupyter_server_ydoc")
+    if ydoc is None:
+        return None
+    return await ydoc.get_document(path=path, content_type="notebook", file_format="json", copy=False)
+
+
+# -- a kernel that dies (or stops) with calls running ------------------------------------------------
+
+def watch_kernel(settings: dict, kernel_id: str) -> None:
+    """Have Jupyter's restarter tell us when this kernel dies: it then never sends its running calls'
+    ends (SIGKILL, the out-of-memory killer, a crash), so we end their cells. Once per kernel: the
+    restarter (and its callbacks) stays the kernel's across its restarts."""
+    watched: set = settings.setdefault(WATCHED, set())
+    manager = settings.get("kernel_manager")
+    if kernel_id in watched or manager is None or kernel_id not in manager:
+        return
+    watched.add(kernel_id)
+    manager.add_restart_callback(kernel_id, lambda: end_running(settings, kernel_id, DIED_RESTARTED), "restart")
+    manager.add_restart_callback(kernel_id, lambda: end_running(settings, kernel_id, DIED), "dead")
+
+
+def watch_kernel_actions(serverapp: Any) -> None:
+    """End the cells still running when the server restarts or shuts down a kernel on request: a kernel
+    that exits on its own ends its calls first (`cells.CellWriter.flush_at_exit`, before Jupyter's
+    action completes), so any left is of a kernel already dead or hung, which the restarter may not
+    have seen (the request stops it first)."""
+    settings = serverapp.web_app.settings
+
+    async def listener(logger: Any, schema_id: str, data: dict) -> None:
+        kernel_id = data.get("kernel_id")
+        if data.get("action") in ("restart", "shutdown") and data.get("status") == "success" and kernel_id:
+            ending = end_running(settings, kernel_id, STOPPED)
+            if data["action"] == "shutdown":
+                settings.get(WATCHED, set()).discard(kernel_id)
+            await ending
+
+    serverapp.event_logger.add_listener(schema_id=KERNEL_ACTIONS, listener=listener)
+
+
+def end_running(settings: dict, kernel_id: str, why: str) -> "asyncio.Task":
+    """End every cell of `kernel_id` still running: status error, an error output `KernelDied: <why>`
+    after what the call had written. Its calls are forgotten at once (a restarted kernel counts its
+    calls from 1 again, and an end arriving later for one of them changes nothing); the cells are
+    written in a task on the server's loop (the restarter calls back synchronously)."""
+    import asyncio
+
+    cells: dict = settings.get(STATE) or {}
+    cell_ids = [cells.pop(key) for key in list(cells) if key[0] == kernel_id]
+    known = (settings.get(PATHS) or {}).get(kernel_id)
+
+    async def write() -> None:
+        if not cell_ids:
+            return
+        path = await _notebook_of(settings, kernel_id) or known  # the session is gone after a shutdown
+        doc = await _document_of(settings, path) if path is not None else None
+        for cell_id in cell_ids:
+            ycell = _cell(doc, cell_id) if doc is not None else None
+            if ycell is not None:  # not if the person deleted it, or closed the notebook
+                _finish(ycell, [{"output_type": "error", "ename": "KernelDied", "evalue": why,
+                                 "traceback": [f"KernelDied: {why}"]}], {"status": "error", "ended": _now()})
+
+    task = asyncio.get_running_loop().create_task(write())
+    _pending.add(task)  # the loop keeps only a weak reference to a task
+    task.add_done_callback(_pending.discard)
+    return task
+
+
+_pending: set = set()
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _finish(ycell: Any, outputs: list[dict], nbtools: dict) -> None:
+    """A call's end: its last outputs, and its status (`ended`, `detail`) in the cell's metadata."""
+    for output in outputs:
+        _add_output(ycell, output)
+    metadata = dict(ycell["metadata"].get("nbtools") or {})
+    metadata.update({key: value for key, value in nbtools.items() if key in ("status", "ended", "detail")})
+    ycell["metadata"]["nbtools"] = metadata
 
 
 def _append(doc: Any, event: dict) -> str | None:

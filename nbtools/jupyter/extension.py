@@ -10,6 +10,8 @@ never a login redirect; `Authorization: token T` and `Bearer T` both work and ne
   kernel (`proxy.McpProxy`).
 * `nbtools/api/cells/<kernel_id>`: a serving kernel's own channel for `%tools --serve --cells`
   (`cellwriter.CellsHandler`): not Jupyter's authentication but the kernel's private cells token.
+  A kernel that dies or is restarted with calls running has their cells ended by the server
+  (`cellwriter.end_running`, from the kernel's restarter and jupyter_server's kernel action events).
 The handlers are in `serving` (the listing, finding a serving kernel) and `proxy`.
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 from jupyter_server.utils import url_path_join
 
 from . import registration
-from .cellwriter import CellsHandler
+from .cellwriter import CellsHandler, watch_kernel_actions
 from .proxy import McpProxy
 from .serving import KernelsHandler
 
@@ -42,5 +44,6 @@ def load(serverapp: Any) -> None:
         (url_path_join(base, "nbtools/mcp/(notebooks)/(.+)"), McpProxy),
         (url_path_join(base, "nbtools/api/cells/([^/]+)"), CellsHandler),
     ])
+    watch_kernel_actions(serverapp)  # cells of a kernel that died mid-call end (`cellwriter.end_running`)
     serverapp.log.info("nbtools: MCP endpoints at %snbtools/mcp/kernels/<id> and %snbtools/mcp/notebooks/<path> "
                        "for kernels that run `%%tools --serve`", base, base)
