@@ -123,6 +123,22 @@ def call(server, name, arguments, path=NOTEBOOK):
     return anyio.run(client)
 
 
+def call_in_background(server, name, arguments, path=NOTEBOOK) -> tuple[threading.Thread, dict]:
+    """`call` on a thread of its own (started); what the client heard lands in the dict, as
+    "result" or "error" (a kernel that dies or restarts may cut the answer's stream)."""
+    heard: dict = {}
+
+    def calling() -> None:
+        try:
+            heard["result"] = call(server, name, arguments, path)
+        except Exception as error:  # noqa: BLE001 - the test asserts what was heard
+            heard["error"] = error
+
+    caller = threading.Thread(target=calling, daemon=True)
+    caller.start()
+    return caller, heard
+
+
 def resources(server, *uris, path=NOTEBOOK):
     async def client():
         async with await session_of(server, path) as session:
@@ -460,8 +476,7 @@ def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
         kernel.run(TOOLS)
         assert "written as a cell at the end of restarted.ipynb" in text_of(kernel.run("%tools --serve --cells"))
         code = "import time\nprint('waiting')\ntime.sleep(600)"
-        caller = threading.Thread(target=lambda: call(server, "python", {"code": code}, path=path), daemon=True)
-        caller.start()
+        caller, heard = call_in_background(server, "python", {"code": code}, path=path)
         room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
         server.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
         cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
@@ -470,6 +485,7 @@ def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
         assert cell["metadata"]["nbtools"]["status"] in ("error", "cancelled") and "ended" in cell["metadata"]["nbtools"]
         assert text(cell["outputs"][0]) == "waiting\n" and cell["outputs"][-1]["output_type"] == "error"
         caller.join(DEADLINE)
+        assert not caller.is_alive() and ("error" in heard or heard["result"].is_error), heard
     finally:
         room.close()
 
@@ -572,13 +588,13 @@ def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restar
             kernel.run(TOOLS)
             assert "written as a cell at the end of hung.ipynb" in text_of(kernel.run("%tools --serve --cells"))
             code = "import time\nprint('stuck')\ntime.sleep(600)"
-            caller = threading.Thread(target=lambda: call(plain, "python", {"code": code}, path=path), daemon=True)
-            caller.start()
+            caller, heard = call_in_background(plain, "python", {"code": code}, path=path)
             room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
             before = room.cells()
             pid = json.loads((plain.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
             os.kill(pid, signal.SIGKILL)
             caller.join(DEADLINE)
+            assert not caller.is_alive() and "error" in heard, heard  # the client heard the kernel go
             time.sleep(4)  # past the restarter's poll (3 s), were there one
             assert room.cells() == before  # nothing noticed
             plain.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
