@@ -10,9 +10,12 @@ server without collaboration, where nothing is written and one line says what to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
+from types import SimpleNamespace
+from typing import Iterator
 
 import anyio
 import pytest
@@ -133,10 +136,36 @@ def call_in_background(server, name, arguments, path=NOTEBOOK) -> tuple[threadin
             heard["result"] = call(server, name, arguments, path)
         except Exception as error:  # noqa: BLE001 - the test asserts what was heard
             heard["error"] = error
+        heard["at"] = time.monotonic()
 
     caller = threading.Thread(target=calling, daemon=True)
     caller.start()
     return caller, heard
+
+
+@contextlib.contextmanager
+def a_call_running(server, path: str, printed: str, *, earlier: tuple = ()) -> Iterator[SimpleNamespace]:
+    """A kernel of notebook `path` serving with `--cells`, the notebook open in a room, the `earlier`
+    calls ((name, arguments) pairs) made, and then a python() call that printed `printed` and sleeps:
+    (kernel, room, code, caller, heard), `caller` and `heard` as `call_in_background` gives them."""
+    kernel = server.notebook_kernel(path)
+    room = Room(server, path)
+    try:
+        kernel.run(TOOLS)
+        assert f"written as a cell at the end of {path}" in text_of(kernel.run("%tools --serve --cells"))
+        for name, arguments in earlier:
+            assert not call(server, name, arguments, path=path).is_error
+        code = f"import time\nprint({printed!r})\ntime.sleep(600)"
+        caller, heard = call_in_background(server, "python", {"code": code}, path=path)
+        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+        yield SimpleNamespace(kernel=kernel, room=room, code=code, caller=caller, heard=heard)
+    finally:
+        room.close()
+
+
+def kernel_pid(server, kernel) -> int:
+    """The pid a serving kernel registered (the one the server checks against the kernel it runs)."""
+    return json.loads((server.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
 
 
 def resources(server, *uris, path=NOTEBOOK):
@@ -469,25 +498,17 @@ def test_a_huge_notebook_reaches_an_agent_bounded_with_the_way_to_the_rest(serve
 def test_a_call_running_when_the_kernel_restarts_does_not_stay_running(server):
     """The person restarts the kernel while an agent's python() runs: the call ends (the client is told
     it was interrupted) and so does its cell, instead of saying "running" in the saved notebook forever."""
-    path = "restarted.ipynb"
-    kernel = server.notebook_kernel(path)
-    room = Room(server, path)
-    try:
-        kernel.run(TOOLS)
-        assert "written as a cell at the end of restarted.ipynb" in text_of(kernel.run("%tools --serve --cells"))
-        code = "import time\nprint('waiting')\ntime.sleep(600)"
-        caller, heard = call_in_background(server, "python", {"code": code}, path=path)
-        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
-        server.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
-        cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
-                                                for c in cells), "the call's cell end")
+    with a_call_running(server, "restarted.ipynb", "waiting") as running:
+        server.api("POST", f"api/kernels/{running.kernel.kernel_id}/restart")
+        code = running.code
+        cells = running.room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
+                                                        != "running" for c in cells), "the call's cell end")
         cell = [c for c in cells if c["source"] == code][-1]
         assert cell["metadata"]["nbtools"]["status"] in ("error", "cancelled") and "ended" in cell["metadata"]["nbtools"]
         assert text(cell["outputs"][0]) == "waiting\n" and cell["outputs"][-1]["output_type"] == "error"
-        caller.join(DEADLINE)
-        assert not caller.is_alive() and ("error" in heard or heard["result"].is_error), heard
-    finally:
-        room.close()
+        running.caller.join(DEADLINE)
+        heard = running.heard
+        assert not running.caller.is_alive() and ("error" in heard or heard["result"].is_error), heard
 
 
 def test_a_call_running_when_the_kernel_is_killed_ends_its_cell_and_the_client_hears(server, rooms):
@@ -502,30 +523,12 @@ def test_a_call_running_when_the_kernel_is_killed_ends_its_cell_and_the_client_h
 
     _, _, opened = rooms
     path = "killed.ipynb"
-    kernel = server.notebook_kernel(path)
-    room = Room(server, path)
-    try:
-        kernel.run(TOOLS)
-        assert "written as a cell at the end of killed.ipynb" in text_of(kernel.run("%tools --serve --cells"))
-        assert call(server, "add", {"a": 1, "b": 2}, path=path).structured_content == {"result": 3}
-        code = "import time\nprint('working on it')\ntime.sleep(600)"
-        answer: dict = {}
-
-        def caller():
-            try:
-                answer["result"] = call(server, "python", {"code": code}, path=path)
-            except BaseException as error:  # noqa: BLE001 - the test reads what the client saw
-                answer["error"] = error
-            answer["at"] = time.monotonic()
-
-        thread = threading.Thread(target=caller, daemon=True)
-        thread.start()
-        room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+    with a_call_running(server, path, "working on it", earlier=[("add", {"a": 1, "b": 2})]) as running:
+        kernel, room, code, thread, answer = running.kernel, running.room, running.code, running.caller, running.heard
         others = {name: opened[name].cells() for name in (NOTEBOOK, OTHER)}
         before = room.cells()
-        pid = json.loads((server.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
         killed_at = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
+        os.kill(kernel_pid(server, kernel), signal.SIGKILL)
         cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"] != "running"
                                                 for c in cells), "the killed call's cell end")
         took = time.monotonic() - killed_at
@@ -564,8 +567,6 @@ def test_a_call_running_when_the_kernel_is_killed_ends_its_cell_and_the_client_h
                                scheme="Bearer", body=ending)
         assert status == 200 and json.loads(body)["written"] == 0, body
         assert room.cells() == after
-    finally:
-        room.close()
 
 
 def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restarts_it(tmp_path):
@@ -580,24 +581,16 @@ def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restar
     (folder / "config").mkdir(parents=True)
     (folder / "config" / "jupyter_server_config.json").write_text(json.dumps({"KernelManager": {"autorestart": False}}))
     plain = JupyterServer(folder)
-    path = "hung.ipynb"
     try:
-        kernel = plain.notebook_kernel(path)
-        room = Room(plain, path)
-        try:
-            kernel.run(TOOLS)
-            assert "written as a cell at the end of hung.ipynb" in text_of(kernel.run("%tools --serve --cells"))
-            code = "import time\nprint('stuck')\ntime.sleep(600)"
-            caller, heard = call_in_background(plain, "python", {"code": code}, path=path)
-            room.wait_for(lambda cells: any(c["source"] == code and c["outputs"] for c in cells), "the call running")
+        with a_call_running(plain, "hung.ipynb", "stuck") as running:
+            room, code = running.room, running.code
             before = room.cells()
-            pid = json.loads((plain.runtime / f"nbtools-kernel-{kernel.kernel_id}.json").read_text())["pid"]
-            os.kill(pid, signal.SIGKILL)
-            caller.join(DEADLINE)
-            assert not caller.is_alive() and "error" in heard, heard  # the client heard the kernel go
+            os.kill(kernel_pid(plain, running.kernel), signal.SIGKILL)
+            running.caller.join(DEADLINE)
+            assert not running.caller.is_alive() and "error" in running.heard, running.heard  # the client heard it go
             time.sleep(4)  # past the restarter's poll (3 s), were there one
             assert room.cells() == before  # nothing noticed
-            plain.api("POST", f"api/kernels/{kernel.kernel_id}/restart")
+            plain.api("POST", f"api/kernels/{running.kernel.kernel_id}/restart")
             cells = room.wait_for(lambda cells: any(c["source"] == code and c["metadata"]["nbtools"]["status"]
                                                     != "running" for c in cells), "the killed call's cell end")
             cell = [c for c in cells if c["source"] == code][-1]
@@ -607,7 +600,5 @@ def test_a_killed_kernel_nothing_restarted_ends_its_cells_when_the_person_restar
             assert text(cell["outputs"][0]) == "stuck\n" and "restarted or shut down" in cell["outputs"][1]["evalue"]
             assert [c for c in room.cells() if c.get("id") != cell["id"]] == \
                 [c for c in before if c.get("id") != cell["id"]]
-        finally:
-            room.close()
     finally:
         plain.stop()
