@@ -14,6 +14,15 @@ def short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: max(limit - len(MARKER), 0)] + MARKER
 
 
+def middle(text: str, limit: int, tail: int, marker: str) -> str:
+    """`text` cut to `limit` characters in the middle when longer: its start and its last `tail`
+    characters (on a line of their own), `marker` between saying what was left out. The end is kept
+    because that is where a traceback's error line, a time-out or a run's verdict stands."""
+    if len(text) <= limit:
+        return text
+    return text[:limit - tail] + marker + (f"\n{text[len(text) - tail:]}" if tail else "")
+
+
 class Full(Exception):
     """A `Bounded` text reached its limit."""
 
@@ -44,4 +53,4 @@ class Bounded:
         return (joined[:self.limit], True) if cut else (joined, False)
 
 
-__all__ = ["MARKER", "short", "Full", "Bounded"]
+__all__ = ["MARKER", "short", "middle", "Full", "Bounded"]

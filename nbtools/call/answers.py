@@ -26,6 +26,7 @@ from .items import Items, read_items
 from .namespace import check_namespace, resolve_tool, settings
 from .invoke import call_func, call_func_async, run_awaitable
 from ..refusals import exception_text
+from ..shortening import middle
 
 
 def result_text(value: Any, max_chars: int = DEFAULT_LIMITS.max_result_chars) -> str:
@@ -69,18 +70,10 @@ def _rendered(value: Any, max_chars: int) -> tuple[Any, str]:
         text = (text[:max_chars] + f"\n[truncated: reading stopped after {len(value)} items, at the result "
                 f"size limit of {max_chars} characters; the tool may have yielded more]")
         data = text
-    elif len(text) > max_chars:
-        text = data = _cut(text, max_chars)
+    elif len(text) > max_chars:  # its start and last quarter (`shortening.middle`): printed output must not hide an error
+        text = data = middle(text, max_chars, max_chars // 4,
+                             f"\n[truncated: {len(text) - max_chars} of {len(text)} characters not shown]")
     return data, text
-
-
-def _cut(text: str, max_chars: int) -> str:
-    """`text` cut to `max_chars` characters in the middle: its start and its last quarter kept,
-    because the end is where a traceback's error line, a time-out or a run's `error` field stands
-    (printed output before it must not hide it), with a marker between saying what was left out."""
-    tail = max_chars // 4
-    marker = f"\n[truncated: {len(text) - max_chars} of {len(text)} characters not shown]"
-    return text[:max_chars - tail] + marker + (f"\n{text[len(text) - tail:]}" if tail else "")
 
 
 # ==================================================================================================

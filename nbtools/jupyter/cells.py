@@ -32,6 +32,8 @@ import urllib.request
 from typing import Any
 from urllib.parse import quote
 
+from ..shortening import middle
+
 PYTHON_TOOLS = ("python", "python_async")
 # What one call writes into its cell (the shared document every view syncs, then the saved file): the
 # first CELL_HEAD and the last CELL_TAIL characters of what it prints, with a line saying how much was
@@ -455,13 +457,11 @@ def _joined_text(value: Any) -> str:
 
 
 def _cut(text: str, limit: int | None, what: str, more: str) -> str:
-    """`text`, or its start and end with a line saying how much of `what` is left out (and where to read more)."""
+    """`text`, or its start and its last fifth with a line saying how much of `what` is left out (and
+    where to read more): `shortening.middle`."""
     if limit is None or len(text) <= limit:
         return text
-    head = limit * 4 // 5
-    tail = limit - head
-    return (f"{text[:head]}\n[... {len(text) - limit:,} characters of {what} not shown{more} ...]\n"
-            f"{text[len(text) - tail:]}")
+    return middle(text, limit, limit - limit * 4 // 5, f"\n[... {len(text) - limit:,} characters of {what} not shown{more} ...]")
 
 
 # -- turning it on -----------------------------------------------------------------------------------
