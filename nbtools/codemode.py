@@ -104,16 +104,15 @@ def _chosen(registry: Any, globs: list[str], own_name: str) -> dict[str, Tool]:
     # A tool whose name is already its Python name keeps it; another that maps onto a taken name
     # (`my.tool` beside `my_tool`) gets the first free `_2`, `_3`... (its stub names the tool), so
     # a call in the code always reaches the tool it names and no tool is left out.
-    found: dict[str, Tool] = {tool.name: tool for tool in tools if python_name(tool.name) == tool.name}
+    kept = {tool.name for tool in tools if python_name(tool.name) == tool.name}
+    found: dict[str, Tool] = {}  # in the registry's order
     for tool in tools:
-        if tool.name in found and found[tool.name] is tool:
-            continue
         identifier = base = python_name(tool.name)
         number = 2
-        while identifier in found:
+        while identifier != tool.name and (identifier in kept or identifier in found):
             identifier, number = f"{base}_{number}", number + 1
         found[identifier] = tool
-    return dict(sorted(found.items(), key=lambda item: tools.index(item[1])))  # in the registry's order
+    return found
 
 
 # the builtins and the modules the sandbox has: a tool by such a name would be hidden (or hide them)
